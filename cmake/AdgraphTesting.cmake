@@ -1,0 +1,65 @@
+# Test registration helpers.
+#
+#   adgraph_add_test(core/graph_test)
+#     builds tests/core/graph_test.cc into one executable and registers it.
+#   adgraph_add_mpi_test(mpi_ops/collectives_test RANKS 1 2 3 4 [TIMEOUT s])
+#     registers mpi_ops/collectives_test.np<N> for each N, run through
+#     FindMPI's MPIEXEC variables with Open MPI's root and oversubscribe
+#     settings, so a newcomer running as root in a container never meets them.
+
+set(ADGRAPH_MPI_TEST_ENV
+    "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMP_NUM_THREADS=1;OMPI_MCA_btl_vader_single_copy_mechanism=none;OMPI_MCA_rmaps_base_oversubscribe=1")
+set(ADGRAPH_MPIEXEC_EXTRA_FLAGS "--oversubscribe" CACHE STRING
+    "Flags added to every MPI test launch (Open MPI: --oversubscribe)")
+
+function(adgraph_target_name path out)
+  string(REPLACE "/" "_" name "${path}")
+  set(${out} "${name}" PARENT_SCOPE)
+endfunction()
+
+function(adgraph_add_test path)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  adgraph_target_name(${path} target)
+  add_executable(${target} ${path}.cc)
+  target_link_libraries(${target} PRIVATE adgraph::adgraph adgraph_warnings
+                                          adgraph_test_util GTest::gtest_main)
+  add_test(NAME ${path} COMMAND ${target})
+  set_tests_properties(${path} PROPERTIES TIMEOUT ${ARG_TIMEOUT}
+                                          ENVIRONMENT "OMP_NUM_THREADS=2")
+endfunction()
+
+# Registers `command...` (a target name followed by its arguments) at each
+# rank count in RANKS under the name <name>.np<N>.
+function(adgraph_add_mpi_command name)
+  cmake_parse_arguments(ARG "" "TIMEOUT;PASS_REGEX" "RANKS;COMMAND" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  list(POP_FRONT ARG_COMMAND exe)
+  foreach(n IN LISTS ARG_RANKS)
+    add_test(NAME ${name}.np${n}
+             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n}
+                     ${ADGRAPH_MPIEXEC_EXTRA_FLAGS} ${MPIEXEC_PREFLAGS}
+                     $<TARGET_FILE:${exe}> ${MPIEXEC_POSTFLAGS} ${ARG_COMMAND})
+    set_tests_properties(${name}.np${n} PROPERTIES
+      PROCESSORS ${n} LABELS mpi TIMEOUT ${ARG_TIMEOUT}
+      ENVIRONMENT "${ADGRAPH_MPI_TEST_ENV}")
+    if(ARG_PASS_REGEX)
+      set_tests_properties(${name}.np${n} PROPERTIES
+        PASS_REGULAR_EXPRESSION "${ARG_PASS_REGEX}")
+    endif()
+  endforeach()
+endfunction()
+
+function(adgraph_add_mpi_test path)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "RANKS" ${ARGN})
+  adgraph_target_name(${path} target)
+  add_executable(${target} ${path}.cc)
+  target_link_libraries(${target} PRIVATE adgraph::adgraph adgraph_warnings
+                                          adgraph_test_util adgraph_mpi_test_main)
+  adgraph_add_mpi_command(${path} RANKS ${ARG_RANKS} TIMEOUT ${ARG_TIMEOUT}
+                          COMMAND ${target})
+endfunction()

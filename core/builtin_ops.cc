@@ -1,0 +1,29 @@
+#include "core/builtin_ops.h"
+
+#include "core/op.h"
+#include "ops/elementwise.h"
+#include "ops/linalg.h"
+#include "ops/reductions.h"
+#include "ops/shape_ops.h"
+#include "ops/sources.h"
+
+namespace adgraph {
+
+void register_builtin_ops(OpRegistry& registry) {
+  register_source_ops(registry);
+  register_elementwise_ops(registry);
+  register_reduction_ops(registry);
+  register_shape_ops(registry);
+  register_linalg_ops(registry);
+}
+
+OpRegistry& OpRegistry::global() {
+  static OpRegistry* registry = [] {
+    auto* r = new OpRegistry;
+    register_builtin_ops(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+}  // namespace adgraph

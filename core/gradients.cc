@@ -1,0 +1,143 @@
+#include "core/gradients.h"
+
+#include <map>
+#include <utility>
+
+#include "core/error.h"
+#include "core/op.h"
+
+namespace adgraph {
+namespace {
+
+Value zeros_of(Graph& g, const Shape& shape) {
+  return g.add_node("zeros", {}, {{"shape", shape}});
+}
+
+}  // namespace
+
+std::vector<Value> gradients(Value y,
+                             const std::vector<Value>& xs,
+                             Value grad_y) {
+  if (!y.valid()) throw GraphError("gradients() of an invalid value");
+  Graph& g = y.graph();
+  for (const Value& x : xs) {
+    if (!x.valid() || &x.graph() != &g) {
+      throw GraphError("gradients() with respect to a value of another graph",
+                       y.name());
+    }
+  }
+  if (grad_y.valid()) {
+    if (&grad_y.graph() != &g || grad_y.shape() != y.shape()) {
+      throw ShapeError("cotangent of shape " + shape_string(grad_y.shape()) +
+                           " for a value of shape " + shape_string(y.shape()),
+                       y.name(), y.node().op_name(), "grad_y");
+    }
+  } else {
+    grad_y = g.add_node("fill", {}, {{"shape", y.shape()}, {"value", 1.0}});
+  }
+
+  const int top = y.node_id();
+  // Nodes y depends on through data edges.
+  std::vector<char> reaches_y(top + 1, 0);
+  reaches_y[top] = 1;
+  for (int id = top; id >= 0; --id) {
+    if (!reaches_y[id]) continue;
+    for (const Value& in : g.node(id).inputs) reaches_y[in.node_id()] = 1;
+  }
+  // Nodes that depend on some x through data edges.
+  std::vector<char> from_x(top + 1, 0);
+  int lowest = top + 1;
+  for (const Value& x : xs) {
+    if (x.node_id() <= top) {
+      from_x[x.node_id()] = 1;
+      lowest = std::min(lowest, x.node_id());
+    }
+  }
+  for (int id = lowest; id <= top; ++id) {
+    for (const Value& in : g.node(id).inputs) {
+      if (from_x[in.node_id()]) from_x[id] = 1;
+    }
+  }
+
+  // Cotangent contributions per (node, output), summed as they arrive.
+  std::map<std::pair<int, int>, Value> adjoint;
+  auto accumulate = [&](const Value& target, const Value& contribution) {
+    auto key = std::make_pair(target.node_id(), target.output());
+    auto it = adjoint.find(key);
+    if (it == adjoint.end()) {
+      adjoint.emplace(key, contribution);
+    } else {
+      it->second = g.add_node("add", {it->second, contribution});
+    }
+  };
+  accumulate(y, grad_y);
+
+  // Reverse creation order is a reverse topological order, and it creates
+  // the adjoints of communication nodes in the reverse of their forward
+  // order, which is what keeps the adjoint message order deadlock-free.
+  for (int id = top; id >= 0; --id) {
+    if (!reaches_y[id] || !from_x[id]) continue;
+    const Node& node = g.node(id);
+    bool any_input_from_x = false;
+    for (const Value& in : node.inputs) {
+      any_input_from_x = any_input_from_x || from_x[in.node_id()];
+    }
+    if (!any_input_from_x) continue;
+    const int n_out = node.op->num_outputs;
+    Values outputs, output_grads;
+    bool any_grad = false;
+    for (int k = 0; k < n_out; ++k) {
+      outputs.emplace_back(&g, id, k);
+      auto it = adjoint.find({id, k});
+      any_grad = any_grad || it != adjoint.end();
+      output_grads.push_back(it != adjoint.end() ? it->second : Value());
+    }
+    if (!any_grad) continue;
+    if (!node.op->gradient) {
+      throw GraphError("op has no gradient, but \"" + y.name() +
+                           "\" is differentiated through it",
+                       node.name, node.op_name(), "gradient");
+    }
+    for (int k = 0; k < n_out; ++k) {
+      if (!output_grads[k].valid()) {
+        output_grads[k] = zeros_of(g, node.output_shapes[k]);
+      }
+    }
+    Values input_grads =
+        node.op->gradient(GradientContext(node, outputs, output_grads));
+    if (input_grads.size() != node.inputs.size()) {
+      throw GraphError("gradient builder returned " +
+                           std::to_string(input_grads.size()) +
+                           " values for " + std::to_string(node.inputs.size()) +
+                           " inputs",
+                       node.name, node.op_name(), "gradient");
+    }
+    for (std::size_t i = 0; i < input_grads.size(); ++i) {
+      const Value& in = node.inputs[i];
+      if (!input_grads[i].valid() || !from_x[in.node_id()]) continue;
+      if (input_grads[i].shape() != in.shape()) {
+        throw ShapeError("gradient builder returned shape " +
+                             shape_string(input_grads[i].shape()) +
+                             " for an input of shape " +
+                             shape_string(in.shape()),
+                         node.name, node.op_name(),
+                         "gradient of input " + std::to_string(i));
+      }
+      accumulate(in, input_grads[i]);
+    }
+  }
+
+  std::vector<Value> result;
+  for (const Value& x : xs) {
+    auto it = adjoint.find({x.node_id(), x.output()});
+    result.push_back(it != adjoint.end() ? it->second
+                                         : zeros_of(g, x.shape()));
+  }
+  return result;
+}
+
+Value gradient(Value y, Value x, Value grad_y) {
+  return gradients(y, {x}, grad_y)[0];
+}
+
+}  // namespace adgraph

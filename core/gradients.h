@@ -1,0 +1,31 @@
+// Symbolic reverse-mode differentiation.
+#pragma once
+
+#include <vector>
+
+#include "core/graph.h"
+
+namespace adgraph {
+
+// Adds the adjoint graph of `y` to y's graph and returns, for each x in
+// `xs`, a handle to ∂(Σ_k grad_y_k · y_k)/∂x with x's shape.
+//
+// - `grad_y` is the cotangent of y; an invalid Value means ones of y's shape
+//   (so a scalar y gives the ordinary gradient).
+// - Contributions through several paths are summed; an x that y does not
+//   depend on gets zeros of its shape.
+// - Adjoint nodes are ordinary nodes: they prune, order and communicate like
+//   forward nodes, and may themselves be differentiated (higher derivatives).
+// - With communication ops, the convention is "the loss is the sum of the
+//   per-rank losses": the result on rank r is ∂(Σ_q y_q)/∂x_r.
+//
+// Throws GraphError naming the node when an op on a path from an x to y has
+// no gradient, and when a value belongs to another graph.
+std::vector<Value> gradients(Value y,
+                             const std::vector<Value>& xs,
+                             Value grad_y = {});
+
+// Single-variable convenience form.
+Value gradient(Value y, Value x, Value grad_y = {});
+
+}  // namespace adgraph

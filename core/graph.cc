@@ -1,0 +1,295 @@
+#include "core/graph.h"
+
+#include <cmath>
+#include <utility>
+
+#include "core/check.h"
+#include "core/comm_context.h"
+#include "core/error.h"
+#include "core/op.h"
+#include "core/tensor_json.h"
+
+namespace adgraph {
+namespace {
+
+bool is_integral_number(const nlohmann::json& v) {
+  if (v.is_number_integer()) return true;
+  if (!v.is_number_float()) return false;
+  double d = v.get<double>();
+  return std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 9.0e15;
+}
+
+// Checks one given attribute against its spec; returns the canonical value.
+nlohmann::json check_attr(const AttrSpec& spec,
+                          const nlohmann::json& value,
+                          const std::string& node,
+                          const std::string& op) {
+  const std::string field = "attribute \"" + spec.name + "\"";
+  auto fail = [&](const std::string& detail) -> nlohmann::json {
+    throw GraphError(detail, node, op, field);
+  };
+  auto check_range = [&](double v) {
+    if (!std::isfinite(v)) fail("must be a finite number");
+    if (v < spec.min || v > spec.max) {
+      nlohmann::json lo = spec.min, hi = spec.max;
+      fail("value " + nlohmann::json(v).dump() + " is outside [" +
+           (std::isfinite(spec.min) ? lo.dump() : "-inf") + ", " +
+           (std::isfinite(spec.max) ? hi.dump() : "inf") + "]");
+    }
+  };
+  switch (spec.type) {
+    case AttrType::kInt:
+      if (!is_integral_number(value)) {
+        return fail("expected an integer, found " + value.dump());
+      }
+      check_range(value.get<double>());
+      return value.get<int64_t>();
+    case AttrType::kFloat:
+      if (!value.is_number()) {
+        return fail("expected a number, found " + value.dump());
+      }
+      check_range(value.get<double>());
+      return value.get<double>();
+    case AttrType::kBool:
+      if (!value.is_boolean()) return fail("expected true or false");
+      return value;
+    case AttrType::kString:
+      if (!value.is_string()) return fail("expected a string");
+      return value;
+    case AttrType::kInts: {
+      if (!value.is_array()) return fail("expected a list of integers");
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& item : value) {
+        if (!is_integral_number(item)) {
+          return fail("expected a list of integers, found " + item.dump());
+        }
+        check_range(item.get<double>());
+        out.push_back(item.get<int64_t>());
+      }
+      return out;
+    }
+    case AttrType::kFloats: {
+      if (!value.is_array()) return fail("expected a list of numbers");
+      for (const auto& item : value) {
+        if (!item.is_number()) return fail("expected a list of numbers");
+        check_range(item.get<double>());
+      }
+      return value;
+    }
+    case AttrType::kTensor:
+      break;
+  }
+  ADGRAPH_CHECK(false) << "kTensor handled by caller";
+  return {};
+}
+
+}  // namespace
+
+const Node& Value::node() const { return graph_->node(node_); }
+const Shape& Value::shape() const {
+  return graph_->node(node_).output_shapes[output_];
+}
+const std::string& Value::name() const { return graph_->node(node_).name; }
+
+const std::string& Node::op_name() const { return op->name; }
+
+int64_t Node::attr_int(const std::string& name) const {
+  return attrs.at(name).get<int64_t>();
+}
+double Node::attr_float(const std::string& name) const {
+  return attrs.at(name).get<double>();
+}
+bool Node::attr_bool(const std::string& name) const {
+  return attrs.at(name).get<bool>();
+}
+std::string Node::attr_string(const std::string& name) const {
+  return attrs.at(name).get<std::string>();
+}
+Shape Node::attr_ints(const std::string& name) const {
+  return attrs.at(name).get<Shape>();
+}
+std::vector<double> Node::attr_floats(const std::string& name) const {
+  return attrs.at(name).get<std::vector<double>>();
+}
+const Tensor& Node::tensor(const std::string& name) const {
+  auto it = tensors.find(name);
+  ADGRAPH_CHECK(it != tensors.end()) << "node " << this->name << " tensor "
+                                     << name;
+  return it->second;
+}
+
+Graph::Graph() : registry_(&OpRegistry::global()) {}
+Graph::~Graph() = default;
+
+Value Graph::add_node(const std::string& op,
+                      std::vector<Value> inputs,
+                      nlohmann::json attrs,
+                      NodeOptions options) {
+  return add_node_outputs(op, std::move(inputs), std::move(attrs),
+                          std::move(options))[0];
+}
+
+std::vector<Value> Graph::add_node_outputs(const std::string& op,
+                                           std::vector<Value> inputs,
+                                           nlohmann::json attrs,
+                                           NodeOptions options) {
+  const int id = num_nodes();
+  std::string name =
+      options.name.empty() ? op + "_" + std::to_string(id) : options.name;
+  const OpDef* def = registry_->find(op);
+  if (def == nullptr) {
+    try {
+      registry_->get(op);
+    } catch (const GraphError& e) {
+      throw GraphError(e.detail(), name, {}, "op");
+    }
+  }
+  if (by_name_.count(name)) {
+    throw GraphError("duplicate node name", name, op, "name");
+  }
+
+  const std::size_t declared = def->inputs.size();
+  const bool count_ok = def->variadic ? inputs.size() + 1 >= declared
+                                      : inputs.size() == declared;
+  if (!count_ok) {
+    throw GraphError("expected " + std::string(def->variadic ? "at least " : "") +
+                         std::to_string(def->variadic ? declared - 1 : declared) +
+                         " inputs, got " + std::to_string(inputs.size()),
+                     name, op, "inputs");
+  }
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const std::string field =
+        "input " + std::to_string(i) + " (\"" +
+        def->inputs[std::min(i, declared - 1)] + "\")";
+    if (!inputs[i].valid() || &inputs[i].graph() != this ||
+        inputs[i].node_id() >= id) {
+      throw GraphError("not a value of this graph", name, op, field);
+    }
+  }
+
+  auto node = std::make_unique<Node>();
+  node->id = id;
+  node->name = name;
+  node->op = def;
+  node->inputs = std::move(inputs);
+
+  if (attrs.is_null()) attrs = nlohmann::json::object();
+  if (!attrs.is_object()) {
+    throw GraphError("attributes must be an object", name, op, "attrs");
+  }
+  for (const auto& [key, value] : attrs.items()) {
+    bool known = false;
+    for (const auto& spec : def->attrs) known = known || spec.name == key;
+    if (!known) {
+      std::string list;
+      for (const auto& spec : def->attrs) {
+        list += (list.empty() ? "" : ", ") + spec.name;
+      }
+      throw GraphError("unknown attribute (known: " +
+                           (list.empty() ? std::string("none") : list) + ")",
+                       name, op, "attribute \"" + key + "\"");
+    }
+  }
+  for (const auto& spec : def->attrs) {
+    const std::string field = "attribute \"" + spec.name + "\"";
+    if (spec.type == AttrType::kTensor) {
+      auto given = options.tensors.find(spec.name);
+      if (given != options.tensors.end()) {
+        node->tensors[spec.name] = std::move(given->second);
+      } else if (attrs.contains(spec.name)) {
+        try {
+          node->tensors[spec.name] = tensor_from_json(attrs[spec.name]);
+        } catch (const Error& e) {
+          throw GraphError(e.detail(), name, op, field);
+        }
+      } else if (!spec.default_value.is_null()) {
+        node->tensors[spec.name] = tensor_from_json(spec.default_value);
+      } else {
+        throw GraphError("required attribute is missing", name, op, field);
+      }
+      continue;
+    }
+    if (attrs.contains(spec.name)) {
+      node->attrs[spec.name] = check_attr(spec, attrs[spec.name], name, op);
+    } else if (!spec.default_value.is_null()) {
+      node->attrs[spec.name] = spec.default_value;
+    } else {
+      throw GraphError("required attribute is missing", name, op, field);
+    }
+  }
+
+  for (const Value& dep : options.after) {
+    if (!dep.valid() || &dep.graph() != this || dep.node_id() >= id) {
+      throw GraphError("control input is not an earlier node of this graph",
+                       name, op, "after");
+    }
+    node->control_inputs.push_back(dep.node_id());
+  }
+
+  node->output_shapes = def->shape(ShapeContext(*node, *this));
+  ADGRAPH_CHECK(static_cast<int>(node->output_shapes.size()) ==
+                def->num_outputs)
+      << "shape rule of " << op << " returned the wrong number of shapes";
+
+  if (def->communication) {
+    // Ghost dependency: every communication node runs after the previous
+    // one, so all ranks issue their MPI calls in creation order.
+    if (last_communication_ >= 0) {
+      node->control_inputs.push_back(last_communication_);
+    }
+    last_communication_ = id;
+    node->communication_index = num_communication_++;
+  }
+
+  by_name_.emplace(name, id);
+  nodes_.push_back(std::move(node));
+  std::vector<Value> outputs;
+  for (int i = 0; i < def->num_outputs; ++i) outputs.emplace_back(this, id, i);
+  return outputs;
+}
+
+void Graph::add_control_input(Value node, Value dependency) {
+  if (!node.valid() || &node.graph() != this || !dependency.valid() ||
+      &dependency.graph() != this) {
+    throw GraphError("control input between values of different graphs");
+  }
+  if (dependency.node_id() >= node.node_id()) {
+    throw GraphError("control input \"" + dependency.name() +
+                         "\" is not older than the node",
+                     node.name(), node.node().op_name(), "after");
+  }
+  nodes_[node.node_id()]->control_inputs.push_back(dependency.node_id());
+}
+
+Value Graph::placeholder(const std::string& name, Shape shape) {
+  NodeOptions options;
+  options.name = name;
+  return add_node("placeholder", {}, {{"shape", shape}}, std::move(options));
+}
+
+Value Graph::constant(Tensor value, const std::string& name) {
+  NodeOptions options;
+  options.name = name;
+  options.tensors["value"] = std::move(value);
+  return add_node("constant", {}, nlohmann::json::object(), std::move(options));
+}
+
+const Node* Graph::find(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : nodes_[it->second].get();
+}
+
+Value Graph::get(const std::string& name) {
+  const Node* node = find(name);
+  if (node == nullptr) throw GraphError("no node of this name", name);
+  return Value(this, node->id, 0);
+}
+
+void Graph::set_comm(std::shared_ptr<CommContext> comm) {
+  if (comm_ && comm_ != comm) {
+    throw GraphError("a graph's communication nodes must share one communicator");
+  }
+  comm_ = std::move(comm);
+}
+
+}  // namespace adgraph

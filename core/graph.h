@@ -1,0 +1,149 @@
+// Graph, Node and Value: the static computational graph.
+//
+// Nodes are stored in creation order, which is also a topological order:
+// a node's data and control inputs always exist before it does. Shapes are
+// inferred when a node is built, so shape errors surface there.
+#pragma once
+
+#include <compare>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/fwd.h"
+#include "core/tensor.h"
+
+namespace adgraph {
+
+// A light handle to one output of one node of a graph. Copyable; it does not
+// own the graph, which must outlive it. A default-constructed Value is
+// invalid (it stands for "no value", e.g. a zero gradient contribution).
+class Value final {
+ public:
+  Value() = default;
+  Value(Graph* graph, int node, int output = 0)
+      : graph_(graph), node_(node), output_(output) {}
+
+  bool valid() const { return graph_ != nullptr; }
+  Graph& graph() const { return *graph_; }
+  int node_id() const { return node_; }
+  int output() const { return output_; }
+  const Node& node() const;
+  const Shape& shape() const;
+  const std::string& name() const;
+
+  friend bool operator==(const Value& a, const Value& b) {
+    return a.graph_ == b.graph_ && a.node_ == b.node_ && a.output_ == b.output_;
+  }
+  friend auto operator<=>(const Value& a, const Value& b) {
+    if (a.node_ != b.node_) return a.node_ <=> b.node_;
+    return a.output_ <=> b.output_;
+  }
+
+ private:
+  Graph* graph_ = nullptr;
+  int node_ = -1;
+  int output_ = 0;
+};
+
+struct Node {
+  int id = -1;
+  std::string name;
+  const OpDef* op = nullptr;
+  // Attributes after validation against the op's schema (defaults filled in).
+  nlohmann::json attrs = nlohmann::json::object();
+  // Tensor-valued attributes (e.g. a constant's value).
+  std::map<std::string, Tensor> tensors;
+  std::vector<Value> inputs;
+  // Ordering-only edges: these nodes run before this one.
+  std::vector<int> control_inputs;
+  std::vector<Shape> output_shapes;
+  // Position among the graph's communication nodes, -1 for local nodes.
+  int communication_index = -1;
+
+  const std::string& op_name() const;
+  int64_t attr_int(const std::string& name) const;
+  double attr_float(const std::string& name) const;
+  bool attr_bool(const std::string& name) const;
+  std::string attr_string(const std::string& name) const;
+  Shape attr_ints(const std::string& name) const;
+  std::vector<double> attr_floats(const std::string& name) const;
+  const Tensor& tensor(const std::string& name) const;
+};
+
+// Optional parts of a new node.
+struct NodeOptions {
+  // Unique name; empty gives "<op>_<id>".
+  std::string name;
+  // Control inputs: nodes that must run before this one.
+  std::vector<Value> after;
+  // Values of kTensor attributes given as tensors rather than JSON.
+  std::map<std::string, Tensor> tensors;
+};
+
+// A static computational graph. Neither copyable nor movable: every Value
+// points at its graph, so a move would leave them dangling. Hold it in a
+// std::unique_ptr to hand it around.
+class Graph final {
+ public:
+  Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  ~Graph();
+
+  // Adds a node of registered op `op` and returns its first output.
+  // Throws GraphError (unknown op, wrong input count, input from another
+  // graph, bad attribute, duplicate name) or ShapeError (from the op's shape
+  // rule), each naming the node, the op and the field.
+  Value add_node(const std::string& op,
+                 std::vector<Value> inputs,
+                 nlohmann::json attrs = nlohmann::json::object(),
+                 NodeOptions options = {});
+  // As add_node, returning every output of the new node.
+  std::vector<Value> add_node_outputs(
+      const std::string& op,
+      std::vector<Value> inputs,
+      nlohmann::json attrs = nlohmann::json::object(),
+      NodeOptions options = {});
+
+  // Makes `node` run after `dependency`; `dependency` must be older.
+  void add_control_input(Value node, Value dependency);
+
+  // A placeholder that Session::run must feed with a tensor of `shape`.
+  Value placeholder(const std::string& name, Shape shape);
+  // A constant node holding `value`.
+  Value constant(Tensor value, const std::string& name = {});
+  Value scalar(double value) { return constant(Tensor::scalar(value)); }
+
+  int num_nodes() const { return static_cast<int>(nodes_.size()); }
+  const Node& node(int id) const { return *nodes_[id]; }
+  // nullptr when no node has that name.
+  const Node* find(const std::string& name) const;
+  // Throws GraphError when no node has that name.
+  Value get(const std::string& name);
+
+  // The communicator of the graph's communication nodes; null until the
+  // first one is built. A graph has at most one communicator.
+  CommContext* comm() const { return comm_.get(); }
+  void set_comm(std::shared_ptr<CommContext> comm);
+
+  // Id of the newest communication node, -1 if none.
+  int last_communication() const { return last_communication_; }
+  int num_communication_nodes() const { return num_communication_; }
+
+  const OpRegistry& registry() const { return *registry_; }
+
+ private:
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::unordered_map<std::string, int> by_name_;
+  std::shared_ptr<CommContext> comm_;
+  const OpRegistry* registry_;
+  int last_communication_ = -1;
+  int num_communication_ = 0;
+};
+
+}  // namespace adgraph

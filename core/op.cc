@@ -1,0 +1,148 @@
+#include "core/op.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/error.h"
+
+namespace adgraph {
+namespace {
+
+// Edit distance, used to suggest the nearest op name for a typo.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1,
+                         row[j - 1] + 1,
+                         diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+const char* attr_type_name(AttrType type) {
+  switch (type) {
+    case AttrType::kInt:
+      return "int";
+    case AttrType::kFloat:
+      return "float";
+    case AttrType::kBool:
+      return "bool";
+    case AttrType::kString:
+      return "string";
+    case AttrType::kInts:
+      return "int list";
+    case AttrType::kFloats:
+      return "float list";
+    case AttrType::kTensor:
+      return "tensor";
+  }
+  return "?";
+}
+
+int ShapeContext::num_inputs() const {
+  return static_cast<int>(node_.inputs.size());
+}
+
+const Shape& ShapeContext::input_shape(int i) const {
+  return node_.inputs[i].shape();
+}
+
+int64_t ShapeContext::attr_int(const std::string& name) const {
+  return node_.attr_int(name);
+}
+
+double ShapeContext::attr_float(const std::string& name) const {
+  return node_.attr_float(name);
+}
+
+Shape ShapeContext::attr_ints(const std::string& name) const {
+  return node_.attr_ints(name);
+}
+
+void ShapeContext::fail(const std::string& field,
+                        const std::string& detail) const {
+  throw ShapeError(detail, node_.name, node_.op_name(), field);
+}
+
+int KernelContext::num_inputs() const {
+  return static_cast<int>(node_.inputs.size());
+}
+
+int64_t KernelContext::attr_int(const std::string& name) const {
+  return node_.attr_int(name);
+}
+
+double KernelContext::attr_float(const std::string& name) const {
+  return node_.attr_float(name);
+}
+
+GradientContext::GradientContext(const Node& node,
+                                 Values outputs,
+                                 Values output_grads)
+    : node_(node),
+      outputs_(std::move(outputs)),
+      output_grads_(std::move(output_grads)) {}
+
+Graph& GradientContext::graph() const { return outputs_[0].graph(); }
+
+int GradientContext::num_inputs() const {
+  return static_cast<int>(node_.inputs.size());
+}
+
+const Value& GradientContext::input(int i) const { return node_.inputs[i]; }
+
+void OpRegistry::add(OpDef def) {
+  if (def.name.empty()) throw GraphError("an op needs a name");
+  if (ops_.count(def.name)) {
+    throw GraphError("an op of this name is already registered", {}, def.name);
+  }
+  if (!def.shape || !def.compute) {
+    throw GraphError("an op needs a shape rule and a compute kernel",
+                     {},
+                     def.name);
+  }
+  if (def.num_outputs < 1) {
+    throw GraphError("an op needs at least one output", {}, def.name);
+  }
+  std::string name = def.name;
+  ops_.emplace(std::move(name), std::make_unique<OpDef>(std::move(def)));
+}
+
+const OpDef* OpRegistry::find(const std::string& name) const {
+  auto it = ops_.find(name);
+  return it == ops_.end() ? nullptr : it->second.get();
+}
+
+const OpDef& OpRegistry::get(const std::string& name) const {
+  if (const OpDef* def = find(name)) return *def;
+  std::string nearest;
+  std::size_t best = name.size() + 1;
+  for (const auto& [known, def] : ops_) {
+    std::size_t d = edit_distance(name, known);
+    if (d < best) best = d, nearest = known;
+  }
+  std::string detail = "unknown op \"" + name + "\"";
+  if (!nearest.empty() && best <= std::max<std::size_t>(2, name.size() / 3)) {
+    detail += "; did you mean \"" + nearest + "\"?";
+  }
+  throw GraphError(detail);
+}
+
+std::vector<const OpDef*> OpRegistry::all() const {
+  std::vector<const OpDef*> out;
+  for (const auto& [name, def] : ops_) out.push_back(def.get());
+  return out;
+}
+
+void register_op(OpDef def) { OpRegistry::global().add(std::move(def)); }
+
+}  // namespace adgraph

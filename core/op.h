@@ -1,0 +1,171 @@
+// The op interface. An op is one OpDef record: name, inputs, attribute
+// schema, shape rule, compute kernel and symbolic gradient builder. Ops are
+// looked up by name in an OpRegistry; nothing switches on op kind.
+//
+// Writing a custom op (the heat step in solvers/ is written exactly so):
+//
+//   OpDef def;
+//   def.name = "scale";
+//   def.doc = "y = alpha * x";
+//   def.inputs = {"x"};
+//   def.attrs = {{"alpha", AttrType::kFloat, 1.0, "factor"}};
+//   def.shape = [](const ShapeContext& c) { return Shapes{c.input_shape(0)}; };
+//   def.compute = [](KernelContext& c) {
+//     c.output(0).array() = c.attr_float("alpha") * c.input(0).array();
+//   };
+//   def.gradient = [](const GradientContext& c) {
+//     return Values{c.grad(0) * c.node().attr_float("alpha")};
+//   };
+//   register_op(std::move(def));
+#pragma once
+
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/fwd.h"
+#include "core/graph.h"
+#include "core/tensor.h"
+
+namespace adgraph {
+
+using Shapes = std::vector<Shape>;
+using Values = std::vector<Value>;
+
+enum class AttrType { kInt, kFloat, kBool, kString, kInts, kFloats, kTensor };
+
+// "int", "float", ... as shown by error messages and --list-ops.
+const char* attr_type_name(AttrType type);
+
+// One attribute of an op's schema.
+struct AttrSpec {
+  std::string name;
+  AttrType type = AttrType::kInt;
+  // Value used when the attribute is not given; null means required.
+  nlohmann::json default_value;
+  std::string doc;
+  // Valid range for kInt and kFloat (inclusive).
+  double min = -std::numeric_limits<double>::infinity();
+  double max = std::numeric_limits<double>::infinity();
+};
+
+// What a shape rule sees: the node being built (name, attributes, inputs).
+class ShapeContext final {
+ public:
+  ShapeContext(const Node& node, const Graph& graph)
+      : node_(node), graph_(graph) {}
+  const Node& node() const { return node_; }
+  const Graph& graph() const { return graph_; }
+  int num_inputs() const;
+  const Shape& input_shape(int i) const;
+  int64_t attr_int(const std::string& name) const;
+  double attr_float(const std::string& name) const;
+  Shape attr_ints(const std::string& name) const;
+  // Throws ShapeError naming the node, its op and `field`.
+  [[noreturn]] void fail(const std::string& field,
+                         const std::string& detail) const;
+
+ private:
+  const Node& node_;
+  const Graph& graph_;
+};
+
+// What a kernel sees at run time: inputs, preallocated outputs (shapes as
+// inferred, contents uninitialised) and the communicator, if any.
+class KernelContext final {
+ public:
+  KernelContext(const Node& node,
+                const Tensor* const* inputs,
+                Tensor* outputs,
+                CommContext* comm)
+      : node_(node), inputs_(inputs), outputs_(outputs), comm_(comm) {}
+  const Node& node() const { return node_; }
+  int num_inputs() const;
+  const Tensor& input(int i) const { return *inputs_[i]; }
+  Tensor& output(int i) { return outputs_[i]; }
+  // The graph's communicator; nullptr for a graph without communication.
+  CommContext* comm() const { return comm_; }
+  int64_t attr_int(const std::string& name) const;
+  double attr_float(const std::string& name) const;
+
+ private:
+  const Node& node_;
+  const Tensor* const* inputs_;
+  Tensor* outputs_;
+  CommContext* comm_;
+};
+
+// What a gradient builder sees: the forward node's inputs and outputs as
+// handles and the cotangent of each output (zeros where none flowed).
+class GradientContext final {
+ public:
+  GradientContext(const Node& node, Values outputs, Values output_grads);
+  const Node& node() const { return node_; }
+  Graph& graph() const;
+  int num_inputs() const;
+  const Value& input(int i) const;
+  const Value& output(int i) const { return outputs_[i]; }
+  // Cotangent of output `i`.
+  const Value& grad(int i = 0) const { return output_grads_[i]; }
+
+ private:
+  const Node& node_;
+  Values outputs_;
+  Values output_grads_;
+};
+
+using ShapeFn = std::function<Shapes(const ShapeContext&)>;
+using ComputeFn = std::function<void(KernelContext&)>;
+// Returns one handle per input: its cotangent contribution, or an invalid
+// Value for "no contribution" (a zero gradient).
+using GradientFn = std::function<Values(const GradientContext&)>;
+
+struct OpDef {
+  std::string name;
+  // One line shown by --list-ops; it states the op's math.
+  std::string doc;
+  // Names of the data inputs, in order.
+  std::vector<std::string> inputs;
+  // When true the last input may repeat (zero or more times), as in concat.
+  bool variadic = false;
+  std::vector<AttrSpec> attrs;
+  int num_outputs = 1;
+  ShapeFn shape;
+  ComputeFn compute;
+  // Empty: the op has no adjoint and gradients() fails at it, naming it.
+  GradientFn gradient;
+  // Communication nodes are chained by ghost dependencies (control edges in
+  // creation order) so every rank issues its MPI calls in one order.
+  bool communication = false;
+  // Collective nodes also enter the per-plan cross-rank consistency check.
+  bool collective = false;
+};
+
+// The set of known ops, by name.
+class OpRegistry final {
+ public:
+  // Adds `def`. Throws GraphError when the name is taken or a required
+  // member (name, shape, compute) is missing.
+  void add(OpDef def);
+  // nullptr when unknown.
+  const OpDef* find(const std::string& name) const;
+  // Throws GraphError naming the nearest registered name when unknown.
+  const OpDef& get(const std::string& name) const;
+  // All ops, sorted by name.
+  std::vector<const OpDef*> all() const;
+
+  // The process-wide registry with every built-in op registered (done once,
+  // on first use, by core/builtin_ops.cc).
+  static OpRegistry& global();
+
+ private:
+  std::map<std::string, std::unique_ptr<OpDef>> ops_;
+};
+
+// Registers a user op in the global registry (custom-op API).
+void register_op(OpDef def);
+
+}  // namespace adgraph

@@ -1,0 +1,252 @@
+#include "core/session.h"
+
+#include <exception>
+#include <string>
+#include <utility>
+
+#include <omp.h>
+
+#include "core/check.h"
+#include "core/comm_context.h"
+#include "core/error.h"
+#include "core/op.h"
+
+namespace adgraph {
+
+struct Session::Plan {
+  struct Step {
+    const Node* node = nullptr;
+    bool placeholder = false;
+    int first_slot = 0;          // slots of this step's outputs
+    std::vector<int> input_slots;
+    std::vector<int> release;    // slots dead after this step
+  };
+  std::vector<Step> steps;
+  std::vector<std::vector<int>> levels;  // step indices, for concurrency
+  std::vector<int> fetch_slots;
+  int num_slots = 0;
+  std::vector<Tensor> slots;  // reused across runs
+};
+
+bool SessionOptions::is_valid(std::string* error) const {
+  if (num_threads < 0) {
+    *error = "num_threads must be >= 0 (0 = OpenMP default), got " +
+             std::to_string(num_threads);
+    return false;
+  }
+  return true;
+}
+
+Session::Session(Graph& graph, SessionOptions options)
+    : graph_(graph), options_(options) {
+  std::string error;
+  if (!options_.is_valid(&error)) {
+    throw OptionsError(error, {}, {}, "SessionOptions");
+  }
+}
+
+Session::~Session() = default;
+
+int Session::num_plans() const { return static_cast<int>(plans_.size()); }
+
+const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
+  std::vector<std::pair<int, int>> key;
+  for (const Value& f : fetches) {
+    if (!f.valid() || &f.graph() != &graph_) {
+      throw RunError("fetch is not a value of this session's graph");
+    }
+    key.emplace_back(f.node_id(), f.output());
+  }
+  auto found = plans_.find(key);
+  if (found != plans_.end()) {
+    stats_.plan_cached = true;
+    return *found->second;
+  }
+  stats_.plan_cached = false;
+
+  // Everything the fetches need, through data and control edges. Creation
+  // order is topological, so the plan is the needed ids in ascending order.
+  int top = -1;
+  for (const auto& [id, out] : key) top = std::max(top, id);
+  std::vector<char> needed(top + 1, 0);
+  for (const auto& [id, out] : key) needed[id] = 1;
+  for (int id = top; id >= 0; --id) {
+    if (!needed[id]) continue;
+    const Node& n = graph_.node(id);
+    for (const Value& in : n.inputs) needed[in.node_id()] = 1;
+    for (int c : n.control_inputs) needed[c] = 1;
+  }
+
+  auto plan = std::make_unique<Plan>();
+  std::vector<int> step_of(top + 1, -1);
+  std::vector<int> level_of;
+  std::vector<int> slot_owner;
+  std::vector<int> last_use;
+  std::vector<std::string> collectives;
+  for (int id = 0; id <= top; ++id) {
+    if (!needed[id]) continue;
+    const Node& n = graph_.node(id);
+    Plan::Step step;
+    step.node = &n;
+    step.placeholder = n.op_name() == "placeholder";
+    step.first_slot = plan->num_slots;
+    int level = 0;
+    const int index = static_cast<int>(plan->steps.size());
+    for (const Value& in : n.inputs) {
+      const int s = step_of[in.node_id()];
+      const int slot = plan->steps[s].first_slot + in.output();
+      step.input_slots.push_back(slot);
+      last_use[slot] = index;
+      level = std::max(level, level_of[s] + 1);
+    }
+    for (int c : n.control_inputs) level = std::max(level, level_of[step_of[c]] + 1);
+    for (int k = 0; k < n.op->num_outputs; ++k) {
+      slot_owner.push_back(index);
+      last_use.push_back(index);
+    }
+    plan->num_slots += n.op->num_outputs;
+    step_of[id] = index;
+    level_of.push_back(level);
+    if (static_cast<int>(plan->levels.size()) <= level) plan->levels.resize(level + 1);
+    plan->levels[level].push_back(index);
+    if (n.op->collective) {
+      std::string shapes;
+      for (const Value& in : n.inputs) shapes += shape_string(in.shape());
+      collectives.push_back("\"" + n.name + "\" (" + n.op_name() + " " +
+                            n.attrs.dump() + " " + shapes + ")");
+    }
+    plan->steps.push_back(std::move(step));
+  }
+  std::vector<char> fetched(plan->num_slots, 0);
+  for (const auto& [id, out] : key) {
+    const int slot = plan->steps[step_of[id]].first_slot + out;
+    plan->fetch_slots.push_back(slot);
+    fetched[slot] = 1;
+  }
+  for (int slot = 0; slot < plan->num_slots; ++slot) {
+    if (!fetched[slot]) plan->steps[last_use[slot]].release.push_back(slot);
+  }
+  plan->slots.resize(plan->num_slots, Tensor(Shape{0}));
+
+  if (CommContext* comm = graph_.comm()) comm->check_same_sequence(collectives);
+  return *plans_.emplace(std::move(key), std::move(plan)).first->second;
+}
+
+std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
+                                 const FeedMap& feeds) {
+  for (const auto& [value, tensor] : feeds) {
+    if (!value.valid() || &value.graph() != &graph_) {
+      throw RunError("feed for a value of another graph");
+    }
+    const Node& n = value.node();
+    if (n.op_name() != "placeholder") {
+      throw RunError("only placeholders can be fed", n.name, n.op_name(),
+                     "feed");
+    }
+    if (tensor.shape() != value.shape()) {
+      throw RunError("expected shape " + shape_string(value.shape()) +
+                         ", got " + shape_string(tensor.shape()),
+                     n.name, n.op_name(), "feed");
+    }
+  }
+  Plan& plan = const_cast<Plan&>(plan_for(fetches));
+  for (const auto& step : plan.steps) {
+    if (step.placeholder &&
+        !feeds.count(Value(&graph_, step.node->id, 0))) {
+      throw RunError("placeholder is not fed", step.node->name, "placeholder",
+                     "feed");
+    }
+  }
+
+  CommContext* comm = graph_.comm();
+  std::vector<Tensor>& slots = plan.slots;
+  std::size_t live = 0;
+  stats_.peak_live_bytes = 0;
+  stats_.nodes_executed = 0;
+
+  auto allocate = [&](const Plan::Step& step) {
+    const Node& n = *step.node;
+    for (int k = 0; k < n.op->num_outputs; ++k) {
+      Tensor& t = slots[step.first_slot + k];
+      t = Tensor(n.output_shapes[k]);
+      live += t.bytes();
+    }
+    stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, live);
+  };
+  auto execute = [&](const Plan::Step& step) {
+    const Node& n = *step.node;
+    if (step.placeholder) {
+      slots[step.first_slot] = feeds.at(Value(&graph_, n.id, 0));
+      return;
+    }
+    const Tensor* inline_inputs[8];
+    std::vector<const Tensor*> heap_inputs;
+    const Tensor** inputs = inline_inputs;
+    if (step.input_slots.size() > 8) {
+      heap_inputs.resize(step.input_slots.size());
+      inputs = heap_inputs.data();
+    }
+    for (std::size_t i = 0; i < step.input_slots.size(); ++i) {
+      inputs[i] = &slots[step.input_slots[i]];
+    }
+    KernelContext ctx(n, inputs, &slots[step.first_slot], comm);
+    n.op->compute(ctx);
+  };
+  auto release = [&](const Plan::Step& step) {
+    for (int slot : step.release) {
+      live -= slots[slot].bytes();
+      slots[slot] = Tensor(Shape{0});
+    }
+  };
+
+  auto clear_all = [&] {
+    for (Tensor& t : slots) t = Tensor(Shape{0});
+  };
+  try {
+    if (!options_.concurrent) {
+      for (const auto& step : plan.steps) {
+        allocate(step);
+        execute(step);
+        release(step);
+      }
+    } else {
+      const int threads =
+          options_.num_threads > 0 ? options_.num_threads : omp_get_max_threads();
+      for (const auto& level : plan.levels) {
+        for (int s : level) allocate(plan.steps[s]);
+        std::exception_ptr failure;
+        const int n = static_cast<int>(level.size());
+#pragma omp parallel for schedule(dynamic) num_threads(threads) if (n > 1)
+        for (int i = 0; i < n; ++i) {
+          try {
+            execute(plan.steps[level[i]]);
+          } catch (...) {
+#pragma omp critical(adgraph_session_failure)
+            if (!failure) failure = std::current_exception();
+          }
+        }
+        if (failure) std::rethrow_exception(failure);
+        for (int s : level) release(plan.steps[s]);
+      }
+    }
+    stats_.nodes_executed = static_cast<int64_t>(plan.steps.size());
+    if (comm) comm->finish_run();
+  } catch (...) {
+    clear_all();
+    throw;
+  }
+
+  std::vector<Tensor> out;
+  out.reserve(plan.fetch_slots.size());
+  for (std::size_t i = 0; i < plan.fetch_slots.size(); ++i) {
+    out.push_back(slots[plan.fetch_slots[i]]);
+  }
+  clear_all();
+  return out;
+}
+
+Tensor Session::run(Value fetch, const FeedMap& feeds) {
+  return std::move(run(std::vector<Value>{fetch}, feeds)[0]);
+}
+
+}  // namespace adgraph

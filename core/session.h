@@ -1,0 +1,78 @@
+// Session: plans and executes the part of a graph that a set of fetches
+// needs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/tensor.h"
+
+namespace adgraph {
+
+// Values for placeholders, keyed by the placeholder's handle.
+using FeedMap = std::map<Value, Tensor>;
+
+struct SessionOptions {
+  // Run nodes that do not depend on each other concurrently (OpenMP threads,
+  // level by level). Results are identical to sequential execution because
+  // every kernel is deterministic and communication nodes stay ordered by
+  // their ghost dependencies. Default: false (sequential, lowest overhead).
+  bool concurrent = false;
+  // Threads used when `concurrent` is true; 0 means the OpenMP default
+  // (OMP_NUM_THREADS). Range: >= 0.
+  int num_threads = 0;
+
+  // Returns false and describes the first bad field in `error`.
+  bool is_valid(std::string* error) const;
+};
+
+// Counters of the last run, for tests and benchmarks.
+struct RunStats {
+  // Nodes whose kernel ran.
+  int64_t nodes_executed = 0;
+  // Largest number of bytes held by live intermediate tensors at once.
+  std::size_t peak_live_bytes = 0;
+  // True when the plan for this fetch set came from the cache.
+  bool plan_cached = false;
+};
+
+class Session final {
+ public:
+  // `graph` must outlive the session; nodes added to it later are seen by
+  // later runs. Throws OptionsError for invalid options.
+  explicit Session(Graph& graph, SessionOptions options = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Runs the nodes `fetches` need (data and control inputs, transitively)
+  // and returns the fetched tensors in order. Each intermediate tensor is
+  // freed right after its last consumer. The execution plan is computed
+  // once per distinct fetch list and cached.
+  //
+  // Throws RunError when a needed placeholder is not fed, when a feed has
+  // the wrong shape or is not a placeholder, and (with communication nodes)
+  // when ranks would run different collective sequences.
+  std::vector<Tensor> run(const std::vector<Value>& fetches,
+                          const FeedMap& feeds = {});
+  Tensor run(Value fetch, const FeedMap& feeds = {});
+
+  const RunStats& stats() const { return stats_; }
+  // Number of distinct plans built so far.
+  int num_plans() const;
+
+ private:
+  struct Plan;
+  const Plan& plan_for(const std::vector<Value>& fetches);
+
+  Graph& graph_;
+  SessionOptions options_;
+  std::map<std::vector<std::pair<int, int>>, std::unique_ptr<Plan>> plans_;
+  RunStats stats_;
+};
+
+}  // namespace adgraph

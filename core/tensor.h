@@ -1,0 +1,80 @@
+// Tensor: a dense, row-major array of doubles with a shape.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include <Eigen/Core>
+
+namespace adgraph {
+
+// Extents of a tensor, outermost first. `{}` is a scalar (one element).
+using Shape = std::vector<int64_t>;
+
+// Number of elements of `shape` (1 for a scalar).
+int64_t num_elements(const Shape& shape);
+
+// "[3, 2]" (and "[]" for a scalar), as used in every error message.
+std::string shape_string(const Shape& shape);
+
+// Row-major matrix type used for views of rank-2 tensors.
+using RowMajorMatrix =
+    Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// A dense row-major tensor of doubles. Owns its storage (an Eigen array);
+// copying copies the data, moving is cheap.
+class Tensor final {
+ public:
+  // A scalar holding 0.
+  Tensor();
+  // A tensor of `shape` whose elements are left uninitialised.
+  explicit Tensor(Shape shape);
+  // A tensor of `shape` with every element equal to `value`.
+  Tensor(Shape shape, double value);
+  // A tensor of `shape` holding `values` in row-major order. Throws
+  // adgraph::ShapeError when the number of values does not match.
+  Tensor(Shape shape, std::vector<double> values);
+  // A 1-D tensor holding `values`: Tensor({1.0, 2.0}) has shape [2].
+  // Note that Tensor({3}) is therefore the 1-D tensor [3.0]; write
+  // Tensor(Shape{3}) for an uninitialised tensor of shape [3].
+  Tensor(std::initializer_list<double> values);
+
+  static Tensor scalar(double value);
+  static Tensor zeros(Shape shape) { return Tensor(std::move(shape), 0.0); }
+
+  const Shape& shape() const { return shape_; }
+  int rank() const { return static_cast<int>(shape_.size()); }
+  int64_t size() const { return data_.size(); }
+  std::size_t bytes() const { return sizeof(double) * data_.size(); }
+
+  double* data() { return data_.data(); }
+  const double* data() const { return data_.data(); }
+  double& operator[](int64_t i) { return data_[i]; }
+  double operator[](int64_t i) const { return data_[i]; }
+
+  // The single element of a one-element tensor (throws ShapeError otherwise).
+  double item() const;
+
+  // Element-wise view of all elements.
+  Eigen::ArrayXd& array() { return data_; }
+  const Eigen::ArrayXd& array() const { return data_; }
+
+  // Row-major matrix view; rank-2 tensors only (ADGRAPH_CHECK).
+  Eigen::Map<RowMajorMatrix> matrix();
+  Eigen::Map<const RowMajorMatrix> matrix() const;
+
+  // Values in row-major order.
+  std::vector<double> to_vector() const;
+
+  // Same data under a new shape with the same number of elements.
+  Tensor reshaped(Shape shape) const&;
+  Tensor reshaped(Shape shape) &&;
+
+ private:
+  Shape shape_;
+  Eigen::ArrayXd data_;
+};
+
+}  // namespace adgraph

@@ -1,0 +1,236 @@
+#include "ops/elementwise.h"
+
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "core/op.h"
+#include "ops/reductions.h"
+#include "ops/shape_ops.h"
+
+namespace adgraph {
+namespace {
+
+bool scalar_like(const Shape& small, const Shape& big) {
+  return num_elements(small) == 1 && small.size() <= big.size();
+}
+
+Shapes broadcast_shape(const ShapeContext& c) {
+  const Shape& a = c.input_shape(0);
+  const Shape& b = c.input_shape(1);
+  if (a == b) return {a};
+  if (scalar_like(b, a)) return {a};
+  if (scalar_like(a, b)) return {b};
+  c.fail("input \"b\"", "shape " + shape_string(b) +
+                            " does not broadcast with " + shape_string(a));
+}
+
+// Sums a cotangent of the broadcast shape back to an operand's shape.
+Value unbroadcast(Value grad, const Shape& shape) {
+  if (grad.shape() == shape) return grad;
+  return reshape(sum(grad), shape);
+}
+
+// Applies `f` to (array, array), (scalar, array) or (array, scalar).
+template <class F>
+void binary_kernel(KernelContext& c, F f) {
+  const Tensor& a = c.input(0);
+  const Tensor& b = c.input(1);
+  Eigen::ArrayXd& y = c.output(0).array();
+  if (a.size() == b.size()) {
+    y = f(a.array(), b.array());
+  } else if (a.size() == 1) {
+    y = f(Eigen::ArrayXd::Constant(b.size(), a[0]), b.array());
+  } else {
+    y = f(a.array(), Eigen::ArrayXd::Constant(a.size(), b[0]));
+  }
+}
+
+template <class F>
+OpDef binary(std::string name, std::string doc, F f, GradientFn gradient) {
+  OpDef def;
+  def.name = std::move(name);
+  def.doc = std::move(doc);
+  def.inputs = {"a", "b"};
+  def.shape = broadcast_shape;
+  def.compute = [f](KernelContext& c) { binary_kernel(c, f); };
+  def.gradient = std::move(gradient);
+  return def;
+}
+
+template <class F>
+OpDef unary(std::string name, std::string doc, F f, GradientFn gradient) {
+  OpDef def;
+  def.name = std::move(name);
+  def.doc = std::move(doc);
+  def.inputs = {"x"};
+  def.shape = [](const ShapeContext& c) { return Shapes{c.input_shape(0)}; };
+  def.compute = [f](KernelContext& c) {
+    c.output(0).array() = f(c.input(0).array());
+  };
+  def.gradient = std::move(gradient);
+  return def;
+}
+
+Value binary_node(const char* op, Value a, Value b) {
+  return a.graph().add_node(op, {a, b});
+}
+
+Value unary_node(const char* op, Value x) { return x.graph().add_node(op, {x}); }
+
+}  // namespace
+
+Value add(Value a, Value b) { return binary_node("add", a, b); }
+Value sub(Value a, Value b) { return binary_node("sub", a, b); }
+Value mul(Value a, Value b) { return binary_node("mul", a, b); }
+Value div(Value a, Value b) { return binary_node("div", a, b); }
+Value pow(Value a, Value b) { return binary_node("pow", a, b); }
+Value pow(Value a, double p) {
+  return a.graph().add_node("pow_scalar", {a}, {{"exponent", p}});
+}
+Value neg(Value x) { return unary_node("neg", x); }
+Value exp(Value x) { return unary_node("exp", x); }
+Value log(Value x) { return unary_node("log", x); }
+Value sqrt(Value x) { return unary_node("sqrt", x); }
+Value square(Value x) { return unary_node("square", x); }
+Value sin(Value x) { return unary_node("sin", x); }
+Value cos(Value x) { return unary_node("cos", x); }
+Value tanh(Value x) { return unary_node("tanh", x); }
+Value abs(Value x) { return unary_node("abs", x); }
+Value sign(Value x) { return unary_node("sign", x); }
+
+Value operator+(Value a, Value b) { return add(a, b); }
+Value operator-(Value a, Value b) { return sub(a, b); }
+Value operator*(Value a, Value b) { return mul(a, b); }
+Value operator/(Value a, Value b) { return div(a, b); }
+Value operator-(Value x) { return neg(x); }
+Value operator+(Value a, double b) { return add(a, a.graph().scalar(b)); }
+Value operator+(double a, Value b) { return add(b.graph().scalar(a), b); }
+Value operator-(Value a, double b) { return sub(a, a.graph().scalar(b)); }
+Value operator-(double a, Value b) { return sub(b.graph().scalar(a), b); }
+Value operator*(Value a, double b) { return mul(a, a.graph().scalar(b)); }
+Value operator*(double a, Value b) { return mul(b.graph().scalar(a), b); }
+Value operator/(Value a, double b) { return div(a, a.graph().scalar(b)); }
+Value operator/(double a, Value b) { return div(b.graph().scalar(a), b); }
+
+void register_elementwise_ops(OpRegistry& r) {
+  // y = a + b;  ā += ȳ,  b̄ += ȳ (summed over broadcast)
+  r.add(binary(
+      "add", "y = a + b", [](auto a, auto b) { return a + b; },
+      [](const GradientContext& c) {
+        return Values{unbroadcast(c.grad(), c.input(0).shape()),
+                      unbroadcast(c.grad(), c.input(1).shape())};
+      }));
+  // y = a − b;  ā += ȳ,  b̄ −= ȳ
+  r.add(binary(
+      "sub", "y = a - b", [](auto a, auto b) { return a - b; },
+      [](const GradientContext& c) {
+        return Values{unbroadcast(c.grad(), c.input(0).shape()),
+                      unbroadcast(-c.grad(), c.input(1).shape())};
+      }));
+  // y = a·b;  ā += ȳ·b,  b̄ += ȳ·a
+  r.add(binary(
+      "mul", "y = a * b", [](auto a, auto b) { return a * b; },
+      [](const GradientContext& c) {
+        return Values{unbroadcast(c.grad() * c.input(1), c.input(0).shape()),
+                      unbroadcast(c.grad() * c.input(0), c.input(1).shape())};
+      }));
+  // y = a/b;  ā += ȳ/b,  b̄ −= ȳ·y/b
+  r.add(binary(
+      "div", "y = a / b", [](auto a, auto b) { return a / b; },
+      [](const GradientContext& c) {
+        Value gb = -(c.grad() * c.output(0) / c.input(1));
+        return Values{unbroadcast(c.grad() / c.input(1), c.input(0).shape()),
+                      unbroadcast(gb, c.input(1).shape())};
+      }));
+  // y = a^b;  ā += ȳ·b·a^(b−1),  b̄ += ȳ·y·log(a)
+  r.add(binary(
+      "pow", "y = a ^ b (b a tensor; d/db needs a > 0)",
+      [](auto a, auto b) { return a.pow(b); },
+      [](const GradientContext& c) {
+        Value a = c.input(0), b = c.input(1);
+        Value ga = c.grad() * b * pow(a, b - 1.0);
+        Value gb = c.grad() * c.output(0) * log(a);
+        return Values{unbroadcast(ga, a.shape()), unbroadcast(gb, b.shape())};
+      }));
+
+  // y = x^p;  x̄ += ȳ·p·x^(p−1)
+  OpDef pow_scalar = unary(
+      "pow_scalar", "y = x ^ exponent", [](const auto& x) { return x; },
+      [](const GradientContext& c) {
+        const double p = c.node().attr_float("exponent");
+        if (p == 0.0) return Values{Value()};
+        if (p == 1.0) return Values{c.grad()};
+        return Values{c.grad() * (p * pow(c.input(0), p - 1.0))};
+      });
+  pow_scalar.attrs = {{"exponent", AttrType::kFloat, nlohmann::json(), "p"}};
+  pow_scalar.compute = [](KernelContext& c) {
+    const double p = c.attr_float("exponent");
+    if (p == 2.0) {
+      c.output(0).array() = c.input(0).array().square();
+    } else {
+      c.output(0).array() = c.input(0).array().pow(p);
+    }
+  };
+  r.add(std::move(pow_scalar));
+
+  // y = −x;  x̄ −= ȳ
+  r.add(unary(
+      "neg", "y = -x", [](const auto& x) { return -x; },
+      [](const GradientContext& c) { return Values{-c.grad()}; }));
+  // y = exp(x);  x̄ += ȳ·y
+  r.add(unary(
+      "exp", "y = exp(x)", [](const auto& x) { return x.exp(); },
+      [](const GradientContext& c) {
+        return Values{c.grad() * c.output(0)};
+      }));
+  // y = log(x);  x̄ += ȳ/x
+  r.add(unary(
+      "log", "y = log(x)", [](const auto& x) { return x.log(); },
+      [](const GradientContext& c) {
+        return Values{c.grad() / c.input(0)};
+      }));
+  // y = √x;  x̄ += ȳ/(2y)
+  r.add(unary(
+      "sqrt", "y = sqrt(x)", [](const auto& x) { return x.sqrt(); },
+      [](const GradientContext& c) {
+        return Values{c.grad() / (2.0 * c.output(0))};
+      }));
+  // y = x²;  x̄ += 2xȳ
+  r.add(unary(
+      "square", "y = x^2", [](const auto& x) { return x.square(); },
+      [](const GradientContext& c) {
+        return Values{c.grad() * (2.0 * c.input(0))};
+      }));
+  // y = sin(x);  x̄ += ȳ·cos(x)
+  r.add(unary(
+      "sin", "y = sin(x)", [](const auto& x) { return x.sin(); },
+      [](const GradientContext& c) {
+        return Values{c.grad() * cos(c.input(0))};
+      }));
+  // y = cos(x);  x̄ −= ȳ·sin(x)
+  r.add(unary(
+      "cos", "y = cos(x)", [](const auto& x) { return x.cos(); },
+      [](const GradientContext& c) {
+        return Values{-(c.grad() * sin(c.input(0)))};
+      }));
+  // y = tanh(x);  x̄ += ȳ·(1 − y²)
+  r.add(unary(
+      "tanh", "y = tanh(x)", [](const auto& x) { return x.tanh(); },
+      [](const GradientContext& c) {
+        return Values{c.grad() * (1.0 - square(c.output(0)))};
+      }));
+  // y = |x|;  x̄ += ȳ·sign(x)
+  r.add(unary(
+      "abs", "y = |x| (derivative 0 at 0)", [](const auto& x) { return x.abs(); },
+      [](const GradientContext& c) {
+        return Values{c.grad() * sign(c.input(0))};
+      }));
+  // y = sign(x);  x̄ += 0
+  r.add(unary(
+      "sign", "y = sign(x) in {-1, 0, 1} (zero derivative)",
+      [](const auto& x) { return x.sign(); },
+      [](const GradientContext&) { return Values{Value()}; }));
+}
+
+}  // namespace adgraph

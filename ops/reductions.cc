@@ -1,0 +1,243 @@
+#include "ops/reductions.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "core/op.h"
+#include "ops/elementwise.h"
+#include "ops/shape_ops.h"
+
+namespace adgraph {
+namespace {
+
+// True when `small` broadcasts to `big` under NumPy rules.
+bool broadcasts(const Shape& small, const Shape& big) {
+  if (small.size() > big.size()) return false;
+  const std::size_t lead = big.size() - small.size();
+  for (std::size_t i = 0; i < small.size(); ++i) {
+    if (small[i] != 1 && small[i] != big[lead + i]) return false;
+  }
+  return true;
+}
+
+// Calls f(big_index, small_index) for every element of `big`, where
+// small_index is the broadcast source element in `small`.
+template <class F>
+void for_each_broadcast(const Shape& small, const Shape& big, F f) {
+  const int rank = static_cast<int>(big.size());
+  const std::size_t lead = big.size() - small.size();
+  std::vector<int64_t> stride(rank, 0), index(rank, 0);
+  int64_t s = 1;
+  for (int d = rank - 1; d >= static_cast<int>(lead); --d) {
+    const int64_t extent = small[d - lead];
+    stride[d] = extent == 1 ? 0 : s;
+    s *= extent;
+  }
+  const int64_t n = num_elements(big);
+  int64_t offset = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    f(i, offset);
+    for (int d = rank - 1; d >= 0; --d) {
+      offset += stride[d];
+      if (++index[d] < big[d]) break;
+      offset -= stride[d] * big[d];
+      index[d] = 0;
+    }
+  }
+}
+
+// Normalised, sorted axes or a ShapeError.
+std::vector<int64_t> normalise_axes(const ShapeContext& c, const Shape& x) {
+  std::vector<int64_t> axes = c.attr_ints("axes");
+  const int64_t rank = static_cast<int64_t>(x.size());
+  std::vector<char> seen(rank, 0);
+  for (int64_t& a : axes) {
+    if (a < -rank || a >= rank) {
+      c.fail("attribute \"axes\"", "axis " + std::to_string(a) +
+                                       " out of range for shape " +
+                                       shape_string(x));
+    }
+    if (a < 0) a += rank;
+    if (seen[a]++) c.fail("attribute \"axes\"", "repeated axis");
+  }
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+// x's shape with reduced axes kept as extent 1 (all axes when empty).
+Shape keepdims_shape(const Shape& x, const std::vector<int64_t>& axes) {
+  Shape out = x;
+  if (axes.empty()) {
+    for (auto& d : out) d = 1;
+  }
+  for (int64_t a : axes) out[a] = 1;
+  return out;
+}
+
+Shape removed_shape(const Shape& x, const std::vector<int64_t>& axes) {
+  if (axes.empty()) return {};
+  Shape out;
+  for (std::size_t d = 0; d < x.size(); ++d) {
+    if (!std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(d))) {
+      out.push_back(x[d]);
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> node_axes(const Node& n, const Shape& x) {
+  std::vector<int64_t> axes = n.attr_ints("axes");
+  for (auto& a : axes) {
+    if (a < 0) a += static_cast<int64_t>(x.size());
+  }
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+void sum_into(const Tensor& big, Tensor& small) {
+  small.array().setZero();
+  double* out = small.data();
+  const double* in = big.data();
+  for_each_broadcast(small.shape(), big.shape(),
+                     [&](int64_t i, int64_t j) { out[j] += in[i]; });
+}
+
+OpDef reduction(std::string name, std::string doc, bool mean) {
+  OpDef def;
+  def.name = std::move(name);
+  def.doc = std::move(doc);
+  def.inputs = {"x"};
+  def.attrs = {{"axes", AttrType::kInts, nlohmann::json::array(),
+                "axes to reduce; empty reduces all"}};
+  def.shape = [](const ShapeContext& c) {
+    const Shape& x = c.input_shape(0);
+    return Shapes{removed_shape(x, normalise_axes(c, x))};
+  };
+  def.compute = [mean](KernelContext& c) {
+    const Tensor& x = c.input(0);
+    Tensor& y = c.output(0);
+    const std::vector<int64_t> axes = node_axes(c.node(), x.shape());
+    double count = 1;
+    if (axes.empty()) {
+      y[0] = x.array().sum();
+      count = static_cast<double>(x.size());
+    } else {
+      Tensor kept(keepdims_shape(x.shape(), axes));
+      sum_into(x, kept);
+      y.array() = kept.array();
+      count = static_cast<double>(x.size()) / std::max<int64_t>(1, kept.size());
+    }
+    if (mean) y.array() /= count;
+  };
+  // y = Σ_axes x;  x̄ += broadcast(ȳ)   (divided by the count for the mean)
+  def.gradient = [mean](const GradientContext& c) {
+    const Shape& x = c.input(0).shape();
+    const std::vector<int64_t> axes = node_axes(c.node(), x);
+    const Shape kept = keepdims_shape(x, axes);
+    Value g = broadcast_to(reshape(c.grad(), kept), x);
+    if (mean) {
+      g = g * (static_cast<double>(num_elements(kept)) /
+               static_cast<double>(std::max<int64_t>(1, num_elements(x))));
+    }
+    return Values{g};
+  };
+  return def;
+}
+
+}  // namespace
+
+Value sum(Value x) { return sum(x, {}); }
+Value sum(Value x, std::vector<int64_t> axes) {
+  return x.graph().add_node("sum", {x}, {{"axes", axes}});
+}
+Value mean(Value x) { return mean(x, {}); }
+Value mean(Value x, std::vector<int64_t> axes) {
+  return x.graph().add_node("mean", {x}, {{"axes", axes}});
+}
+Value dot(Value a, Value b) { return a.graph().add_node("dot", {a, b}); }
+Value broadcast_to(Value x, Shape shape) {
+  if (x.shape() == shape) return x;
+  return x.graph().add_node("broadcast_to", {x}, {{"shape", shape}});
+}
+Value sum_to(Value x, Shape shape) {
+  if (x.shape() == shape) return x;
+  return x.graph().add_node("sum_to", {x}, {{"shape", shape}});
+}
+
+void register_reduction_ops(OpRegistry& r) {
+  r.add(reduction("sum", "y = sum of x over axes (all when empty)", false));
+  r.add(reduction("mean", "y = mean of x over axes (all when empty)", true));
+
+  // y = Σ a·b;  ā += ȳ·b,  b̄ += ȳ·a
+  OpDef dot_def;
+  dot_def.name = "dot";
+  dot_def.doc = "y = sum(a * b), a scalar";
+  dot_def.inputs = {"a", "b"};
+  dot_def.shape = [](const ShapeContext& c) {
+    if (c.input_shape(0) != c.input_shape(1)) {
+      c.fail("input \"b\"", "shape " + shape_string(c.input_shape(1)) +
+                                " differs from " + shape_string(c.input_shape(0)));
+    }
+    return Shapes{Shape{}};
+  };
+  dot_def.compute = [](KernelContext& c) {
+    c.output(0)[0] = (c.input(0).array() * c.input(1).array()).sum();
+  };
+  dot_def.gradient = [](const GradientContext& c) {
+    return Values{c.grad() * c.input(1), c.grad() * c.input(0)};
+  };
+  r.add(std::move(dot_def));
+
+  // y = broadcast(x);  x̄ += sum_to(ȳ, shape(x))
+  OpDef bcast;
+  bcast.name = "broadcast_to";
+  bcast.doc = "y = x broadcast to shape (NumPy rules)";
+  bcast.inputs = {"x"};
+  bcast.attrs = {{"shape", AttrType::kInts, nlohmann::json(), "target shape", 0}};
+  bcast.shape = [](const ShapeContext& c) {
+    Shape target = c.attr_ints("shape");
+    if (!broadcasts(c.input_shape(0), target)) {
+      c.fail("attribute \"shape\"", "shape " + shape_string(c.input_shape(0)) +
+                                        " does not broadcast to " +
+                                        shape_string(target));
+    }
+    return Shapes{target};
+  };
+  bcast.compute = [](KernelContext& c) {
+    const double* in = c.input(0).data();
+    double* out = c.output(0).data();
+    for_each_broadcast(c.input(0).shape(), c.output(0).shape(),
+                       [&](int64_t i, int64_t j) { out[i] = in[j]; });
+  };
+  bcast.gradient = [](const GradientContext& c) {
+    return Values{sum_to(c.grad(), c.input(0).shape())};
+  };
+  r.add(std::move(bcast));
+
+  // y = sum_to(x, shape);  x̄ += broadcast_to(ȳ, shape(x))
+  OpDef sum_to_def;
+  sum_to_def.name = "sum_to";
+  sum_to_def.doc = "y = x summed down to shape (adjoint of broadcast_to)";
+  sum_to_def.inputs = {"x"};
+  sum_to_def.attrs = {
+      {"shape", AttrType::kInts, nlohmann::json(), "target shape", 0}};
+  sum_to_def.shape = [](const ShapeContext& c) {
+    Shape target = c.attr_ints("shape");
+    if (!broadcasts(target, c.input_shape(0))) {
+      c.fail("attribute \"shape\"", "shape " + shape_string(target) +
+                                        " does not broadcast to " +
+                                        shape_string(c.input_shape(0)));
+    }
+    return Shapes{target};
+  };
+  sum_to_def.compute = [](KernelContext& c) {
+    sum_into(c.input(0), c.output(0));
+  };
+  sum_to_def.gradient = [](const GradientContext& c) {
+    return Values{broadcast_to(c.grad(), c.input(0).shape())};
+  };
+  r.add(std::move(sum_to_def));
+}
+
+}  // namespace adgraph

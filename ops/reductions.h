@@ -1,0 +1,29 @@
+// Reductions and their broadcasting partners.
+#pragma once
+
+#include <vector>
+
+#include "core/graph.h"
+
+namespace adgraph {
+
+// Sum of all elements (scalar result), or over `axes` (those axes removed).
+// Axes may be negative (counted from the end); each at most once.
+Value sum(Value x);
+Value sum(Value x, std::vector<int64_t> axes);
+// Mean of all elements, or over `axes`.
+Value mean(Value x);
+Value mean(Value x, std::vector<int64_t> axes);
+// Σ a·b over all elements of two tensors of one shape (scalar result).
+Value dot(Value a, Value b);
+// NumPy broadcasting of x to `shape` (dimensions aligned at the end; each
+// of x's extents is 1 or equal to the target's).
+Value broadcast_to(Value x, Shape shape);
+// The adjoint of broadcast_to: sums x down to `shape`, which must broadcast
+// to x's shape.
+Value sum_to(Value x, Shape shape);
+
+class OpRegistry;
+void register_reduction_ops(OpRegistry& registry);
+
+}  // namespace adgraph

@@ -1,0 +1,246 @@
+#include "ops/shape_ops.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "core/error.h"
+#include "core/op.h"
+
+namespace adgraph {
+namespace {
+
+int64_t checked_axis(const ShapeContext& c, const Shape& x) {
+  const int64_t rank = static_cast<int64_t>(x.size());
+  int64_t axis = c.attr_int("axis");
+  if (axis < -rank || axis >= rank) {
+    c.fail("attribute \"axis\"", "axis " + std::to_string(axis) +
+                                     " out of range for shape " +
+                                     shape_string(x));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+int64_t node_axis(const Node& n, const Shape& x) {
+  int64_t axis = n.attr_int("axis");
+  return axis < 0 ? axis + static_cast<int64_t>(x.size()) : axis;
+}
+
+// Extents outside `axis`: x is viewed as [outer, extent(axis), inner].
+void split_at(const Shape& x, int64_t axis, int64_t& outer, int64_t& inner) {
+  outer = inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x[d];
+  for (std::size_t d = axis + 1; d < x.size(); ++d) inner *= x[d];
+}
+
+// Copies `count` planes along the axis from `src` (starting at plane
+// `src_begin`) into `dst` (starting at `dst_begin`).
+void copy_planes(const Tensor& src,
+                 int64_t src_begin,
+                 Tensor& dst,
+                 int64_t dst_begin,
+                 int64_t count,
+                 int64_t axis) {
+  int64_t outer, inner;
+  split_at(src.shape(), axis, outer, inner);
+  const int64_t src_n = src.shape()[axis];
+  const int64_t dst_n = dst.shape()[axis];
+  for (int64_t o = 0; o < outer; ++o) {
+    const double* from = src.data() + (o * src_n + src_begin) * inner;
+    double* to = dst.data() + (o * dst_n + dst_begin) * inner;
+    std::copy(from, from + count * inner, to);
+  }
+}
+
+Shape with_extent(Shape x, int64_t axis, int64_t extent) {
+  x[axis] = extent;
+  return x;
+}
+
+}  // namespace
+
+Value reshape(Value x, Shape shape) {
+  return x.graph().add_node("reshape", {x}, {{"shape", shape}});
+}
+Value slice(Value x, int64_t axis, int64_t begin, int64_t end) {
+  return x.graph().add_node("slice", {x},
+                            {{"axis", axis}, {"begin", begin}, {"end", end}});
+}
+Value pad(Value x, int64_t axis, int64_t before, int64_t after, double value) {
+  return x.graph().add_node(
+      "pad", {x},
+      {{"axis", axis}, {"before", before}, {"after", after}, {"value", value}});
+}
+Value concat(const std::vector<Value>& xs, int64_t axis) {
+  if (xs.empty()) throw GraphError("concat of no values");
+  return xs[0].graph().add_node("concat", xs, {{"axis", axis}});
+}
+Value identity(Value x) { return x.graph().add_node("identity", {x}); }
+
+void register_shape_ops(OpRegistry& r) {
+  // y = reshape(x);  x̄ += reshape(ȳ, shape(x))
+  OpDef reshape_def;
+  reshape_def.name = "reshape";
+  reshape_def.doc = "y = x with a new shape (one extent may be -1)";
+  reshape_def.inputs = {"x"};
+  reshape_def.attrs = {{"shape", AttrType::kInts, nlohmann::json(),
+                        "new shape; one extent may be -1", -1}};
+  reshape_def.shape = [](const ShapeContext& c) {
+    Shape shape = c.attr_ints("shape");
+    const int64_t n = num_elements(c.input_shape(0));
+    int64_t known = 1, inferred = -1;
+    for (std::size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] == -1) {
+        if (inferred >= 0) c.fail("attribute \"shape\"", "more than one -1");
+        inferred = static_cast<int64_t>(d);
+      } else {
+        known *= shape[d];
+      }
+    }
+    if (inferred >= 0 && known > 0 && n % known == 0) shape[inferred] = n / known;
+    if (num_elements(shape) != n || (inferred >= 0 && known == 0)) {
+      c.fail("attribute \"shape\"",
+             "cannot reshape " + shape_string(c.input_shape(0)) + " to " +
+                 shape_string(c.attr_ints("shape")));
+    }
+    return Shapes{shape};
+  };
+  reshape_def.compute = [](KernelContext& c) {
+    c.output(0).array() = c.input(0).array();
+  };
+  reshape_def.gradient = [](const GradientContext& c) {
+    return Values{reshape(c.grad(), c.input(0).shape())};
+  };
+  r.add(std::move(reshape_def));
+
+  // y = x[begin:end] along axis;  x̄ += pad(ȳ, begin, n − end)
+  OpDef slice_def;
+  slice_def.name = "slice";
+  slice_def.doc = "y = x[begin:end] along axis";
+  slice_def.inputs = {"x"};
+  slice_def.attrs = {{"axis", AttrType::kInt, nlohmann::json(), "axis"},
+                     {"begin", AttrType::kInt, nlohmann::json(), "first index", 0},
+                     {"end", AttrType::kInt, nlohmann::json(), "one past the last", 0}};
+  slice_def.shape = [](const ShapeContext& c) {
+    const Shape& x = c.input_shape(0);
+    const int64_t axis = checked_axis(c, x);
+    const int64_t begin = c.attr_int("begin"), end = c.attr_int("end");
+    if (begin > end || end > x[axis]) {
+      c.fail("attribute \"end\"", "range [" + std::to_string(begin) + ", " +
+                                      std::to_string(end) +
+                                      ") does not fit extent " +
+                                      std::to_string(x[axis]) + " of " +
+                                      shape_string(x));
+    }
+    return Shapes{with_extent(x, axis, end - begin)};
+  };
+  slice_def.compute = [](KernelContext& c) {
+    const Tensor& x = c.input(0);
+    Tensor& y = c.output(0);
+    const int64_t axis = node_axis(c.node(), x.shape());
+    copy_planes(x, c.attr_int("begin"), y, 0, y.shape()[axis], axis);
+  };
+  slice_def.gradient = [](const GradientContext& c) {
+    const Shape& x = c.input(0).shape();
+    const int64_t axis = node_axis(c.node(), x);
+    const int64_t begin = c.node().attr_int("begin");
+    const int64_t end = c.node().attr_int("end");
+    return Values{pad(c.grad(), axis, begin, x[axis] - end)};
+  };
+  r.add(std::move(slice_def));
+
+  // y = [value…, x, value…] along axis;  x̄ += ȳ[before : before + n]
+  OpDef pad_def;
+  pad_def.name = "pad";
+  pad_def.doc = "y = x padded with value along axis";
+  pad_def.inputs = {"x"};
+  pad_def.attrs = {{"axis", AttrType::kInt, nlohmann::json(), "axis"},
+                   {"before", AttrType::kInt, 0, "entries added in front", 0},
+                   {"after", AttrType::kInt, 0, "entries added at the end", 0},
+                   {"value", AttrType::kFloat, 0.0, "fill value"}};
+  pad_def.shape = [](const ShapeContext& c) {
+    const Shape& x = c.input_shape(0);
+    const int64_t axis = checked_axis(c, x);
+    return Shapes{with_extent(
+        x, axis, x[axis] + c.attr_int("before") + c.attr_int("after"))};
+  };
+  pad_def.compute = [](KernelContext& c) {
+    const Tensor& x = c.input(0);
+    Tensor& y = c.output(0);
+    y.array().setConstant(c.attr_float("value"));
+    const int64_t axis = node_axis(c.node(), x.shape());
+    copy_planes(x, 0, y, c.attr_int("before"), x.shape()[axis], axis);
+  };
+  pad_def.gradient = [](const GradientContext& c) {
+    const Shape& x = c.input(0).shape();
+    const int64_t axis = node_axis(c.node(), x);
+    const int64_t before = c.node().attr_int("before");
+    return Values{slice(c.grad(), axis, before, before + x[axis])};
+  };
+  r.add(std::move(pad_def));
+
+  // y = [x_0, x_1, …] along axis;  x̄_k += ȳ[offset_k : offset_k + n_k]
+  OpDef concat_def;
+  concat_def.name = "concat";
+  concat_def.doc = "y = inputs joined along axis";
+  concat_def.inputs = {"xs"};
+  concat_def.variadic = true;
+  concat_def.attrs = {{"axis", AttrType::kInt, 0, "axis"}};
+  concat_def.shape = [](const ShapeContext& c) {
+    if (c.num_inputs() == 0) c.fail("inputs", "concat needs at least one input");
+    Shape out = c.input_shape(0);
+    const int64_t axis = checked_axis(c, out);
+    for (int i = 1; i < c.num_inputs(); ++i) {
+      const Shape& s = c.input_shape(i);
+      if (s.size() != out.size() ||
+          with_extent(s, axis, 0) != with_extent(out, axis, 0)) {
+        c.fail("input " + std::to_string(i),
+               "shape " + shape_string(s) + " does not concatenate with " +
+                   shape_string(c.input_shape(0)) + " along axis " +
+                   std::to_string(axis));
+      }
+      out[axis] += s[axis];
+    }
+    return Shapes{out};
+  };
+  concat_def.compute = [](KernelContext& c) {
+    Tensor& y = c.output(0);
+    const int64_t axis = node_axis(c.node(), y.shape());
+    int64_t offset = 0;
+    for (int i = 0; i < c.num_inputs(); ++i) {
+      const int64_t n = c.input(i).shape()[axis];
+      copy_planes(c.input(i), 0, y, offset, n, axis);
+      offset += n;
+    }
+  };
+  concat_def.gradient = [](const GradientContext& c) {
+    const int64_t axis = node_axis(c.node(), c.output(0).shape());
+    Values grads;
+    int64_t offset = 0;
+    for (int i = 0; i < c.num_inputs(); ++i) {
+      const int64_t n = c.input(i).shape()[axis];
+      grads.push_back(slice(c.grad(), axis, offset, offset + n));
+      offset += n;
+    }
+    return grads;
+  };
+  r.add(std::move(concat_def));
+
+  // y = x;  x̄ += ȳ
+  OpDef identity_def;
+  identity_def.name = "identity";
+  identity_def.doc = "y = x";
+  identity_def.inputs = {"x"};
+  identity_def.shape = [](const ShapeContext& c) {
+    return Shapes{c.input_shape(0)};
+  };
+  identity_def.compute = [](KernelContext& c) {
+    c.output(0).array() = c.input(0).array();
+  };
+  identity_def.gradient = [](const GradientContext& c) {
+    return Values{c.grad()};
+  };
+  r.add(std::move(identity_def));
+}
+
+}  // namespace adgraph

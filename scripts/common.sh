@@ -1,0 +1,36 @@
+# Shared by scripts/test and scripts/demo: install what is missing, then
+# configure and build. Sourced, not run.
+
+ADGRAPH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ADGRAPH_BUILD="${ADGRAPH_BUILD:-$ADGRAPH_ROOT/build}"
+ADGRAPH_PACKAGES=(cmake ninja-build g++ make libopenmpi-dev openmpi-bin
+  libeigen3-dev nlohmann-json3-dev libgtest-dev libcli11-dev libstb-dev)
+
+# Open MPI refuses root and more ranks than cores unless told otherwise.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+
+adgraph_install_packages() {
+  local missing=()
+  for p in "${ADGRAPH_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+      missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    echo "adgraph: installing ${missing[*]}"
+    local sudo=()
+    [[ $(id -u) -eq 0 ]] || sudo=(sudo)
+    "${sudo[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq \
+      --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+}
+
+adgraph_build() {
+  local launcher=()
+  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  cmake -S "$ADGRAPH_ROOT" -B "$ADGRAPH_BUILD" -G Ninja \
+    -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@"
+  cmake --build "$ADGRAPH_BUILD" --parallel "$(nproc)"
+}

@@ -1,0 +1,80 @@
+#include "core/gradient_checker.h"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/op.h"
+#include "ops/elementwise.h"
+#include "ops/reductions.h"
+
+namespace adgraph {
+namespace {
+
+// y = x³ with a selectable (right or wrong) gradient: a user-style custom op.
+void register_cube(const std::string& name, double factor) {
+  if (OpRegistry::global().find(name)) return;
+  OpDef def;
+  def.name = name;
+  def.inputs = {"x"};
+  def.shape = [](const ShapeContext& c) { return Shapes{c.input_shape(0)}; };
+  def.compute = [](KernelContext& c) {
+    c.output(0).array() = c.input(0).array().cube();
+  };
+  def.gradient = [factor](const GradientContext& c) {
+    return Values{c.grad() * (factor * square(c.input(0)))};
+  };
+  register_op(def);
+}
+
+TEST(GradientChecker, AcceptsACorrectCustomOp) {
+  register_cube("test_cube_right", 3.0);
+  Graph g;
+  Value x = g.placeholder("x", {3});
+  Value y = sum(g.add_node("test_cube_right", {x}));
+  GradientCheckResult r = check_gradients(y, {x}, {{x, Tensor({0.5, -1.0, 2.0})}});
+  EXPECT_TRUE(r.ok) << r.message;
+  EXPECT_LE(r.max_fd_error, 1e-7);
+  ASSERT_EQ(r.taylor_rates.size(), 3u);
+  for (double rate : r.taylor_rates) EXPECT_NEAR(rate, 2.0, 0.1);
+}
+
+TEST(GradientChecker, RejectsAWrongCustomOp) {
+  register_cube("test_cube_wrong", 3.01);
+  Graph g;
+  Value x = g.placeholder("x", {3});
+  Value y = sum(g.add_node("test_cube_wrong", {x}));
+  GradientCheckResult r = check_gradients(y, {x}, {{x, Tensor({0.5, -1.0, 2.0})}});
+  EXPECT_FALSE(r.ok);
+  EXPECT_GT(r.max_fd_error, 1e-3);
+  // Without finite differences the Taylor test alone still catches it.
+  GradientCheckOptions taylor_only;
+  taylor_only.finite_differences = false;
+  r = check_gradients(y, {x}, {{x, Tensor({0.5, -1.0, 2.0})}}, taylor_only);
+  EXPECT_FALSE(r.ok);
+  for (double rate : r.taylor_rates) EXPECT_LT(rate, 1.5);
+}
+
+TEST(GradientChecker, LinearFunctionPassesWithoutARate) {
+  Graph g;
+  Value x = g.placeholder("x", {2});
+  Value y = sum(x * 3.0);
+  GradientCheckResult r = check_gradients(y, {x}, {{x, Tensor({1.0, 2.0})}});
+  EXPECT_TRUE(r.ok) << r.message;
+  for (double rate : r.taylor_rates) EXPECT_TRUE(std::isnan(rate));
+}
+
+TEST(GradientChecker, ValidatesOptionsAndArguments) {
+  Graph g;
+  Value x = g.placeholder("x", {2});
+  Value y = sum(x);
+  GradientCheckOptions bad;
+  bad.step = 0;
+  EXPECT_THROW(check_gradients(y, {x}, {{x, Tensor({1.0, 2.0})}}, bad), OptionsError);
+  EXPECT_THROW(check_gradients(x, {x}, {{x, Tensor({1.0, 2.0})}}), GraphError);
+  EXPECT_THROW(check_gradients(y, {x}, {}), GraphError);
+}
+
+}  // namespace
+}  // namespace adgraph

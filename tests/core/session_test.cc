@@ -1,0 +1,148 @@
+#include "core/session.h"
+
+#include <atomic>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/gradients.h"
+#include "core/op.h"
+#include "ops/elementwise.h"
+#include "ops/reductions.h"
+#include "ops/shape_ops.h"
+
+namespace adgraph {
+namespace {
+
+std::atomic<int> g_counted_runs{0};
+
+// y = x, counting how often the kernel runs.
+void register_counted_op() {
+  if (OpRegistry::global().find("test_counted")) return;
+  OpDef def;
+  def.name = "test_counted";
+  def.inputs = {"x"};
+  def.shape = [](const ShapeContext& c) { return Shapes{c.input_shape(0)}; };
+  def.compute = [](KernelContext& c) {
+    ++g_counted_runs;
+    c.output(0).array() = c.input(0).array();
+  };
+  def.gradient = [](const GradientContext& c) { return Values{c.grad()}; };
+  register_op(def);
+}
+
+TEST(Session, UnfetchedBranchNeverExecutes) {
+  register_counted_op();
+  Graph g;
+  Value x = g.placeholder("x", {});
+  Value needed = g.add_node("test_counted", {x});
+  Value unneeded = g.add_node("test_counted", {x * 2.0});
+  (void)unneeded;
+  Session s(g);
+  g_counted_runs = 0;
+  EXPECT_EQ(s.run(needed + 1.0, {{x, Tensor::scalar(4)}}).item(), 5.0);
+  EXPECT_EQ(g_counted_runs, 1);
+  // x, test_counted, constant 1, add.
+  EXPECT_EQ(s.stats().nodes_executed, 4);
+}
+
+TEST(Session, ControlInputsRunEvenWithoutDataEdges) {
+  register_counted_op();
+  Graph g;
+  Value x = g.placeholder("x", {});
+  Value side = g.add_node("test_counted", {x});
+  Value y = g.add_node("neg", {x}, {}, {.after = {side}});
+  Session s(g);
+  g_counted_runs = 0;
+  EXPECT_EQ(s.run(y, {{x, Tensor::scalar(4)}}).item(), -4.0);
+  EXPECT_EQ(g_counted_runs, 1);
+}
+
+TEST(Session, PlanIsCachedPerFetchSet) {
+  Graph g;
+  Value x = g.placeholder("x", {});
+  Value a = x + 1.0, b = x * 3.0;
+  Session s(g);
+  FeedMap f{{x, Tensor::scalar(2)}};
+  s.run({a}, f);
+  EXPECT_FALSE(s.stats().plan_cached);
+  s.run({a}, f);
+  EXPECT_TRUE(s.stats().plan_cached);
+  s.run({a, b}, f);
+  EXPECT_FALSE(s.stats().plan_cached);
+  EXPECT_EQ(s.num_plans(), 2);
+  auto out = s.run({a, b}, f);
+  EXPECT_TRUE(s.stats().plan_cached);
+  EXPECT_EQ(out[0].item(), 3.0);
+  EXPECT_EQ(out[1].item(), 6.0);
+}
+
+TEST(Session, LongChainKeepsOnlyAFewTensorsAlive) {
+  constexpr int kLength = 1000;
+  constexpr int64_t kSize = 1000;
+  Graph g;
+  Value x = g.placeholder("x", {kSize});
+  Value y = x;
+  for (int i = 0; i < kLength; ++i) y = sin(y);
+  Session s(g);
+  s.run(y, {{x, Tensor({kSize}, 0.5)}});
+  // Live at once: at most the input and output of the running node (plus a
+  // feed copy), never the chain.
+  EXPECT_LE(s.stats().peak_live_bytes, 3 * kSize * sizeof(double));
+  EXPECT_EQ(s.stats().nodes_executed, kLength + 1);
+}
+
+TEST(Session, ConcurrentAndSequentialExecutionAgree) {
+  Graph g;
+  Value x = g.placeholder("x", {64});
+  std::vector<Value> branches;
+  for (int i = 0; i < 16; ++i) {
+    Value b = x;
+    for (int k = 0; k < 10; ++k) b = tanh(b * (1.0 + 0.1 * i)) + sin(b);
+    branches.push_back(sum(b));
+  }
+  Value total = branches[0];
+  for (std::size_t i = 1; i < branches.size(); ++i) total = total + branches[i];
+  Value grad = gradient(total, x);
+  Tensor xv(Shape{64});
+  for (int i = 0; i < 64; ++i) xv[i] = 0.01 * i - 0.3;
+  Session seq(g);
+  Session par(g, {.concurrent = true, .num_threads = 4});
+  auto a = seq.run({total, grad}, {{x, xv}});
+  auto b = par.run({total, grad}, {{x, xv}});
+  EXPECT_EQ(a[0].item(), b[0].item());
+  EXPECT_TRUE((a[1].array() == b[1].array()).all());
+}
+
+TEST(Session, FeedErrorsAreClear) {
+  Graph g;
+  Value x = g.placeholder("x", {2});
+  Value y = neg(x);
+  Session s(g);
+  try {
+    s.run(y);
+    ADD_FAILURE();
+  } catch (const RunError& e) {
+    EXPECT_STREQ(e.what(), "node \"x\" (placeholder): feed: placeholder is not fed");
+  }
+  try {
+    s.run(y, {{x, Tensor({1.0, 2.0, 3.0})}});
+    ADD_FAILURE();
+  } catch (const RunError& e) {
+    EXPECT_STREQ(e.what(),
+                 "node \"x\" (placeholder): feed: expected shape [2], got [3]");
+  }
+  EXPECT_THROW(s.run(y, {{y, Tensor({1.0, 2.0})}}), RunError);
+  EXPECT_THROW(Session(g, {.num_threads = -1}), OptionsError);
+}
+
+TEST(Session, FetchingAnInputReturnsItsValue) {
+  Graph g;
+  Value x = g.placeholder("x", {2});
+  Session s(g);
+  auto out = s.run({x, x}, {{x, Tensor({1.0, 2.0})}});
+  EXPECT_EQ(out[1][1], 2.0);
+}
+
+}  // namespace
+}  // namespace adgraph

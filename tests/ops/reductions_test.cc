@@ -1,0 +1,89 @@
+#include "ops/reductions.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/gradients.h"
+#include "core/session.h"
+#include "ops/elementwise.h"
+#include "tests/test_util.h"
+
+namespace adgraph {
+namespace {
+
+using testing::expect_gradients_ok;
+
+// x = [[1, 2, 3], [4, 5, 6]]
+Tensor sample() { return Tensor({2, 3}, {1, 2, 3, 4, 5, 6}); }
+
+TEST(Sum, AllAndAlongAxes) {
+  Graph g;
+  Value x = g.placeholder("x", {2, 3});
+  Session s(g);
+  FeedMap f{{x, sample()}};
+  EXPECT_EQ(s.run(sum(x), f).item(), 21.0);
+  EXPECT_EQ(s.run(sum(x, {0}), f).to_vector(), (std::vector<double>{5, 7, 9}));
+  EXPECT_EQ(s.run(sum(x, {-1}), f).to_vector(), (std::vector<double>{6, 15}));
+  EXPECT_EQ(s.run(sum(x, {0, 1}), f).item(), 21.0);
+  EXPECT_THROW(sum(x, {2}), ShapeError);
+  EXPECT_THROW(sum(x, {0, 0}), ShapeError);
+}
+
+TEST(Sum, GradientChecks) {
+  Graph g;
+  Value x = g.placeholder("x", {2, 3});
+  Value w0 = g.constant(Tensor({3.0, -1.0, 0.5}));
+  Value w1 = g.constant(Tensor({2.0, 0.25}));
+  Value loss = sum(square(x)) + dot(sum(x, {0}), w0) + dot(square(sum(x, {1})), w1);
+  expect_gradients_ok(loss, {x}, {{x, sample()}});
+}
+
+TEST(Mean, AllAndAlongAxesWithGradient) {
+  Graph g;
+  Value x = g.placeholder("x", {2, 3});
+  Session s(g);
+  FeedMap f{{x, sample()}};
+  EXPECT_DOUBLE_EQ(s.run(mean(x), f).item(), 3.5);
+  EXPECT_EQ(s.run(mean(x, {0}), f).to_vector(), (std::vector<double>{2.5, 3.5, 4.5}));
+  EXPECT_EQ(s.run(mean(x, {1}), f).to_vector(), (std::vector<double>{2, 5}));
+  // d mean / dx = 1/6 everywhere.
+  Tensor gm = s.run(gradient(mean(x), x), f);
+  for (int i = 0; i < 6; ++i) EXPECT_DOUBLE_EQ(gm[i], 1.0 / 6.0);
+  Value w = g.constant(Tensor({1.0, -2.0, 3.0}));
+  expect_gradients_ok(square(mean(x)) + dot(square(mean(x, {0})), w), {x}, f);
+}
+
+TEST(Dot, ValueAndGradient) {
+  Graph g;
+  Value a = g.placeholder("a", {3});
+  Value b = g.placeholder("b", {3});
+  Session s(g);
+  FeedMap f{{a, Tensor({1, 2, 3})}, {b, Tensor({4, -5, 6})}};
+  EXPECT_EQ(s.run(dot(a, b), f).item(), 12.0);
+  expect_gradients_ok(square(dot(a, b)), {a, b}, f);
+  EXPECT_THROW(dot(a, g.placeholder("c", {4})), ShapeError);
+}
+
+TEST(BroadcastTo, NumpyRulesAndAdjointSumTo) {
+  Graph g;
+  Value r = g.placeholder("r", {3});
+  Value c = g.placeholder("c", {2, 1});
+  Session s(g);
+  FeedMap f{{r, Tensor({1, 2, 3})}, {c, Tensor({2, 1}, {10, 20})}};
+  EXPECT_EQ(s.run(broadcast_to(r, {2, 3}), f).to_vector(),
+            (std::vector<double>{1, 2, 3, 1, 2, 3}));
+  EXPECT_EQ(s.run(broadcast_to(c, {2, 3}), f).to_vector(),
+            (std::vector<double>{10, 10, 10, 20, 20, 20}));
+  EXPECT_EQ(s.run(sum_to(broadcast_to(c, {2, 3}), {2, 1}), f).to_vector(),
+            (std::vector<double>{30, 60}));
+  EXPECT_THROW(broadcast_to(r, {3, 2}), ShapeError);
+  Value w = g.constant(Tensor({2, 3}, {1, 2, 3, 4, 5, 6}));
+  expect_gradients_ok(dot(square(broadcast_to(r, {2, 3}) * broadcast_to(c, {2, 3})), w),
+                      {r, c}, f);
+  Value big = g.placeholder("big", {2, 3});
+  FeedMap fb{{big, Tensor({2, 3}, {1, -2, 3, 0.5, 5, -6})}};
+  expect_gradients_ok(sum(square(sum_to(big, {1, 3}))), {big}, fb);
+}
+
+}  // namespace
+}  // namespace adgraph

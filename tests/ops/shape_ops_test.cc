@@ -1,0 +1,86 @@
+#include "ops/shape_ops.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/gradients.h"
+#include "core/session.h"
+#include "ops/elementwise.h"
+#include "ops/reductions.h"
+#include "tests/test_util.h"
+
+namespace adgraph {
+namespace {
+
+using testing::expect_gradients_ok;
+
+// x = [[1, 2, 3], [4, 5, 6]]
+Tensor sample() { return Tensor({2, 3}, {1, 2, 3, 4, 5, 6}); }
+
+// Σ w_i · y_i² with distinct weights, so every entry's position matters.
+Value weighted(Value y) {
+  Tensor w(y.shape());
+  for (int64_t i = 0; i < w.size(); ++i) w[i] = 1.0 + 0.5 * static_cast<double>(i);
+  return dot(square(y), y.graph().constant(w));
+}
+
+TEST(Reshape, KeepsRowMajorOrderAndInfersMinusOne) {
+  Graph g;
+  Value x = g.placeholder("x", {2, 3});
+  Value y = reshape(x, {3, -1});
+  EXPECT_EQ(y.shape(), (Shape{3, 2}));
+  Session s(g);
+  EXPECT_EQ(s.run(y, {{x, sample()}}).to_vector(), (std::vector<double>{1, 2, 3, 4, 5, 6}));
+  EXPECT_THROW(reshape(x, {4, -1}), ShapeError);
+  EXPECT_THROW(reshape(x, {-1, -1}), ShapeError);
+  expect_gradients_ok(weighted(y), {x}, {{x, sample()}});
+}
+
+TEST(Slice, RowsAndColumns) {
+  Graph g;
+  Value x = g.placeholder("x", {2, 3});
+  Session s(g);
+  FeedMap f{{x, sample()}};
+  EXPECT_EQ(s.run(slice(x, 0, 1, 2), f).to_vector(), (std::vector<double>{4, 5, 6}));
+  EXPECT_EQ(s.run(slice(x, 1, 1, 3), f).to_vector(), (std::vector<double>{2, 3, 5, 6}));
+  EXPECT_EQ(s.run(slice(x, -1, 0, 1), f).to_vector(), (std::vector<double>{1, 4}));
+  EXPECT_THROW(slice(x, 1, 2, 4), ShapeError);
+  EXPECT_THROW(slice(x, 2, 0, 1), ShapeError);
+  expect_gradients_ok(weighted(slice(x, 1, 1, 3)), {x}, f);
+}
+
+TEST(Pad, ZerosOrValueAroundAnAxis) {
+  Graph g;
+  Value x = g.placeholder("x", {2, 3});
+  Session s(g);
+  FeedMap f{{x, sample()}};
+  EXPECT_EQ(s.run(pad(x, 1, 1, 0), f).to_vector(),
+            (std::vector<double>{0, 1, 2, 3, 0, 4, 5, 6}));
+  EXPECT_EQ(s.run(pad(x, 0, 0, 1, -1.0), f).to_vector(),
+            (std::vector<double>{1, 2, 3, 4, 5, 6, -1, -1, -1}));
+  expect_gradients_ok(weighted(pad(x, 0, 1, 2)), {x}, f);
+}
+
+TEST(Concat, AlongEitherAxis) {
+  Graph g;
+  Value x = g.placeholder("x", {2, 3});
+  Value c = g.placeholder("c", {2, 1});
+  Session s(g);
+  FeedMap f{{x, sample()}, {c, Tensor({2, 1}, {7, 8})}};
+  EXPECT_EQ(s.run(concat({c, x}, 1), f).to_vector(),
+            (std::vector<double>{7, 1, 2, 3, 8, 4, 5, 6}));
+  EXPECT_EQ(s.run(concat({x, x}, 0), f).shape(), (Shape{4, 3}));
+  EXPECT_THROW(concat({x, c}, 0), ShapeError);
+  expect_gradients_ok(weighted(concat({x, c, x}, 1)), {x, c}, f);
+}
+
+TEST(Identity, PassesValuesAndGradients) {
+  Graph g;
+  Value x = g.placeholder("x", {2, 3});
+  Session s(g);
+  EXPECT_EQ(s.run(identity(x), {{x, sample()}}).to_vector(), sample().to_vector());
+  expect_gradients_ok(weighted(identity(x)), {x}, {{x, sample()}});
+}
+
+}  // namespace
+}  // namespace adgraph
