@@ -8,7 +8,7 @@
 #     settings, so a newcomer running as root in a container never meets them.
 
 set(ADGRAPH_MPI_TEST_ENV
-    "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMP_NUM_THREADS=1;OMPI_MCA_btl_vader_single_copy_mechanism=none;OMPI_MCA_rmaps_base_oversubscribe=1")
+    "ADGRAPH_COMM_DEADLINE=120;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMP_NUM_THREADS=1;OMPI_MCA_btl_vader_single_copy_mechanism=none;OMPI_MCA_rmaps_base_oversubscribe=1")
 set(ADGRAPH_MPIEXEC_EXTRA_FLAGS "--oversubscribe" CACHE STRING
     "Flags added to every MPI test launch (Open MPI: --oversubscribe)")
 
@@ -62,4 +62,26 @@ function(adgraph_add_mpi_test path)
                                           adgraph_test_util adgraph_mpi_test_main)
   adgraph_add_mpi_command(${path} RANKS ${ARG_RANKS} TIMEOUT ${ARG_TIMEOUT}
                           COMMAND ${target})
+endfunction()
+
+# Registers an MPI command that must fail (non-zero exit) with output
+# matching REGEX, at each rank count in RANKS: <name>.np<N>.
+function(adgraph_add_failure_test name)
+  cmake_parse_arguments(ARG "" "REGEX;TIMEOUT" "RANKS;COMMAND" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 120)
+  endif()
+  list(POP_FRONT ARG_COMMAND exe)
+  foreach(n IN LISTS ARG_RANKS)
+    set(command ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n}
+        ${ADGRAPH_MPIEXEC_EXTRA_FLAGS} ${MPIEXEC_PREFLAGS} $<TARGET_FILE:${exe}>
+        ${MPIEXEC_POSTFLAGS} ${ARG_COMMAND})
+    string(REPLACE ";" "|" command "${command}")
+    add_test(NAME ${name}.np${n}
+             COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${command}" "-DREGEX=${ARG_REGEX}"
+                     -P ${PROJECT_SOURCE_DIR}/cmake/ExpectFailure.cmake)
+    set_tests_properties(${name}.np${n} PROPERTIES
+      PROCESSORS ${n} LABELS mpi TIMEOUT ${ARG_TIMEOUT}
+      ENVIRONMENT "${ADGRAPH_MPI_TEST_ENV}")
+  endforeach()
 endfunction()

@@ -1,6 +1,9 @@
 #include "core/builtin_ops.h"
 
 #include "core/op.h"
+#include "mpi_ops/collectives.h"
+#include "mpi_ops/halo.h"
+#include "mpi_ops/point_to_point.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
 #include "ops/reductions.h"
@@ -15,6 +18,9 @@ void register_builtin_ops(OpRegistry& registry) {
   register_reduction_ops(registry);
   register_shape_ops(registry);
   register_linalg_ops(registry);
+  register_collective_ops(registry);
+  register_point_to_point_ops(registry);
+  register_halo_ops(registry);
 }
 
 OpRegistry& OpRegistry::global() {

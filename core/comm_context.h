@@ -23,6 +23,7 @@ class CommContext {
   // Collective. Throws adgraph::RunError with the same message on every rank
   // when the ranks' `descriptors` (one per collective node of a plan, in
   // execution order) differ; the message names the first differing entry.
+  // Session calls it for every new plan that contains a collective.
   virtual void check_same_sequence(
       const std::vector<std::string>& descriptors) = 0;
 

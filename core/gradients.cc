@@ -36,14 +36,9 @@ std::vector<Value> gradients(Value y,
     grad_y = g.add_node("fill", {}, {{"shape", y.shape()}, {"value", 1.0}});
   }
 
-  const int top = y.node_id();
-  // Nodes y depends on through data edges.
-  std::vector<char> reaches_y(top + 1, 0);
-  reaches_y[top] = 1;
-  for (int id = top; id >= 0; --id) {
-    if (!reaches_y[id]) continue;
-    for (const Value& in : g.node(id).inputs) reaches_y[in.node_id()] = 1;
-  }
+  // Nodes newer than y cannot affect it, but communication nodes among them
+  // still get adjoints (see below), so the walk covers the whole graph.
+  const int top = g.num_nodes() - 1;
   // Nodes that depend on some x through data edges.
   std::vector<char> from_x(top + 1, 0);
   int lowest = top + 1;
@@ -75,14 +70,20 @@ std::vector<Value> gradients(Value y,
   // Reverse creation order is a reverse topological order, and it creates
   // the adjoints of communication nodes in the reverse of their forward
   // order, which is what keeps the adjoint message order deadlock-free.
+  //
+  // Every communication node of the graph gets its adjoint, even off the
+  // path from xs to y (with a zero cotangent): its partner rank may be on
+  // such a path, and the adjoint messages must pair up on every rank. The
+  // ghost dependencies then make the gradient run every forward message too.
+  const int last_forward_communication = g.last_communication();
   for (int id = top; id >= 0; --id) {
-    if (!reaches_y[id] || !from_x[id]) continue;
     const Node& node = g.node(id);
     bool any_input_from_x = false;
     for (const Value& in : node.inputs) {
       any_input_from_x = any_input_from_x || from_x[in.node_id()];
     }
-    if (!any_input_from_x) continue;
+    const bool communicates = node.op->communication && !node.inputs.empty();
+    if (!any_input_from_x && !communicates) continue;
     const int n_out = node.op->num_outputs;
     Values outputs, output_grads;
     bool any_grad = false;
@@ -92,8 +93,11 @@ std::vector<Value> gradients(Value y,
       any_grad = any_grad || it != adjoint.end();
       output_grads.push_back(it != adjoint.end() ? it->second : Value());
     }
-    if (!any_grad) continue;
+    // A cotangent reached the node (so it matters to y) and x reaches it.
+    const bool on_path = any_grad && any_input_from_x;
+    if (!on_path && !communicates) continue;
     if (!node.op->gradient) {
+      if (!on_path) continue;
       throw GraphError("op has no gradient, but \"" + y.name() +
                            "\" is differentiated through it",
                        node.name, node.op_name(), "gradient");
@@ -132,6 +136,16 @@ std::vector<Value> gradients(Value y,
     auto it = adjoint.find({x.node_id(), x.output()});
     result.push_back(it != adjoint.end() ? it->second
                                          : zeros_of(g, x.shape()));
+  }
+  // Adjoint messages are side effects (an adjoint send feeds no gradient on
+  // its own rank), so every result waits for the whole adjoint chain.
+  if (g.last_communication() != last_forward_communication) {
+    const Value last(&g, g.last_communication(), 0);
+    for (Value& r : result) {
+      NodeOptions options;
+      options.after = {last};
+      r = g.add_node("identity", {r}, nlohmann::json::object(), std::move(options));
+    }
   }
   return result;
 }

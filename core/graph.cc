@@ -285,7 +285,7 @@ Value Graph::get(const std::string& name) {
   return Value(this, node->id, 0);
 }
 
-void Graph::set_comm(std::shared_ptr<CommContext> comm) {
+void Graph::set_comm(std::shared_ptr<CommContext> comm) const {
   if (comm_ && comm_ != comm) {
     throw GraphError("a graph's communication nodes must share one communicator");
   }

@@ -127,9 +127,11 @@ class Graph final {
   Value get(const std::string& name);
 
   // The communicator of the graph's communication nodes; null until the
-  // first one is built. A graph has at most one communicator.
+  // first one is built. A graph has at most one communicator; binding a
+  // different one throws GraphError. Binding is allowed on a const graph
+  // because the shape rules of communication ops bind it lazily.
   CommContext* comm() const { return comm_.get(); }
-  void set_comm(std::shared_ptr<CommContext> comm);
+  void set_comm(std::shared_ptr<CommContext> comm) const;
 
   // Id of the newest communication node, -1 if none.
   int last_communication() const { return last_communication_; }
@@ -140,7 +142,7 @@ class Graph final {
  private:
   std::vector<std::unique_ptr<Node>> nodes_;
   std::unordered_map<std::string, int> by_name_;
-  std::shared_ptr<CommContext> comm_;
+  mutable std::shared_ptr<CommContext> comm_;
   const OpRegistry* registry_;
   int last_communication_ = -1;
   int num_communication_ = 0;

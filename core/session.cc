@@ -128,7 +128,12 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
   }
   plan->slots.resize(plan->num_slots, Tensor(Shape{0}));
 
-  if (CommContext* comm = graph_.comm()) comm->check_same_sequence(collectives);
+  // Only plans with collectives take part in the check: a rank whose graph
+  // legitimately has none (a rank-dependent graph of sends and receives)
+  // must not enter it. If ranks disagree on that, the communication deadline
+  // reports the rank that waits.
+  CommContext* comm = graph_.comm();
+  if (comm != nullptr && !collectives.empty()) comm->check_same_sequence(collectives);
   return *plans_.emplace(std::move(key), std::move(plan)).first->second;
 }
 

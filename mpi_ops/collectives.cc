@@ -1,0 +1,302 @@
+#include "mpi_ops/collectives.h"
+
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "core/op.h"
+#include "mpi_ops/communicator.h"
+#include "ops/elementwise.h"
+
+namespace adgraph {
+namespace {
+
+const std::set<std::string> kReduceOps = {"sum", "max", "min", "prod"};
+
+Communicator& comm_of(KernelContext& c) { return static_cast<Communicator&>(*c.comm()); }
+
+int root_of(const Node& n) { return static_cast<int>(n.attr_int("root")); }
+
+// Checks `root` against the communicator size.
+void check_root(const ShapeContext& c) {
+  const int size = communicator_of(c.graph()).size();
+  if (c.attr_int("root") >= size) {
+    c.fail("attribute \"root\"", "root " + std::to_string(c.attr_int("root")) +
+                                     " is not a rank of a " + std::to_string(size) +
+                                     "-rank communicator");
+  }
+}
+
+// Shape [P, …x].
+Shape stacked(const ShapeContext& c, const Shape& x) {
+  Shape out{communicator_of(c.graph()).size()};
+  out.insert(out.end(), x.begin(), x.end());
+  return out;
+}
+
+// Shape x without its leading extent, which must be P.
+Shape unstacked(const ShapeContext& c, const Shape& x) {
+  const int size = communicator_of(c.graph()).size();
+  if (x.empty() || x[0] != size) {
+    c.fail("input \"x\"", "expected a leading extent of " + std::to_string(size) +
+                              " (the number of ranks), got shape " + shape_string(x));
+  }
+  return Shape(x.begin() + 1, x.end());
+}
+
+OpDef collective(std::string name, std::string doc, bool with_root) {
+  OpDef def;
+  def.name = std::move(name);
+  def.doc = std::move(doc);
+  def.inputs = {"x"};
+  def.communication = true;
+  def.collective = true;
+  if (with_root) def.attrs = {{"root", AttrType::kInt, 0, "root rank", 0}};
+  return def;
+}
+
+Value with_root(const char* op, Value x, int root) {
+  return x.graph().add_node(op, {x}, {{"root", root}});
+}
+
+// Mask of the elements where this rank holds the extreme `y` of x over the
+// ranks, ties to the lowest rank. Helper of the max/min adjoint.
+Value allreduce_owner(Value x, Value y) {
+  return x.graph().add_node("mpi_allreduce_owner", {x, y});
+}
+
+}  // namespace
+
+Value mpi_sum(Value x, int root) { return with_root("mpi_sum", x, root); }
+Value mpi_allreduce(Value x, const std::string& op) {
+  return x.graph().add_node("mpi_allreduce", {x}, {{"op", op}});
+}
+Value mpi_bcast(Value x, int root) { return with_root("mpi_bcast", x, root); }
+Value mpi_gather(Value x, int root) { return with_root("mpi_gather", x, root); }
+Value mpi_scatter(Value x, int root) { return with_root("mpi_scatter", x, root); }
+Value mpi_allgather(Value x) { return x.graph().add_node("mpi_allgather", {x}); }
+Value mpi_reduce_scatter(Value x) { return x.graph().add_node("mpi_reduce_scatter", {x}); }
+Value mpi_alltoall(Value x) { return x.graph().add_node("mpi_alltoall", {x}); }
+Value mpi_rank(Graph& graph) { return graph.add_node("mpi_rank", {}); }
+Value mpi_size(Graph& graph) { return graph.add_node("mpi_size", {}); }
+
+void register_collective_ops(OpRegistry& r) {
+  // y = Σ_r x_r on root, 0 elsewhere;  x̄_r = bcast(ȳ, root)
+  OpDef sum = collective("mpi_sum", "y = sum over ranks of x on root, zeros elsewhere", true);
+  sum.shape = [](const ShapeContext& c) {
+    check_root(c);
+    return Shapes{c.input_shape(0)};
+  };
+  sum.compute = [](KernelContext& c) {
+    Communicator& comm = comm_of(c);
+    Communicator::Watch watch(comm, c.node());
+    Tensor& y = c.output(0);
+    const int root = root_of(c.node());
+    comm.reduce_sum(c.input(0).data(), y.data(), y.size(), root);
+    if (comm.rank() != root) y.array().setZero();
+  };
+  sum.gradient = [](const GradientContext& c) {
+    return Values{mpi_bcast(c.grad(), root_of(c.node()))};
+  };
+  r.add(std::move(sum));
+
+  // y = ⊕_r x_r;  x̄_r = Σ_q ȳ_q (sum), masked (max/min), · Π_{q≠r} x_q (prod)
+  OpDef all = collective("mpi_allreduce", "y = sum/max/min/prod over ranks of x", false);
+  all.attrs = {{"op", AttrType::kString, "sum", "sum, max, min or prod"}};
+  all.shape = [](const ShapeContext& c) {
+    communicator_of(c.graph());
+    if (!kReduceOps.count(c.node().attr_string("op"))) {
+      c.fail("attribute \"op\"", "\"" + c.node().attr_string("op") +
+                                     "\" is not one of sum, max, min, prod");
+    }
+    return Shapes{c.input_shape(0)};
+  };
+  all.compute = [](KernelContext& c) {
+    Communicator& comm = comm_of(c);
+    Communicator::Watch watch(comm, c.node());
+    const std::string op = c.node().attr_string("op");
+    const ReduceOp reduce = op == "max"   ? ReduceOp::kMax
+                            : op == "min" ? ReduceOp::kMin
+                            : op == "prod" ? ReduceOp::kProd
+                                           : ReduceOp::kSum;
+    comm.allreduce(c.input(0).data(), c.output(0).data(), c.output(0).size(), reduce);
+  };
+  all.gradient = [](const GradientContext& c) {
+    const std::string op = c.node().attr_string("op");
+    Value total = mpi_allreduce(c.grad(), "sum");
+    if (op == "sum") return Values{total};
+    if (op == "prod") {
+      return Values{total * c.graph().add_node("mpi_allreduce_prod_others", {c.input(0)})};
+    }
+    return Values{total * allreduce_owner(c.input(0), c.output(0))};
+  };
+  r.add(std::move(all));
+
+  // mask = 1 where this rank is the lowest holding x == y;  no derivative
+  OpDef owner = collective("mpi_allreduce_owner",
+                           "mask of the elements where this rank is the lowest rank with x == y",
+                           false);
+  owner.inputs = {"x", "y"};
+  owner.shape = [](const ShapeContext& c) {
+    communicator_of(c.graph());
+    if (c.input_shape(0) != c.input_shape(1)) {
+      c.fail("input \"y\"", "shape " + shape_string(c.input_shape(1)) + " differs from " +
+                                shape_string(c.input_shape(0)));
+    }
+    return Shapes{c.input_shape(0)};
+  };
+  owner.compute = [](KernelContext& c) {
+    Communicator& comm = comm_of(c);
+    Communicator::Watch watch(comm, c.node());
+    const Tensor &x = c.input(0), &y = c.input(1);
+    Tensor& mask = c.output(0);
+    std::vector<double> lowest(x.size());
+    for (int64_t i = 0; i < x.size(); ++i) {
+      lowest[i] = x[i] == y[i] ? comm.rank() : comm.size();
+    }
+    comm.allreduce(lowest.data(), lowest.data(), x.size(), ReduceOp::kMin);
+    for (int64_t i = 0; i < x.size(); ++i) mask[i] = lowest[i] == comm.rank() ? 1.0 : 0.0;
+  };
+  owner.gradient = [](const GradientContext&) { return Values{Value(), Value()}; };
+  r.add(std::move(owner));
+
+  // z_r = Π_{q≠r} x_q, multiplied in rank order (no division: zero-safe).
+  // Helper of the prod adjoint; it declares no adjoint of its own.
+  OpDef others = collective("mpi_allreduce_prod_others",
+                            "y = product over the other ranks of x (no division)", false);
+  others.shape = [](const ShapeContext& c) {
+    communicator_of(c.graph());
+    return Shapes{c.input_shape(0)};
+  };
+  others.compute = [](KernelContext& c) {
+    Communicator& comm = comm_of(c);
+    Communicator::Watch watch(comm, c.node());
+    const Tensor& x = c.input(0);
+    const int64_t n = x.size();
+    std::vector<double> all(n * comm.size());
+    comm.allgather(x.data(), all.data(), n);
+    Tensor& z = c.output(0);
+    z.array().setOnes();
+    for (int q = 0; q < comm.size(); ++q) {
+      if (q == comm.rank()) continue;
+      z.array() *= Eigen::Map<const Eigen::ArrayXd>(all.data() + q * n, n);
+    }
+  };
+  r.add(std::move(others));
+
+  // y = x_root;  x̄_r = mpi_sum(ȳ, root)
+  OpDef bcast = collective("mpi_bcast", "y = x of root on every rank", true);
+  bcast.shape = [](const ShapeContext& c) {
+    check_root(c);
+    return Shapes{c.input_shape(0)};
+  };
+  bcast.compute = [](KernelContext& c) {
+    Communicator& comm = comm_of(c);
+    Communicator::Watch watch(comm, c.node());
+    Tensor& y = c.output(0);
+    y.array() = c.input(0).array();
+    comm.bcast(y.data(), y.size(), root_of(c.node()));
+  };
+  bcast.gradient = [](const GradientContext& c) {
+    return Values{mpi_sum(c.grad(), root_of(c.node()))};
+  };
+  r.add(std::move(bcast));
+
+  // y = [x_0; …; x_{P−1}] on root, 0 elsewhere;  x̄_r = scatter(ȳ, root)[r]
+  OpDef gather = collective("mpi_gather", "y = x of every rank stacked on root, zeros elsewhere", true);
+  gather.shape = [](const ShapeContext& c) {
+    check_root(c);
+    return Shapes{stacked(c, c.input_shape(0))};
+  };
+  gather.compute = [](KernelContext& c) {
+    Communicator& comm = comm_of(c);
+    Communicator::Watch watch(comm, c.node());
+    Tensor& y = c.output(0);
+    const int root = root_of(c.node());
+    comm.gather(c.input(0).data(), y.data(), c.input(0).size(), root);
+    if (comm.rank() != root) y.array().setZero();
+  };
+  gather.gradient = [](const GradientContext& c) {
+    return Values{mpi_scatter(c.grad(), root_of(c.node()))};
+  };
+  r.add(std::move(gather));
+
+  // y_r = x_root[r];  x̄ = gather(ȳ, root) (zeros off root)
+  OpDef scatter = collective("mpi_scatter", "y = slice r of root's x on rank r", true);
+  scatter.shape = [](const ShapeContext& c) {
+    check_root(c);
+    return Shapes{unstacked(c, c.input_shape(0))};
+  };
+  scatter.compute = [](KernelContext& c) {
+    Communicator& comm = comm_of(c);
+    Communicator::Watch watch(comm, c.node());
+    Tensor& y = c.output(0);
+    comm.scatter(c.input(0).data(), y.data(), y.size(), root_of(c.node()));
+  };
+  scatter.gradient = [](const GradientContext& c) {
+    return Values{mpi_gather(c.grad(), root_of(c.node()))};
+  };
+  r.add(std::move(scatter));
+
+  // y = [x_0; …; x_{P−1}];  x̄_r = reduce_scatter(ȳ)
+  OpDef allgather = collective("mpi_allgather", "y = x of every rank stacked, on every rank", false);
+  allgather.shape = [](const ShapeContext& c) { return Shapes{stacked(c, c.input_shape(0))}; };
+  allgather.compute = [](KernelContext& c) {
+    Communicator& comm = comm_of(c);
+    Communicator::Watch watch(comm, c.node());
+    comm.allgather(c.input(0).data(), c.output(0).data(), c.input(0).size());
+  };
+  allgather.gradient = [](const GradientContext& c) {
+    return Values{mpi_reduce_scatter(c.grad())};
+  };
+  r.add(std::move(allgather));
+
+  // y_r = Σ_q x_q[r];  x̄ = allgather(ȳ)
+  OpDef reduce_scatter =
+      collective("mpi_reduce_scatter", "y = slice r of the sum over ranks of x, on rank r", false);
+  reduce_scatter.shape = [](const ShapeContext& c) {
+    return Shapes{unstacked(c, c.input_shape(0))};
+  };
+  reduce_scatter.compute = [](KernelContext& c) {
+    Communicator& comm = comm_of(c);
+    Communicator::Watch watch(comm, c.node());
+    comm.reduce_scatter(c.input(0).data(), c.output(0).data(), c.output(0).size());
+  };
+  reduce_scatter.gradient = [](const GradientContext& c) {
+    return Values{mpi_allgather(c.grad())};
+  };
+  r.add(std::move(reduce_scatter));
+
+  // y_r[q] = x_q[r];  x̄ = alltoall(ȳ)
+  OpDef alltoall = collective("mpi_alltoall", "y[q] on rank r = x[r] of rank q", false);
+  alltoall.shape = [](const ShapeContext& c) {
+    unstacked(c, c.input_shape(0));
+    return Shapes{c.input_shape(0)};
+  };
+  alltoall.compute = [](KernelContext& c) {
+    Communicator& comm = comm_of(c);
+    Communicator::Watch watch(comm, c.node());
+    const int64_t block = c.input(0).size() / comm.size();
+    comm.alltoall(c.input(0).data(), c.output(0).data(), block);
+  };
+  alltoall.gradient = [](const GradientContext& c) { return Values{mpi_alltoall(c.grad())}; };
+  r.add(std::move(alltoall));
+
+  // Local queries; no communication and no inputs.
+  OpDef rank;
+  rank.name = "mpi_rank";
+  rank.doc = "y = this process's rank (a scalar)";
+  rank.shape = [](const ShapeContext& c) {
+    communicator_of(c.graph());
+    return Shapes{Shape{}};
+  };
+  rank.compute = [](KernelContext& c) { c.output(0)[0] = comm_of(c).rank(); };
+  OpDef size = rank;
+  size.name = "mpi_size";
+  size.doc = "y = the number of ranks (a scalar)";
+  size.compute = [](KernelContext& c) { c.output(0)[0] = comm_of(c).size(); };
+  r.add(std::move(rank));
+  r.add(std::move(size));
+}
+
+}  // namespace adgraph

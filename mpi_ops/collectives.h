@@ -1,0 +1,57 @@
+// Collective communication nodes.
+//
+// Cotangent convention: the loss is the sum of the per-rank losses,
+// L = Σ_r L_r, and the gradient on rank r is ∂L/∂x_r. So the adjoint of
+// "every rank gets Σ_q x_q" is again an allreduce-sum of the cotangents
+// (mpi4jax chose the identity instead; adgraph does not).
+//
+// Every rank must build the same collectives in the same order; Session
+// checks this when it builds a plan and throws the same RunError on every
+// rank if they differ. Each handle binds MPI_COMM_WORLD to the graph on first
+// use (an MpiEnvironment must exist). Attributes: `root` in [0, size).
+#pragma once
+
+#include <string>
+
+#include "core/graph.h"
+
+namespace adgraph {
+
+// y = Σ_r x_r on `root`, zeros of x's shape elsewhere (ADCME's mpi_sum).
+// Adjoint: x̄_r = ȳ_root for every r (a broadcast from root).
+Value mpi_sum(Value x, int root = 0);
+
+// y = Σ_r x_r ("sum"), max_r x_r ("max"), min_r x_r ("min") or Π_r x_r
+// ("prod"), element-wise, on every rank.
+// Adjoints (s = Σ_q ȳ_q): sum: x̄_r = s. max/min: x̄_r = s where rank r holds
+// the extreme, else 0; ties go to the lowest rank holding it. prod:
+// x̄_r = s · Π_{q≠r} x_q, computed without division, so a zero on some rank
+// gives exact gradients (no NaN).
+Value mpi_allreduce(Value x, const std::string& op = "sum");
+
+// y = x_root on every rank. Adjoint: x̄_root = Σ_q ȳ_q, zeros elsewhere.
+Value mpi_bcast(Value x, int root = 0);
+
+// y = [x_0; x_1; …] (shape [P, …x]) on root, zeros elsewhere.
+// Adjoint: x̄_r = ȳ_root[r] (a scatter).
+Value mpi_gather(Value x, int root = 0);
+// x has shape [P, …]; y_r = x_root[r]. Adjoint: x̄_root = [ȳ_0; ȳ_1; …]
+// (a gather), zeros elsewhere.
+Value mpi_scatter(Value x, int root = 0);
+// y = [x_0; x_1; …] on every rank. Adjoint: x̄_r = Σ_q ȳ_q[r]
+// (a reduce-scatter).
+Value mpi_allgather(Value x);
+// x has shape [P, …]; y_r = Σ_q x_q[r]. Adjoint: x̄_q = [ȳ_0; ȳ_1; …]
+// (an allgather).
+Value mpi_reduce_scatter(Value x);
+// x has shape [P, …]; y_r[q] = x_q[r]. Adjoint: x̄ = alltoall(ȳ).
+Value mpi_alltoall(Value x);
+
+// This rank and the number of ranks, as scalar nodes (no communication).
+Value mpi_rank(Graph& graph);
+Value mpi_size(Graph& graph);
+
+class OpRegistry;
+void register_collective_ops(OpRegistry& registry);
+
+}  // namespace adgraph

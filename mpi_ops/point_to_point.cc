@@ -1,0 +1,169 @@
+#include "mpi_ops/point_to_point.h"
+
+#include <utility>
+
+#include "core/op.h"
+#include "mpi_ops/communicator.h"
+#include "ops/elementwise.h"
+
+namespace adgraph {
+namespace {
+
+constexpr int kMaxTag = 999;
+
+Communicator& comm_of(KernelContext& c) { return static_cast<Communicator&>(*c.comm()); }
+
+int attr(const Node& n, const char* name) { return static_cast<int>(n.attr_int(name)); }
+
+void check_peer(const ShapeContext& c, const char* name) {
+  const int size = communicator_of(c.graph()).size();
+  if (c.attr_int(name) >= size) {
+    c.fail(std::string("attribute \"") + name + "\"",
+           "rank " + std::to_string(c.attr_int(name)) + " is not a rank of a " +
+               std::to_string(size) + "-rank communicator");
+  }
+}
+
+AttrSpec rank_attr(const char* name, const char* doc) {
+  return {name, AttrType::kInt, nlohmann::json(), doc, 0};
+}
+
+AttrSpec tag_attr() { return {"tag", AttrType::kInt, 0, "message tag", 0, kMaxTag}; }
+
+OpDef sendrecv_def(std::string name, std::string doc) {
+  OpDef def;
+  def.name = std::move(name);
+  def.doc = std::move(doc);
+  def.inputs = {"x"};
+  def.attrs = {rank_attr("src", "sending rank"), rank_attr("dest", "receiving rank"), tag_attr()};
+  def.communication = true;
+  // Every rank runs it, so it joins the cross-rank sequence check.
+  def.collective = true;
+  def.shape = [](const ShapeContext& c) {
+    check_peer(c, "src");
+    check_peer(c, "dest");
+    return Shapes{c.input_shape(0)};
+  };
+  return def;
+}
+
+}  // namespace
+
+Value mpi_send(Value x, int dest, int tag) {
+  return x.graph().add_node("mpi_send", {x}, {{"dest", dest}, {"tag", tag}});
+}
+Value mpi_recv(Value like, int src, int tag) {
+  return like.graph().add_node("mpi_recv", {like}, {{"src", src}, {"tag", tag}});
+}
+Value mpi_sendrecv(Value x, int src, int dest, int tag) {
+  return x.graph().add_node("mpi_sendrecv", {x}, {{"src", src}, {"dest", dest}, {"tag", tag}});
+}
+Value mpi_sendrecv_adjoint(Value x, int src, int dest, int tag) {
+  return x.graph().add_node("mpi_sendrecv_adjoint", {x},
+                            {{"src", src}, {"dest", dest}, {"tag", tag}});
+}
+
+void register_point_to_point_ops(OpRegistry& r) {
+  // y = x, and x goes to dest;  x̄ = ȳ + recv(from dest)
+  OpDef send;
+  send.name = "mpi_send";
+  send.doc = "sends x to dest; y = x";
+  send.inputs = {"x"};
+  send.attrs = {rank_attr("dest", "receiving rank"), tag_attr()};
+  send.communication = true;
+  send.shape = [](const ShapeContext& c) {
+    check_peer(c, "dest");
+    return Shapes{c.input_shape(0)};
+  };
+  send.compute = [](KernelContext& c) {
+    Communicator& comm = comm_of(c);
+    Communicator::Watch watch(comm, c.node());
+    const Tensor& x = c.input(0);
+    comm.send(x.data(), x.size(), attr(c.node(), "dest"), attr(c.node(), "tag"));
+    c.output(0).array() = x.array();
+  };
+  send.gradient = [](const GradientContext& c) {
+    const Node& n = c.node();
+    return Values{c.grad() + mpi_recv(c.grad(), attr(n, "dest"), attr(n, "tag"))};
+  };
+  r.add(std::move(send));
+
+  // y = message from src;  ȳ goes back to src, like gets nothing
+  OpDef recv;
+  recv.name = "mpi_recv";
+  recv.doc = "y = the tensor (of like's shape) received from src";
+  recv.inputs = {"like"};
+  recv.attrs = {rank_attr("src", "sending rank"), tag_attr()};
+  recv.communication = true;
+  recv.shape = [](const ShapeContext& c) {
+    check_peer(c, "src");
+    return Shapes{c.input_shape(0)};
+  };
+  recv.compute = [](KernelContext& c) {
+    Communicator& comm = comm_of(c);
+    Communicator::Watch watch(comm, c.node());
+    Tensor& y = c.output(0);
+    comm.recv(y.data(), y.size(), attr(c.node(), "src"), attr(c.node(), "tag"));
+  };
+  recv.gradient = [](const GradientContext& c) {
+    // The send is a side effect: gradients() makes its results depend on the
+    // last adjoint communication node, so this send always runs.
+    mpi_send(c.grad(), attr(c.node(), "src"), attr(c.node(), "tag"));
+    return Values{Value()};
+  };
+  r.add(std::move(recv));
+
+  // src: y = x (and sends x);  dest: y = x_src;  others: y = x
+  // x̄ = mpi_sendrecv_adjoint(ȳ)
+  OpDef sendrecv = sendrecv_def("mpi_sendrecv", "rank src sends x to dest, which returns it; others return x");
+  sendrecv.compute = [](KernelContext& c) {
+    Communicator& comm = comm_of(c);
+    Communicator::Watch watch(comm, c.node());
+    const int src = attr(c.node(), "src"), dest = attr(c.node(), "dest");
+    const int tag = attr(c.node(), "tag");
+    const Tensor& x = c.input(0);
+    Tensor& y = c.output(0);
+    if (src != dest && comm.rank() == dest) {
+      comm.recv(y.data(), y.size(), src, tag);
+      return;
+    }
+    if (src != dest && comm.rank() == src) comm.send(x.data(), x.size(), dest, tag);
+    y.array() = x.array();
+  };
+  sendrecv.gradient = [](const GradientContext& c) {
+    const Node& n = c.node();
+    return Values{mpi_sendrecv_adjoint(c.grad(), attr(n, "src"), attr(n, "dest"), attr(n, "tag"))};
+  };
+  r.add(std::move(sendrecv));
+
+  // src: y = x + x_dest;  dest: y = 0 (and sends x);  others: y = x
+  // x̄ = mpi_sendrecv(ȳ)
+  OpDef adjoint = sendrecv_def("mpi_sendrecv_adjoint",
+                               "transpose of mpi_sendrecv: dest sends x to src, which adds it");
+  adjoint.compute = [](KernelContext& c) {
+    Communicator& comm = comm_of(c);
+    Communicator::Watch watch(comm, c.node());
+    const int src = attr(c.node(), "src"), dest = attr(c.node(), "dest");
+    const int tag = attr(c.node(), "tag");
+    const Tensor& x = c.input(0);
+    Tensor& y = c.output(0);
+    if (src != dest && comm.rank() == dest) {
+      comm.send(x.data(), x.size(), src, tag);
+      y.array().setZero();
+      return;
+    }
+    if (src != dest && comm.rank() == src) {
+      comm.recv(y.data(), y.size(), dest, tag);
+      y.array() += x.array();
+      return;
+    }
+    y.array() = x.array();
+  };
+  adjoint.gradient = [](const GradientContext& c) {
+    const Node& n = c.node();
+    return Values{mpi_sendrecv(c.grad(), attr(n, "src"), attr(n, "dest"), attr(n, "tag"))};
+  };
+  r.add(std::move(adjoint));
+}
+
+}  // namespace adgraph

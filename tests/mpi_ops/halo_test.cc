@@ -1,0 +1,80 @@
+#include "mpi_ops/halo.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/mpi_ops/mpi_test_util.h"
+
+namespace adgraph {
+namespace {
+
+using namespace adgraph::testing;
+
+// Strip k of rank r: 1000·k + 10·r + i (k = left, right, up, down).
+Tensor strip(int k, int r, int64_t n) {
+  Tensor t{Shape{n}};
+  for (int64_t i = 0; i < n; ++i) t[i] = 1000.0 * k + 10.0 * r + i;
+  return t;
+}
+
+// Every grid shape N × M with N·M = P, including 1 × P and P × 1.
+std::vector<std::pair<int, int>> grids(int size) {
+  std::vector<std::pair<int, int>> out;
+  for (int n = 1; n <= size; ++n) {
+    if (size % n == 0) out.emplace_back(n, size / n);
+  }
+  return out;
+}
+
+TEST(DataExchange, EveryGridShapeReceivesTheNeighboursStrips) {
+  const int rank = world_rank(), size = world_size();
+  constexpr int64_t kRows = 3, kCols = 2;  // rectangular patches
+  for (auto [rows, cols] : grids(size)) {
+    Graph g;
+    Value l = g.placeholder("l", {kRows}), r = g.placeholder("r", {kRows});
+    Value u = g.placeholder("u", {kCols}), d = g.placeholder("d", {kCols});
+    auto out = data_exchange(l, r, u, d, rows, cols);
+    Session s(g);
+    auto got = s.run({out[0], out[1], out[2], out[3]},
+                     {{l, strip(0, rank, kRows)},
+                      {r, strip(1, rank, kRows)},
+                      {u, strip(2, rank, kCols)},
+                      {d, strip(3, rank, kCols)}});
+    const int i = rank / cols, j = rank % cols;
+    auto expect = [&](const Tensor& t, bool exists, int k, int from, int64_t n) {
+      Tensor want = exists ? strip(k, from, n) : Tensor(Shape{n}, 0.0);
+      EXPECT_EQ(t.to_vector(), want.to_vector())
+          << rows << "x" << cols << " grid, rank " << rank;
+    };
+    expect(got[0], j > 0, 1, rank - 1, kRows);
+    expect(got[1], j + 1 < cols, 0, rank + 1, kRows);
+    expect(got[2], i > 0, 3, rank - cols, kCols);
+    expect(got[3], i + 1 < rows, 2, rank + cols, kCols);
+  }
+}
+
+TEST(DataExchange, AdjointSendsEachHaloCotangentBackToItsOwner) {
+  const int size = world_size();
+  for (auto [rows, cols] : grids(size)) {
+    // All four strips packed in one vector: left, right (3 each), up, down (2).
+    auto exchange = [rows = rows, cols = cols](Value v) {
+      auto out = data_exchange(slice(v, 0, 0, 3), slice(v, 0, 3, 6), slice(v, 0, 6, 8),
+                               slice(v, 0, 8, 10), rows, cols);
+      return concat({out[0], out[1], out[2], out[3]}, 0);
+    };
+    expect_adjoint_identity(exchange, {10});
+    Graph g;
+    Value x = g.placeholder("x", {10});
+    expect_gradients_ok(rank_weighted_loss(exchange(x)), {x}, {{x, random_tensor({10}, 30)}});
+  }
+}
+
+TEST(DataExchange, GridMustMatchTheRankCountAndStripsMustPair) {
+  const int size = world_size();
+  Graph g;
+  Value a = g.placeholder("a", {3}), b = g.placeholder("b", {2});
+  EXPECT_THROW(data_exchange(a, a, b, b, size + 1, 1), ShapeError);
+  EXPECT_THROW(data_exchange(a, b, b, b, size, 1), ShapeError);
+}
+
+}  // namespace
+}  // namespace adgraph

@@ -1,0 +1,89 @@
+#include "mpi_ops/point_to_point.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/mpi_ops/mpi_test_util.h"
+
+namespace adgraph {
+namespace {
+
+using namespace adgraph::testing;
+
+TEST(MpiSendRecv, RingShiftAndItsGradient) {
+  // Rank r sends x_r to r + 1 and receives y_r = x_{r−1} (cyclically).
+  // J = Σ_r [Σ_i w_{r,i} y_{r,i}² + ½ Σ_i s_{r,i}²] with s_r = x_r, so
+  // ∂J/∂x_{r,i} = 2 w_{r+1,i} x_{r,i} + x_{r,i}.
+  const int rank = world_rank(), size = world_size();
+  const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  Graph g;
+  Value x = g.placeholder("x", {3});
+  Value s = mpi_send(x, next, 3);
+  Value y = mpi_recv(x, prev, 3);
+  Value loss = rank_weighted_loss(y) + 0.5 * sum(square(s));
+  Value grad = gradient(loss, x);
+  Session session(g);
+  Tensor xv({1.0 + rank, 2.0 * rank, -1.0});
+  auto out = session.run({y, grad}, {{x, xv}});
+  EXPECT_EQ(out[0].to_vector(), (std::vector<double>{1.0 + prev, 2.0 * prev, -1.0}));
+  for (int i = 0; i < 3; ++i) {
+    const double w_next = 1.0 + 0.5 * next + 0.1 * i;
+    EXPECT_NEAR(out[1][i], 2 * w_next * xv[i] + xv[i], 1e-14);
+  }
+  expect_gradients_ok(loss, {x}, {{x, random_tensor({3}, 20)}});
+}
+
+TEST(MpiSendRecv, RankDependentGraphsPairTheirAdjointMessages) {
+  // Only rank 0 sends and only the last rank receives (on one rank, rank 0
+  // does both); rank 0 does not use the value it sent. J = Σ y² on the last
+  // rank, so ∂J/∂x_0 = 2 x_0 and every other rank's gradient is 0.
+  const int rank = world_rank(), size = world_size();
+  Graph g;
+  Value x = g.placeholder("x", {2});
+  Value loss = sum(x) * 0.0;
+  if (rank == 0) mpi_send(x, size - 1, 5);
+  if (rank == size - 1) loss = sum(square(mpi_recv(x, 0, 5)));
+  Value grad = gradient(loss, x);
+  Session s(g);
+  Tensor out = s.run(grad, {{x, Tensor({3.0, -4.0})}});
+  if (rank == 0) {
+    EXPECT_EQ(out.to_vector(), (std::vector<double>{6.0, -8.0}));
+  } else {
+    EXPECT_EQ(out.to_vector(), (std::vector<double>{0.0, 0.0}));
+  }
+}
+
+TEST(MpiSendRecv, AdcmeSendrecvFromRankZero) {
+  // ADCME's mpi_sendrecv(a, 0, 2), with dest = min(2, P − 1): dest returns
+  // a_0. J = Σ_r Σ y_r², so ∂J/∂a_0 = 2a_0 + 2a_0, ∂J/∂a_dest = 0 and
+  // ∂J/∂a_r = 2a_r elsewhere.
+  const int rank = world_rank(), size = world_size();
+  const int dest = std::min(2, size - 1);
+  Graph g;
+  Value a = g.placeholder("a", {4});
+  Value y = mpi_sendrecv(a, 0, dest);
+  Value grad = gradient(sum(square(y)), a);
+  Tensor av({1.0 + rank, 2.0 + rank, 3.0 + rank, 4.0 + rank});
+  Session s(g);
+  auto out = s.run({y, grad}, {{a, av}});
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(out[0][i], rank == dest ? 1.0 + i : av[i]);
+    double want = 2 * av[i];
+    if (dest != 0 && rank == 0) want = 4 * av[i];
+    if (dest != 0 && rank == dest) want = 0;
+    EXPECT_EQ(out[1][i], want);
+  }
+  expect_gradients_ok(rank_weighted_loss(y), {a}, {{a, random_tensor({4}, 21)}});
+  expect_adjoint_identity([&](Value v) { return mpi_sendrecv(v, 0, dest); }, {4});
+  expect_adjoint_identity([&](Value v) { return mpi_sendrecv_adjoint(v, 0, dest); }, {4});
+}
+
+TEST(MpiSendRecv, PeersAndTagsAreValidatedWhenBuilt) {
+  Graph g;
+  Value x = g.placeholder("x", {1});
+  EXPECT_THROW(mpi_send(x, world_size()), ShapeError);
+  EXPECT_THROW(mpi_recv(x, 0, 1000), GraphError);
+  EXPECT_THROW(mpi_sendrecv(x, -1, 0), GraphError);
+}
+
+}  // namespace
+}  // namespace adgraph
