@@ -24,8 +24,13 @@ struct Session::Plan {
   std::vector<Step> steps;
   std::vector<std::vector<int>> levels;  // step indices, for concurrency
   std::vector<int> fetch_slots;
+  // How many times each slot is fetched (a slot fetched once is moved out).
+  std::vector<int> fetch_count;
   int num_slots = 0;
   std::vector<Tensor> slots;  // reused across runs
+  // What kernels read: &slots[s], or the caller's feed for a placeholder,
+  // which is therefore never copied.
+  std::vector<const Tensor*> views;
 };
 
 bool SessionOptions::is_valid(std::string* error) const {
@@ -127,6 +132,9 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
     if (!fetched[slot]) plan->steps[last_use[slot]].release.push_back(slot);
   }
   plan->slots.resize(plan->num_slots, Tensor(Shape{0}));
+  plan->views.resize(plan->num_slots, nullptr);
+  plan->fetch_count.assign(plan->num_slots, 0);
+  for (int slot : plan->fetch_slots) ++plan->fetch_count[slot];
 
   // Only plans with collectives take part in the check: a rank whose graph
   // legitimately has none (a rank-dependent graph of sends and receives)
@@ -165,11 +173,19 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
 
   CommContext* comm = graph_.comm();
   std::vector<Tensor>& slots = plan.slots;
+  std::vector<const Tensor*>& views = plan.views;
+  for (int s = 0; s < plan.num_slots; ++s) views[s] = &slots[s];
+  for (const auto& step : plan.steps) {
+    if (step.placeholder) {
+      views[step.first_slot] = &feeds.find(Value(&graph_, step.node->id, 0))->second;
+    }
+  }
   std::size_t live = 0;
   stats_.peak_live_bytes = 0;
   stats_.nodes_executed = 0;
 
   auto allocate = [&](const Plan::Step& step) {
+    if (step.placeholder) return;
     const Node& n = *step.node;
     for (int k = 0; k < n.op->num_outputs; ++k) {
       Tensor& t = slots[step.first_slot + k];
@@ -180,10 +196,7 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
   };
   auto execute = [&](const Plan::Step& step) {
     const Node& n = *step.node;
-    if (step.placeholder) {
-      slots[step.first_slot] = feeds.at(Value(&graph_, n.id, 0));
-      return;
-    }
+    if (step.placeholder) return;
     const Tensor* inline_inputs[8];
     std::vector<const Tensor*> heap_inputs;
     const Tensor** inputs = inline_inputs;
@@ -192,7 +205,7 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
       inputs = heap_inputs.data();
     }
     for (std::size_t i = 0; i < step.input_slots.size(); ++i) {
-      inputs[i] = &slots[step.input_slots[i]];
+      inputs[i] = views[step.input_slots[i]];
     }
     KernelContext ctx(n, inputs, &slots[step.first_slot], comm);
     n.op->compute(ctx);
@@ -243,8 +256,12 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
 
   std::vector<Tensor> out;
   out.reserve(plan.fetch_slots.size());
-  for (std::size_t i = 0; i < plan.fetch_slots.size(); ++i) {
-    out.push_back(slots[plan.fetch_slots[i]]);
+  for (int slot : plan.fetch_slots) {
+    if (views[slot] == &slots[slot] && plan.fetch_count[slot] == 1) {
+      out.push_back(std::move(slots[slot]));
+    } else {
+      out.push_back(*views[slot]);
+    }
   }
   clear_all();
   return out;
