@@ -18,3 +18,6 @@
 #include "ops/reductions.h"
 #include "ops/shape_ops.h"
 #include "ops/sources.h"
+#include "optim/lbfgs.h"
+#include "optim/line_search.h"
+#include "optim/minimize.h"

@@ -186,6 +186,14 @@ void Communicator::bcast(double* data, int64_t n, int root) {
   check_mpi(MPI_Bcast(data, count_of(n), MPI_DOUBLE, root, MPI_COMM_WORLD), "MPI_Bcast");
 }
 
+std::string Communicator::broadcast(const std::string& text, int root) {
+  int64_t length = static_cast<int64_t>(text.size());
+  check_mpi(MPI_Bcast(&length, 1, MPI_INT64_T, root, MPI_COMM_WORLD), "MPI_Bcast");
+  std::string out = rank_ == root ? text : std::string(length, '\0');
+  check_mpi(MPI_Bcast(out.data(), count_of(length), MPI_CHAR, root, MPI_COMM_WORLD), "MPI_Bcast");
+  return out;
+}
+
 void Communicator::gather(const double* in, double* out, int64_t n, int root) {
   check_mpi(MPI_Gather(in, count_of(n), MPI_DOUBLE, out, count_of(n), MPI_DOUBLE, root,
                        MPI_COMM_WORLD),

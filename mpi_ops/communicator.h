@@ -86,6 +86,9 @@ class Communicator final : public CommContext {
   void reduce_scatter(const double* in, double* out, int64_t n);
   void alltoall(const double* in, double* out, int64_t n);
 
+  // Root's string on every rank.
+  std::string broadcast(const std::string& text, int root);
+
   // Point to point. send() copies the data and returns at once; the message
   // completes by the end of the run (finish_run). recv() blocks.
   void send(const double* data, int64_t n, int dest, int tag);

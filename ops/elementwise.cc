@@ -143,14 +143,28 @@ void register_elementwise_ops(OpRegistry& r) {
         return Values{unbroadcast(c.grad() / c.input(1), c.input(0).shape()),
                       unbroadcast(gb, c.input(1).shape())};
       }));
-  // y = a^b;  ā += ȳ·b·a^(b−1),  b̄ += ȳ·y·log(a)
+  // y = a^b;  ā += ȳ·pow_base_derivative(a, b),  b̄ += ȳ·y·log(a)
   r.add(binary(
       "pow", "y = a ^ b (b a tensor; d/db needs a > 0)",
       [](auto a, auto b) { return a.pow(b); },
       [](const GradientContext& c) {
         Value a = c.input(0), b = c.input(1);
-        Value ga = c.grad() * b * pow(a, b - 1.0);
+        Value ga = c.grad() * a.graph().add_node("pow_base_derivative", {a, b});
         Value gb = c.grad() * c.output(0) * log(a);
+        return Values{unbroadcast(ga, a.shape()), unbroadcast(gb, b.shape())};
+      }));
+  // y = b·a^(b−1), exactly 0 where b = 0 (so a = 0 gives 0, not 0·∞);
+  // ā += ȳ·b·pow_base_derivative(a, b − 1),  b̄ += ȳ·(a^(b−1) + y·log(a))
+  r.add(binary(
+      "pow_base_derivative", "y = b * a ^ (b - 1), 0 where b = 0 (the derivative of a ^ b)",
+      [](auto a, auto b) {
+        return (b == 0.0).select(Eigen::ArrayXd::Zero(b.size()), b * a.pow(b - 1.0));
+      },
+      [](const GradientContext& c) {
+        Value a = c.input(0), b = c.input(1);
+        Graph& g = a.graph();
+        Value ga = c.grad() * b * g.add_node("pow_base_derivative", {a, b - 1.0});
+        Value gb = c.grad() * (pow(a, b - 1.0) + c.output(0) * log(a));
         return Values{unbroadcast(ga, a.shape()), unbroadcast(gb, b.shape())};
       }));
 

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "adgraph.h"
+#include "optim/checkpoint_impl.h"
 #include "tests/test_util.h"
 
 namespace adgraph::testing {

@@ -1,0 +1,211 @@
+#include "optim/checkpoint_impl.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace adgraph::optim::detail {
+namespace {
+
+constexpr char kMagic[16] = "ADGRAPH-LBFGS-1";
+
+uint64_t fnv1a(const char* data, std::size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(data[i])) * 1099511628211ull;
+  return h;
+}
+
+class Writer {
+ public:
+  template <class T>
+  void put(const T& v) {
+    bytes_.append(reinterpret_cast<const char*>(&v), sizeof(T));
+  }
+  void put(const Eigen::VectorXd& v) {
+    bytes_.append(reinterpret_cast<const char*>(v.data()), sizeof(double) * v.size());
+  }
+  std::string& bytes() { return bytes_; }
+
+ private:
+  std::string bytes_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::string& bytes) : bytes_(bytes) {}
+  template <class T>
+  bool get(T* v) {
+    if (pos_ + sizeof(T) > bytes_.size()) return false;
+    std::memcpy(v, bytes_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return true;
+  }
+  bool get(Eigen::VectorXd* v, int64_t n) {
+    const std::size_t want = sizeof(double) * static_cast<std::size_t>(n);
+    if (n < 0 || pos_ + want > bytes_.size()) return false;
+    v->resize(n);
+    std::memcpy(v->data(), bytes_.data() + pos_, want);
+    pos_ += want;
+    return true;
+  }
+  std::size_t position() const { return pos_; }
+
+ private:
+  const std::string& bytes_;
+  std::size_t pos_ = 0;
+};
+
+void write_all(int fd, const std::string& bytes, const std::string& path) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) throw Error("cannot write checkpoint " + path + ": " + std::strerror(errno));
+    done += static_cast<std::size_t>(w);
+  }
+}
+
+std::string directory_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+}
+
+}  // namespace
+
+std::string checkpoint_file(const std::string& prefix, int rank, int size) {
+  return prefix + ".rank" + std::to_string(rank) + "of" + std::to_string(size);
+}
+
+void write_checkpoint(const std::string& prefix,
+                      int rank,
+                      int size,
+                      int history,
+                      const LbfgsState& state) {
+  Writer w;
+  w.bytes().append(kMagic, sizeof(kMagic));
+  const int32_t count = static_cast<int32_t>(state.s.size());
+  const int64_t n = state.x.size();
+  const int64_t fh = static_cast<int64_t>(state.f_history.size());
+  w.put(int32_t{rank});
+  w.put(int32_t{size});
+  w.put(int32_t{history});
+  w.put(n);
+  w.put(int32_t{state.iteration});
+  w.put(int32_t{state.evaluations});
+  w.put(count);
+  w.put(fh);
+  w.put(state.f);
+  w.put(state.initial_f);
+  w.put(state.gamma);
+  w.put(state.x);
+  w.put(state.g);
+  for (int i = 0; i < count; ++i) w.put(state.s[i]);
+  for (int i = 0; i < count; ++i) w.put(state.y[i]);
+  for (double r : state.rho) w.put(r);
+  for (double f : state.f_history) w.put(f);
+  w.put(fnv1a(w.bytes().data(), w.bytes().size()));
+
+  const std::string path = checkpoint_file(prefix, rank, size);
+  const std::string temporary = path + ".tmp";
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw Error("cannot create checkpoint " + temporary + ": " + std::strerror(errno));
+  try {
+    write_all(fd, w.bytes(), temporary);
+    if (::fsync(fd) != 0) throw Error("cannot sync checkpoint " + temporary + ": " + std::strerror(errno));
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    throw Error("cannot rename " + temporary + " to " + path + ": " + std::strerror(errno));
+  }
+  const int dir = ::open(directory_of(path).c_str(), O_RDONLY);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+std::string read_checkpoint(const std::string& prefix,
+                            int rank,
+                            int size,
+                            int64_t n,
+                            int history,
+                            LbfgsState* state) {
+  const std::string path = checkpoint_file(prefix, rank, size);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return path + ": cannot open (was the checkpoint written by a run with " +
+           std::to_string(size) + " ranks?)";
+  }
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto corrupt = [&](const std::string& why) { return path + ": corrupted checkpoint (" + why + ")"; };
+  if (bytes.size() < sizeof(kMagic) + sizeof(uint64_t) ||
+      std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
+    return corrupt("not an adgraph L-BFGS checkpoint");
+  }
+  uint64_t stored;
+  std::memcpy(&stored, bytes.data() + bytes.size() - sizeof(stored), sizeof(stored));
+  if (stored != fnv1a(bytes.data(), bytes.size() - sizeof(stored))) {
+    return corrupt("checksum mismatch: truncated or modified");
+  }
+  const std::string body = bytes.substr(sizeof(kMagic));
+  Reader r(body);
+  int32_t file_rank, file_size, file_history, iteration, evaluations, count;
+  int64_t file_n, fh;
+  if (!r.get(&file_rank) || !r.get(&file_size) || !r.get(&file_history) || !r.get(&file_n) ||
+      !r.get(&iteration) || !r.get(&evaluations) || !r.get(&count) || !r.get(&fh)) {
+    return corrupt("short header");
+  }
+  if (file_size != size || file_rank != rank) {
+    return path + ": written by rank " + std::to_string(file_rank) + " of " +
+           std::to_string(file_size) + ", this is rank " + std::to_string(rank) + " of " +
+           std::to_string(size);
+  }
+  if (file_n != n) {
+    return path + ": holds " + std::to_string(file_n) + " variables, this run has " +
+           std::to_string(n);
+  }
+  if (file_history != history) {
+    return path + ": written with history " + std::to_string(file_history) +
+           ", this run uses " + std::to_string(history);
+  }
+  if (count < 0 || count > history || fh < 0) return corrupt("bad counts");
+  LbfgsState s;
+  s.iteration = iteration;
+  s.evaluations = evaluations;
+  if (!r.get(&s.f) || !r.get(&s.initial_f) || !r.get(&s.gamma) || !r.get(&s.x, n) ||
+      !r.get(&s.g, n)) {
+    return corrupt("short state");
+  }
+  s.s.resize(count);
+  s.y.resize(count);
+  s.rho.resize(count);
+  for (int i = 0; i < count; ++i) {
+    if (!r.get(&s.s[i], n)) return corrupt("short history");
+  }
+  for (int i = 0; i < count; ++i) {
+    if (!r.get(&s.y[i], n)) return corrupt("short history");
+  }
+  for (int i = 0; i < count; ++i) {
+    if (!r.get(&s.rho[i])) return corrupt("short history");
+  }
+  s.f_history.resize(fh);
+  for (int64_t i = 0; i < fh; ++i) {
+    if (!r.get(&s.f_history[i])) return corrupt("short trace");
+  }
+  if (r.position() + sizeof(uint64_t) != body.size()) return corrupt("trailing bytes");
+  *state = std::move(s);
+  return {};
+}
+
+}  // namespace adgraph::optim::detail

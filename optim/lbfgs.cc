@@ -1,0 +1,296 @@
+#include "optim/lbfgs.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <limits>
+
+#include "core/error.h"
+#include "mpi_ops/communicator.h"
+#include "optim/checkpoint_impl.h"
+
+namespace adgraph::optim {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using detail::LbfgsState;
+
+// Global reductions that leave bit-identical results on every rank: an
+// allreduce, then rank 0's result is broadcast (MPI does not promise equal
+// floating-point sums on all ranks, and lockstep decisions need them).
+class Reducer {
+ public:
+  Reducer(Communicator* comm, Layout layout)
+      : comm_(comm != nullptr && comm->size() > 1 ? comm : nullptr), layout_(layout) {}
+
+  void sum(double* v, int64_t n) const {
+    if (!comm_) return;
+    comm_->allreduce(v, v, n, ReduceOp::kSum);
+    comm_->bcast(v, n, 0);
+  }
+  double max(double v) const {
+    if (!comm_) return v;
+    comm_->allreduce(&v, &v, 1, ReduceOp::kMax);
+    comm_->bcast(&v, 1, 0);
+    return v;
+  }
+  // Dot product of two vectors laid out per `layout`.
+  double dot(const Eigen::VectorXd& a, const Eigen::VectorXd& b) const {
+    double d = a.dot(b);
+    if (layout_ == Layout::kSharded) sum(&d, 1);
+    return d;
+  }
+  double norm_inf(const Eigen::VectorXd& g) const {
+    const double local = g.size() ? g.cwiseAbs().maxCoeff() : 0.0;
+    return layout_ == Layout::kSharded ? max(local) : local;
+  }
+  // f and ∇f of one evaluation, combined per layout.
+  double combine(double f, Eigen::VectorXd& g) const {
+    if (layout_ == Layout::kSharded) {
+      sum(&f, 1);
+      return f;
+    }
+    if (!comm_) return f;
+    Eigen::VectorXd packed(g.size() + 1);
+    packed.head(g.size()) = g;
+    packed[g.size()] = f;
+    comm_->bcast(packed.data(), packed.size(), 0);
+    g = packed.head(g.size());
+    return packed[g.size()];
+  }
+  Communicator* comm() const { return comm_; }
+
+ private:
+  Communicator* comm_;
+  Layout layout_;
+};
+
+// Raises the same Error on every rank when any rank's `problem` is non-empty
+// (the lowest such rank's text).
+void agree_or_throw(const Reducer& reduce, const std::string& problem) {
+  Communicator* comm = reduce.comm();
+  if (comm == nullptr) {
+    if (!problem.empty()) throw Error(problem, {}, {}, "checkpoint");
+    return;
+  }
+  double first = problem.empty() ? comm->size() : comm->rank();
+  comm->allreduce(&first, &first, 1, ReduceOp::kMin);
+  if (first >= comm->size()) return;
+  throw Error(comm->broadcast(problem, static_cast<int>(first)), {}, {}, "checkpoint");
+}
+
+void print_line(std::ostream& out, int iteration, double f, double gnorm, double seconds) {
+  char line[128];
+  std::snprintf(line, sizeof(line), "%6d  %22.15e  %14.6e  %9.3f\n", iteration, f, gnorm, seconds);
+  out << line << std::flush;
+}
+
+}  // namespace
+
+const char* termination_name(Termination t) {
+  switch (t) {
+    case Termination::kGradientNorm:
+      return "gradient_norm";
+    case Termination::kFunctionChange:
+      return "function_change";
+    case Termination::kMaxIterations:
+      return "max_iterations";
+    case Termination::kMaxEvaluations:
+      return "max_evaluations";
+    case Termination::kLineSearchFailed:
+      return "line_search_failed";
+    case Termination::kNotFinite:
+      return "not_finite";
+  }
+  return "?";
+}
+
+bool LbfgsOptions::is_valid(std::string* error) const {
+  auto bad = [&](const std::string& msg) {
+    *error = msg;
+    return false;
+  };
+  if (history < 1 || history > 1000) return bad("history must be in [1, 1000]");
+  if (!(tolerance_gradient >= 0)) return bad("tolerance_gradient must be >= 0");
+  if (!(tolerance_function >= 0)) return bad("tolerance_function must be >= 0");
+  if (max_iterations < 0) return bad("max_iterations must be >= 0");
+  if (max_evaluations < 1) return bad("max_evaluations must be >= 1");
+  const auto& ls = line_search;
+  if (!(ls.c1 > 0 && ls.c1 < ls.c2 && ls.c2 < 1)) {
+    return bad("line_search needs 0 < c1 < c2 < 1");
+  }
+  if (!(ls.max_step > 0)) return bad("line_search.max_step must be > 0");
+  if (ls.max_evaluations < 1) return bad("line_search.max_evaluations must be >= 1");
+  if (!(ls.approximate_wolfe_epsilon >= 0 && ls.approximate_wolfe_epsilon <= 1e-6)) {
+    return bad("line_search.approximate_wolfe_epsilon must be in [0, 1e-6]");
+  }
+  if (checkpoint_every < 0) return bad("checkpoint_every must be >= 0");
+  if ((checkpoint_every > 0 || resume) && checkpoint_path.empty()) {
+    return bad("checkpoint_path is required with checkpoint_every > 0 or resume");
+  }
+  return true;
+}
+
+LbfgsSummary lbfgs(const Objective& objective,
+                   Eigen::VectorXd& x,
+                   const LbfgsOptions& options,
+                   Communicator* comm,
+                   Layout layout) {
+  std::string error;
+  if (!options.is_valid(&error)) throw OptionsError(error, {}, {}, "LbfgsOptions");
+  const Reducer reduce(comm, layout);
+  const int rank = comm ? comm->rank() : 0, size = comm ? comm->size() : 1;
+  const bool printing = options.trace && rank == 0;
+  std::ostream& trace = options.trace_stream ? *options.trace_stream : std::cout;
+  const auto start = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+
+  LbfgsSummary summary;
+  LbfgsState st;
+  auto evaluate = [&](const Eigen::VectorXd& at, Eigen::VectorXd& g) {
+    g.resize(at.size());
+    const double f = objective(at, g);
+    ++st.evaluations;
+    return reduce.combine(f, g);
+  };
+
+  if (options.resume) {
+    const std::string problem = detail::read_checkpoint(options.checkpoint_path, rank, size,
+                                                        x.size(), options.history, &st);
+    agree_or_throw(reduce, problem);
+    x = st.x;
+    summary.resumed_at = st.iteration;
+  } else {
+    st.x = x;
+    st.f = evaluate(st.x, st.g);
+    st.initial_f = st.f;
+    st.f_history = {st.f};
+  }
+  double gnorm = reduce.norm_inf(st.g);
+  if (printing) {
+    trace << "  Iter          Function value   Gradient norm       time\n";
+    print_line(trace, st.iteration, st.f, gnorm, elapsed());
+  }
+
+  Termination why = Termination::kMaxIterations;
+  Eigen::VectorXd d, trial_x, trial_g, best_x, best_g;
+  while (true) {
+    if (!std::isfinite(st.f) || !std::isfinite(gnorm)) {
+      why = Termination::kNotFinite;
+      break;
+    }
+    if (gnorm <= options.tolerance_gradient) {
+      why = Termination::kGradientNorm;
+      break;
+    }
+    if (st.iteration >= options.max_iterations) {
+      why = Termination::kMaxIterations;
+      break;
+    }
+    if (st.evaluations >= options.max_evaluations) {
+      why = Termination::kMaxEvaluations;
+      break;
+    }
+
+    // Two-loop recursion: d = −H·g.
+    const int k = static_cast<int>(st.s.size());
+    std::vector<double> alpha(k);
+    d = -st.g;
+    for (int i = k - 1; i >= 0; --i) {
+      alpha[i] = st.rho[i] * reduce.dot(st.s[i], d);
+      d -= alpha[i] * st.y[i];
+    }
+    d *= st.gamma;
+    for (int i = 0; i < k; ++i) {
+      const double beta = st.rho[i] * reduce.dot(st.y[i], d);
+      d += (alpha[i] - beta) * st.s[i];
+    }
+    double dphi0 = reduce.dot(st.g, d);
+    if (!(dphi0 < 0)) {  // not a descent direction: restart from −g
+      st.s.clear(), st.y.clear(), st.rho.clear();
+      st.gamma = 1.0;
+      d = -st.g;
+      dphi0 = reduce.dot(st.g, d);
+    }
+    const double initial = st.iteration == 0 && st.s.empty()
+                               ? std::min(1.0, 1.0 / std::sqrt(-dphi0))
+                               : 1.0;
+
+    double best_f = std::numeric_limits<double>::infinity();
+    double last_alpha = -1;
+    auto line = [&](double a, double* phi, double* dphi) {
+      trial_x = st.x + a * d;
+      *phi = evaluate(trial_x, trial_g);
+      *dphi = reduce.dot(trial_g, d);
+      last_alpha = a;
+      if (*phi < best_f) best_f = *phi, best_x = trial_x, best_g = trial_g;
+    };
+    LineSearchOptions ls = options.line_search;
+    ls.max_evaluations = std::min(ls.max_evaluations, options.max_evaluations - st.evaluations);
+    const LineSearchResult found =
+        line_search_strong_wolfe(line, st.f, dphi0, initial, ls);
+
+    const bool accepted = found.found;
+    if (!accepted && !(best_f < st.f)) {
+      why = Termination::kLineSearchFailed;
+      break;
+    }
+    Eigen::VectorXd new_x = accepted && found.alpha == last_alpha ? trial_x : best_x;
+    Eigen::VectorXd new_g = accepted && found.alpha == last_alpha ? trial_g : best_g;
+    const double new_f = accepted ? found.phi : best_f;
+
+    Eigen::VectorXd s = new_x - st.x, y = new_g - st.g;
+    const double sy = reduce.dot(s, y), yy = reduce.dot(y, y);
+    if (sy > std::numeric_limits<double>::epsilon() * yy) {
+      st.s.push_back(std::move(s));
+      st.y.push_back(std::move(y));
+      st.rho.push_back(1.0 / sy);
+      st.gamma = sy / yy;
+      if (static_cast<int>(st.s.size()) > options.history) {
+        st.s.erase(st.s.begin());
+        st.y.erase(st.y.begin());
+        st.rho.erase(st.rho.begin());
+      }
+    }
+    const double old_f = st.f;
+    st.x = std::move(new_x);
+    st.g = std::move(new_g);
+    st.f = new_f;
+    ++st.iteration;
+    st.f_history.push_back(st.f);
+    gnorm = reduce.norm_inf(st.g);
+    if (printing) print_line(trace, st.iteration, st.f, gnorm, elapsed());
+    if (options.checkpoint_every > 0 && st.iteration % options.checkpoint_every == 0) {
+      detail::write_checkpoint(options.checkpoint_path, rank, size, options.history, st);
+    }
+    if (!accepted) {
+      why = Termination::kLineSearchFailed;
+      break;
+    }
+    if (options.tolerance_function > 0 &&
+        (old_f - st.f) / std::max({std::fabs(old_f), std::fabs(st.f), 1.0}) <=
+            options.tolerance_function) {
+      why = Termination::kFunctionChange;
+      break;
+    }
+  }
+
+  x = st.x;
+  summary.termination = why;
+  summary.iterations = st.iteration;
+  summary.evaluations = st.evaluations;
+  summary.initial_f = st.initial_f;
+  summary.final_f = st.f;
+  summary.gradient_norm = gnorm;
+  summary.f_history = st.f_history;
+  summary.seconds = elapsed();
+  char message[200];
+  std::snprintf(message, sizeof(message), "%s after %d iterations and %d evaluations: f = %.17g, |g|inf = %.3e",
+                termination_name(why), st.iteration, st.evaluations, st.f, gnorm);
+  summary.message = message;
+  if (printing) trace << summary.message << "\n";
+  return summary;
+}
+
+}  // namespace adgraph::optim

@@ -1,0 +1,30 @@
+// L-BFGS on a graph: the objective is a node, the variables are placeholders.
+#pragma once
+
+#include <vector>
+
+#include "core/graph.h"
+#include "core/session.h"
+#include "optim/lbfgs.h"
+
+namespace adgraph::optim {
+
+// Minimises the one-element node `objective` over the placeholders
+// `variables`, starting from `values` (one tensor per variable, overwritten
+// with the minimiser). `feeds` holds every other placeholder the objective
+// needs. Builds gradients(objective, variables) once and runs one Session
+// per evaluation. With communication nodes the graph's communicator is used
+// and every rank must call this in lockstep; `layout` says whether the
+// variables are replicated or sharded (optim/lbfgs.h).
+//
+// Throws GraphError when the objective does not have one element, a
+// variable is not a placeholder or a value has the wrong shape; otherwise
+// as lbfgs().
+LbfgsSummary minimize(Value objective,
+                      const std::vector<Value>& variables,
+                      std::vector<Tensor>& values,
+                      const FeedMap& feeds = {},
+                      const LbfgsOptions& options = {},
+                      Layout layout = Layout::kReplicated);
+
+}  // namespace adgraph::optim
