@@ -21,3 +21,6 @@
 #include "optim/lbfgs.h"
 #include "optim/line_search.h"
 #include "optim/minimize.h"
+#include "solvers/heat_inverse.h"
+#include "solvers/heat_solver.h"
+#include "solvers/heat_step.h"

@@ -9,6 +9,7 @@
 #include "ops/reductions.h"
 #include "ops/shape_ops.h"
 #include "ops/sources.h"
+#include "solvers/heat_step.h"
 
 namespace adgraph {
 
@@ -21,6 +22,7 @@ void register_builtin_ops(OpRegistry& registry) {
   register_collective_ops(registry);
   register_point_to_point_ops(registry);
   register_halo_ops(registry);
+  solvers::register_heat_ops(registry);
 }
 
 OpRegistry& OpRegistry::global() {

@@ -56,7 +56,10 @@ std::vector<Value> gradients(Value y,
 
   // Cotangent contributions per (node, output), summed as they arrive.
   std::map<std::pair<int, int>, Value> adjoint;
-  auto accumulate = [&](const Value& target, const Value& contribution) {
+  // Nodes reached by a cotangent that descends from y's (rather than only
+  // from the zero cotangent of an off-path communication node).
+  std::vector<char> from_y(top + 1, 0);
+  auto accumulate = [&](const Value& target, const Value& contribution, bool real) {
     auto key = std::make_pair(target.node_id(), target.output());
     auto it = adjoint.find(key);
     if (it == adjoint.end()) {
@@ -64,8 +67,9 @@ std::vector<Value> gradients(Value y,
     } else {
       it->second = g.add_node("add", {it->second, contribution});
     }
+    if (real) from_y[target.node_id()] = 1;
   };
-  accumulate(y, grad_y);
+  accumulate(y, grad_y, true);
 
   // Reverse creation order is a reverse topological order, and it creates
   // the adjoints of communication nodes in the reverse of their forward
@@ -97,7 +101,7 @@ std::vector<Value> gradients(Value y,
     const bool on_path = any_grad && any_input_from_x;
     if (!on_path && !communicates) continue;
     if (!node.op->gradient) {
-      if (!on_path) continue;
+      if (!on_path || !from_y[id]) continue;
       throw GraphError("op has no gradient, but \"" + y.name() +
                            "\" is differentiated through it",
                        node.name, node.op_name(), "gradient");
@@ -127,7 +131,7 @@ std::vector<Value> gradients(Value y,
                          node.name, node.op_name(),
                          "gradient of input " + std::to_string(i));
       }
-      accumulate(in, input_grads[i]);
+      accumulate(in, input_grads[i], from_y[id]);
     }
   }
 

@@ -1,0 +1,116 @@
+#include "solvers/heat_inverse.h"
+
+#include "core/error.h"
+#include "core/gradients.h"
+#include "mpi_ops/collectives.h"
+#include "mpi_ops/communicator.h"
+#include "ops/elementwise.h"
+#include "ops/reductions.h"
+#include "ops/shape_ops.h"
+
+namespace adgraph::solvers {
+
+HeatInverse::HeatInverse(HeatInverseOptions options, Communicator& comm)
+    : options_(std::move(options)), comm_(comm) {
+  const HeatConfig& c = options_.config;
+  std::string error;
+  if (!c.is_valid(comm.size(), &error)) throw OptionsError(error, {}, {}, "HeatConfig");
+  for (const auto& [i, j] : options_.sensors) {
+    if (i < 0 || i >= c.nx || j < 0 || j >= c.ny) {
+      throw OptionsError("sensor (" + std::to_string(i) + ", " + std::to_string(j) +
+                             ") is outside the " + std::to_string(c.nx) + " x " +
+                             std::to_string(c.ny) + " grid",
+                         {}, {}, "sensors");
+    }
+  }
+  patch_ = patch_of(c, comm.rank());
+  graph_ = std::make_unique<Graph>();
+  Graph& g = *graph_;
+  g.set_comm(Communicator::world());
+
+  Value kappa_patch;
+  if (options_.replicated) {
+    kappa_ = g.placeholder("kappa", {c.nx, c.ny});
+    Value everywhere = mpi_bcast(kappa_, 0);
+    kappa_patch = slice(slice(everywhere, 0, patch_.row0, patch_.row0 + patch_.n), 1,
+                        patch_.col0, patch_.col0 + patch_.m);
+  } else {
+    kappa_ = g.placeholder("kappa", {patch_.n, patch_.m});
+    kappa_patch = kappa_;
+  }
+  Value u0 = g.constant(heat_initial(c, patch_), "u0");
+  Value f = g.constant(heat_source(c, patch_), "f");
+  Value u = heat_solve(u0, kappa_patch, f, c);
+  obs_ = g.placeholder("u_obs", {patch_.n, patch_.m});
+  Value misfit = square(u - obs_);
+  if (!options_.sensors.empty()) {
+    Tensor mask(Shape{patch_.n, patch_.m}, 0.0);
+    for (const auto& [i, j] : options_.sensors) {
+      const int64_t li = i - patch_.row0, lj = j - patch_.col0;
+      if (li >= 0 && li < patch_.n && lj >= 0 && lj < patch_.m) mask[li * patch_.m + lj] = 1.0;
+    }
+    misfit = misfit * g.constant(mask, "sensor_mask");
+  }
+  local_loss_ = sum(misfit);
+  // Replicated: the loss lives on rank 0 (mpi_sum), as optim expects.
+  global_loss_ = options_.replicated ? mpi_sum(local_loss_, 0) : local_loss_;
+  gradient_ = gradient(global_loss_, kappa_);
+  session_ = std::make_unique<Session>(g);
+
+  // Observations: u^NT at κ_true, patch by patch.
+  Tensor truth = kappa_true();
+  observations_ = session_->run(u, {{kappa_, truth}});
+}
+
+HeatInverse::~HeatInverse() = default;
+
+optim::Layout HeatInverse::layout() const {
+  return options_.replicated ? optim::Layout::kReplicated : optim::Layout::kSharded;
+}
+
+Tensor HeatInverse::kappa_start() const { return Tensor(kappa_.shape(), 1.0); }
+
+Tensor HeatInverse::kappa_true() const {
+  if (!options_.replicated) return heat_kappa_true(options_.config, patch_);
+  Patch whole;
+  whole.n = options_.config.nx;
+  whole.m = options_.config.ny;
+  return heat_kappa_true(options_.config, whole);
+}
+
+std::pair<double, Tensor> HeatInverse::loss_and_gradient(const Tensor& kappa) {
+  auto out = session_->run({global_loss_, gradient_}, {{kappa_, kappa}, {obs_, observations_}});
+  double total = out[0].item();
+  if (options_.replicated) {
+    comm_.bcast(&total, 1, 0);
+  } else {
+    total = comm_.allreduce_sum(total);
+  }
+  return {total, std::move(out[1])};
+}
+
+double HeatInverse::loss(const Tensor& kappa) {
+  double total = session_->run(global_loss_, {{kappa_, kappa}, {obs_, observations_}}).item();
+  if (options_.replicated) {
+    comm_.bcast(&total, 1, 0);
+    return total;
+  }
+  return comm_.allreduce_sum(total);
+}
+
+optim::LbfgsSummary HeatInverse::fit(Tensor& kappa, const optim::LbfgsOptions& options) {
+  FeedMap feeds{{kappa_, kappa}, {obs_, observations_}};
+  Tensor& at = feeds[kappa_];
+  optim::Objective f = [&](const Eigen::VectorXd& x, Eigen::VectorXd& grad) {
+    at.array() = x.array();
+    auto out = session_->run({global_loss_, gradient_}, feeds);
+    grad = out[1].array().matrix();
+    return out[0].item();
+  };
+  Eigen::VectorXd x = kappa.array().matrix();
+  optim::LbfgsSummary summary = optim::lbfgs(f, x, options, &comm_, layout());
+  kappa.array() = x.array();
+  return summary;
+}
+
+}  // namespace adgraph::solvers

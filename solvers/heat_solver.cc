@@ -1,0 +1,111 @@
+#include "solvers/heat_solver.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "mpi_ops/halo.h"
+#include "ops/shape_ops.h"
+#include "solvers/heat_step.h"
+
+namespace adgraph::solvers {
+namespace {
+
+template <class F>
+Tensor field(const HeatConfig& config, const Patch& patch, F f) {
+  Tensor t(Shape{patch.n, patch.m});
+  const double h = config.h();
+  for (int64_t i = 0; i < patch.n; ++i) {
+    for (int64_t j = 0; j < patch.m; ++j) {
+      t[i * patch.m + j] = f((patch.row0 + i + 1) * h, (patch.col0 + j + 1) * h);
+    }
+  }
+  return t;
+}
+
+double kappa_true_at(double x, double y) {
+  return 1 + 0.5 * std::exp(-((x - 0.5) * (x - 0.5) + (y - 0.5) * (y - 0.5)) / 0.05);
+}
+
+}  // namespace
+
+bool HeatConfig::is_valid(int ranks, std::string* error) const {
+  auto bad = [&](const std::string& msg) {
+    *error = msg;
+    return false;
+  };
+  if (nx < 1 || ny < 1) return bad("nx and ny must be >= 1");
+  if (px < 1 || py < 1) return bad("px and py must be >= 1");
+  if (nt < 1) return bad("nt must be >= 1");
+  if (!(dt >= 0)) return bad("dt must be >= 0 (0 selects the default rule)");
+  if (px * py != ranks) {
+    return bad("px x py = " + std::to_string(px) + " x " + std::to_string(py) + " = " +
+               std::to_string(px * py) + " patches need as many ranks, but there are " +
+               std::to_string(ranks));
+  }
+  if (nx % px != 0) {
+    return bad("nx = " + std::to_string(nx) + " is not divisible by px = " + std::to_string(px));
+  }
+  if (ny % py != 0) {
+    return bad("ny = " + std::to_string(ny) + " is not divisible by py = " + std::to_string(py));
+  }
+  return true;
+}
+
+Patch patch_of(const HeatConfig& config, int rank) {
+  Patch p;
+  p.I = rank / config.py;
+  p.J = rank % config.py;
+  p.n = config.nx / config.px;
+  p.m = config.ny / config.py;
+  p.row0 = p.I * p.n;
+  p.col0 = p.J * p.m;
+  return p;
+}
+
+Tensor heat_initial(const HeatConfig& config, const Patch& patch) {
+  return field(config, patch, [](double x, double y) {
+    return std::sin(std::numbers::pi * x) * std::sin(std::numbers::pi * y);
+  });
+}
+
+Tensor heat_kappa_true(const HeatConfig& config, const Patch& patch) {
+  return field(config, patch, kappa_true_at);
+}
+
+Tensor heat_source(const HeatConfig& config, const Patch& patch) {
+  return field(config, patch, [](double, double) { return 1.0; });
+}
+
+double heat_default_dt(const HeatConfig& config) {
+  const double h = config.h();
+  double max_kappa = 0;
+  for (int i = 0; i < config.nx; ++i) {
+    for (int j = 0; j < config.ny; ++j) {
+      max_kappa = std::max(max_kappa, kappa_true_at((i + 1) * h, (j + 1) * h));
+    }
+  }
+  return 0.2 * h * h / max_kappa;
+}
+
+double heat_dt(const HeatConfig& config) {
+  return config.dt > 0 ? config.dt : heat_default_dt(config);
+}
+
+Value heat_solve(Value u0, Value kappa, Value f, const HeatConfig& config) {
+  const double dt = heat_dt(config), h = config.h();
+  const Shape& s = u0.shape();
+  Value u = u0;
+  for (int step = 0; step < config.nt; ++step) {
+    // What each neighbour needs of this patch: its edge rows and columns.
+    Value left = reshape(slice(u, 1, 0, 1), {s[0]});
+    Value right = reshape(slice(u, 1, s[1] - 1, s[1]), {s[0]});
+    Value up = reshape(slice(u, 0, 0, 1), {s[1]});
+    Value down = reshape(slice(u, 0, s[0] - 1, s[0]), {s[1]});
+    auto halos = data_exchange(left, right, up, down, config.px, config.py);
+    u = heat_step(u, kappa, f, halos, dt, h);
+  }
+  return u;
+}
+
+}  // namespace adgraph::solvers

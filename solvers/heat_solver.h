@@ -1,0 +1,56 @@
+// The 2-D heat equation on an N × M patch decomposition of [0,1]².
+//
+// Nx × Ny interior points, h = 1/(Nx + 1) in both directions, zero values
+// outside; point (i, j) sits at x = (i+1)h, y = (j+1)h. P = N·M ranks; rank r
+// owns patch (I, J) = (r / M, r % M) of n × m points (Nx = N·n, Ny = M·m):
+// global rows [I·n, (I+1)·n), columns [J·m, (J+1)·m). Each time step is one
+// data_exchange and one heat_step (solvers/heat_step.h).
+#pragma once
+
+#include <string>
+
+#include "core/graph.h"
+#include "core/tensor.h"
+
+namespace adgraph::solvers {
+
+struct HeatConfig {
+  // Interior grid points per direction. Range >= 1; divisible by px (py).
+  int nx = 32, ny = 32;
+  // Patch grid: px rows (N) × py columns (M) of patches; px·py ranks.
+  int px = 1, py = 1;
+  // Time steps. Range >= 1.
+  int nt = 100;
+  // Time step; 0 selects 0.2·h²/max κ_true over the grid (the demo rule).
+  // Range >= 0.
+  double dt = 0.0;
+
+  double h() const { return 1.0 / (nx + 1); }
+  // Checks the fields and that px·py equals `ranks`; returns false and
+  // names the first bad field in `error`.
+  bool is_valid(int ranks, std::string* error) const;
+};
+
+struct Patch {
+  int I = 0, J = 0;            // patch row and column
+  int64_t n = 0, m = 0;        // patch rows and columns
+  int64_t row0 = 0, col0 = 0;  // first global row and column
+};
+
+Patch patch_of(const HeatConfig& config, int rank);
+
+// The demo problem's fields on a patch, from global coordinates.
+Tensor heat_initial(const HeatConfig& config, const Patch& patch);     // sin(πx)·sin(πy)
+Tensor heat_kappa_true(const HeatConfig& config, const Patch& patch);  // 1 + 0.5·exp(−r²/0.05)
+Tensor heat_source(const HeatConfig& config, const Patch& patch);      // 1
+// 0.2·h² / max over all grid points of κ_true (the same on every rank).
+double heat_default_dt(const HeatConfig& config);
+// config.dt, or the default rule when it is 0.
+double heat_dt(const HeatConfig& config);
+
+// Adds NT steps of data_exchange + heat_step to u0's graph and returns u^NT.
+// u0, kappa, f: n × m patches. Forward-only runs keep O(1) states alive; a
+// gradient run keeps the NT states its adjoint needs.
+Value heat_solve(Value u0, Value kappa, Value f, const HeatConfig& config);
+
+}  // namespace adgraph::solvers

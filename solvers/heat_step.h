@@ -1,0 +1,38 @@
+// One explicit Euler step of the 2-D heat equation on a patch, as a custom op
+// written with the public op API (core/op.h), exactly as a user would.
+//
+//   u⁺_ij = u_ij + dt·(κ_ij·(u_{i+1,j} + u_{i−1,j} + u_{i,j+1} + u_{i,j−1} − 4u_ij)/h² + f_ij)
+//
+// u, κ and f are the patch's n × m values (rows i, columns j). Neighbours
+// outside the patch come from the halos: from_up[j] = u_{−1,j},
+// from_down[j] = u_{n,j}, from_left[i] = u_{i,−1}, from_right[i] = u_{i,m}
+// (zeros on the domain boundary, as data_exchange gives them).
+//
+// Adjoint (z = κ ⊙ ū⁺, zero outside the patch, c = dt/h²):
+//   ū = ū⁺ + c·(z_{i+1,j} + z_{i−1,j} + z_{i,j+1} + z_{i,j−1} − 4z_ij)
+//   κ̄ = c·ū⁺ ⊙ (stencil of u)        f̄ = dt·ū⁺
+//   from_up̄ = c·z_{0,:}, from_down̄ = c·z_{n−1,:}, from_left̄ = c·z_{:,0},
+//   from_right̄ = c·z_{:,m−1}
+// computed by the op heat_step_adjoint, which declares no adjoint of its own
+// (second derivatives through the heat step are not supported).
+// Both kernels use OpenMP threads over rows for large patches.
+#pragma once
+
+#include <array>
+
+#include "core/graph.h"
+
+namespace adgraph::solvers {
+
+// Halos from data_exchange: {from_left, from_right, from_up, from_down}.
+Value heat_step(Value u,
+                Value kappa,
+                Value f,
+                const std::array<Value, 4>& halos,
+                double dt,
+                double h);
+
+// Registers heat_step and heat_step_adjoint in `registry`.
+void register_heat_ops(OpRegistry& registry);
+
+}  // namespace adgraph::solvers

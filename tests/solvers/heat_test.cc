@@ -1,0 +1,216 @@
+#include "solvers/heat_inverse.h"
+
+#include <cmath>
+#include <numbers>
+
+#include <gtest/gtest.h>
+
+#include "tests/mpi_ops/mpi_test_util.h"
+#include "tests/solvers/heat_reference.h"
+
+namespace adgraph::solvers {
+namespace {
+
+using namespace adgraph::testing;
+
+constexpr double kInvariance = 1e-12;
+
+// Every patch grid px × py = P that divides nx × ny.
+std::vector<std::pair<int, int>> decompositions(int nx, int ny, int size) {
+  std::vector<std::pair<int, int>> out;
+  for (int px = 1; px <= size; ++px) {
+    if (size % px == 0 && nx % px == 0 && ny % (size / px) == 0) out.emplace_back(px, size / px);
+  }
+  return out;
+}
+
+// κ = 1 + 0.1·sin(3πx)·cos(2πy) on a patch (or the whole grid).
+Tensor wavy_kappa(const HeatConfig& c, const Patch& p) {
+  Tensor t(Shape{p.n, p.m});
+  for (int64_t i = 0; i < p.n; ++i) {
+    for (int64_t j = 0; j < p.m; ++j) {
+      const double x = (p.row0 + i + 1) * c.h(), y = (p.col0 + j + 1) * c.h();
+      t[i * p.m + j] = 1 + 0.1 * std::sin(3 * std::numbers::pi * x) * std::cos(2 * std::numbers::pi * y);
+    }
+  }
+  return t;
+}
+
+Patch whole_grid(const HeatConfig& c) {
+  Patch p;
+  p.n = c.nx, p.m = c.ny;
+  return p;
+}
+
+TEST(HeatStep, DotProductTestOfTheLinearisedStep) {
+  // heat_step is bilinear in (κ, u-and-halos) and affine in f, so its
+  // derivative along δ is exactly (y(x + δ) − y(x − δ))/2.
+  Graph g;
+  const int64_t n = 5, m = 4;
+  std::vector<Value> in = {g.placeholder("u", {n, m}),   g.placeholder("k", {n, m}),
+                           g.placeholder("f", {n, m}),   g.placeholder("l", {n}),
+                           g.placeholder("r", {n}),      g.placeholder("up", {m}),
+                           g.placeholder("down", {m})};
+  Value y = heat_step(in[0], in[1], in[2], {in[3], in[4], in[5], in[6]}, 0.01, 0.2);
+  Value w = g.placeholder("w", {n, m});
+  std::vector<Value> grads = gradients(dot(y, w), in);
+  FeedMap at, plus, minus;
+  unsigned salt = 50;
+  std::vector<Tensor> delta;
+  for (const Value& v : in) {
+    Tensor x = random_tensor(v.shape(), salt++), d = random_tensor(v.shape(), salt++);
+    at[v] = x;
+    Tensor p = x, q = x;
+    p.array() += d.array();
+    q.array() -= d.array();
+    plus[v] = p, minus[v] = q;
+    delta.push_back(d);
+  }
+  Tensor wv = random_tensor({n, m}, 99);
+  at[w] = plus[w] = minus[w] = wv;
+  Session s(g);
+  const Tensor yp = s.run(y, plus), ym = s.run(y, minus);
+  const double lhs = (0.5 * (yp.array() - ym.array()) * wv.array()).sum();
+  std::vector<Tensor> adj = s.run(grads, at);
+  double rhs = 0;
+  for (std::size_t k = 0; k < in.size(); ++k) rhs += (delta[k].array() * adj[k].array()).sum();
+  EXPECT_LE(std::fabs(lhs - rhs), 1e-12 * std::fabs(lhs)) << lhs << " vs " << rhs;
+}
+
+TEST(HeatSolver, EveryDecompositionMatchesTheSerialReference) {
+  const int size = world_size(), rank = world_rank();
+  auto comm = Communicator::world();
+  HeatConfig base;
+  base.nx = 12, base.ny = 8, base.nt = 20;  // patches are never square here
+  const Tensor kappa_all = wavy_kappa(base, whole_grid(base));
+  std::vector<double> obs(base.nx * base.ny), weight(base.nx * base.ny, 1.0);
+  for (std::size_t k = 0; k < obs.size(); ++k) obs[k] = 0.3 + 0.01 * k;
+  const HeatReference ref = heat_reference(base, kappa_all.to_vector(), obs, weight);
+  const double gmax = Eigen::Map<const Eigen::ArrayXd>(ref.gradient.data(), ref.gradient.size())
+                          .abs()
+                          .maxCoeff();
+  for (auto [px, py] : decompositions(base.nx, base.ny, size)) {
+    HeatConfig c = base;
+    c.px = px, c.py = py;
+    const Patch p = patch_of(c, rank);
+    Graph g;
+    Value kappa = g.placeholder("kappa", {p.n, p.m});
+    Value u = heat_solve(g.constant(heat_initial(c, p)), kappa, g.constant(heat_source(c, p)), c);
+    Tensor obs_patch(Shape{p.n, p.m});
+    for (int64_t i = 0; i < p.n; ++i) {
+      for (int64_t j = 0; j < p.m; ++j) obs_patch[i * p.m + j] = obs[(p.row0 + i) * c.ny + p.col0 + j];
+    }
+    Value loss = sum(square(u - g.constant(obs_patch)));
+    Value grad = gradient(loss, kappa);
+    Session s(g);
+    auto out = s.run({loss, grad}, {{kappa, wavy_kappa(c, p)}});
+    const double total = comm->allreduce_sum(out[0].item());
+    EXPECT_NEAR(total, ref.loss, kInvariance * ref.loss) << px << " x " << py;
+    for (int64_t i = 0; i < p.n; ++i) {
+      for (int64_t j = 0; j < p.m; ++j) {
+        EXPECT_NEAR(out[1][i * p.m + j], ref.gradient[(p.row0 + i) * c.ny + p.col0 + j],
+                    kInvariance * gmax)
+            << px << " x " << py << " at (" << p.row0 + i << ", " << p.col0 + j << ")";
+      }
+    }
+  }
+}
+
+TEST(HeatSolver, GradientChecksAtFlatAndWavyKappa) {
+  const int size = world_size(), rank = world_rank();
+  HeatConfig c;
+  c.nx = size == 3 ? 9 : 8, c.ny = 8, c.nt = 20;
+  c.px = size == 4 ? 2 : size, c.py = size == 4 ? 2 : 1;
+  const Patch p = patch_of(c, rank);
+  Graph g;
+  Value kappa = g.placeholder("kappa", {p.n, p.m});
+  Value u = heat_solve(g.constant(heat_initial(c, p)), kappa, g.constant(heat_source(c, p)), c);
+  Value loss = rank_weighted_loss(u - 0.5);
+  expect_gradients_ok(loss, {kappa}, {{kappa, Tensor(Shape{p.n, p.m}, 1.0)}});
+  expect_gradients_ok(loss, {kappa}, {{kappa, wavy_kappa(c, p)}});
+}
+
+TEST(HeatInverse, ReplicatedShardedAndSensorLossesAgreeWithTheReference) {
+  const int size = world_size(), rank = world_rank();
+  HeatInverseOptions o;
+  o.config.nx = 12, o.config.ny = 8, o.config.nt = 15;
+  o.config.px = size == 4 ? 2 : size, o.config.py = size == 4 ? 2 : 1;
+  const HeatConfig& c = o.config;
+  // Reference: observations from κ_true, evaluated at κ = 1.
+  const Tensor truth = heat_kappa_true(c, whole_grid(c));
+  std::vector<double> ones(c.nx * c.ny, 1.0);
+  const auto obs = heat_reference(c, truth.to_vector(), ones, ones).u_final;
+  const HeatReference full = heat_reference(c, ones, obs, ones);
+  std::vector<double> sensor_weight(c.nx * c.ny, 0.0);
+  o.sensors = {{0, 0}, {5, 3}, {11, 7}, {6, 4}};
+  for (auto [i, j] : o.sensors) sensor_weight[i * c.ny + j] = 1.0;
+  const HeatReference sensed = heat_reference(c, ones, obs, sensor_weight);
+
+  for (bool replicated : {false, true}) {
+    for (bool sensors : {false, true}) {
+      HeatInverseOptions oo = o;
+      oo.replicated = replicated;
+      if (!sensors) oo.sensors.clear();
+      HeatInverse problem(oo, *Communicator::world());
+      auto [loss, grad] = problem.loss_and_gradient(problem.kappa_start());
+      const HeatReference& ref = sensors ? sensed : full;
+      EXPECT_NEAR(loss, ref.loss, kInvariance * ref.loss);
+      const Patch& p = problem.patch();
+      for (int64_t i = 0; i < p.n; ++i) {
+        for (int64_t j = 0; j < p.m; ++j) {
+          const int64_t global = (p.row0 + i) * c.ny + p.col0 + j;
+          // Replicated: rank 0's κ carries the whole gradient.
+          const double got = replicated ? (rank == 0 ? grad[global] : 0.0) : grad[i * p.m + j];
+          const double want = replicated && rank != 0 ? 0.0 : ref.gradient[global];
+          EXPECT_NEAR(got, want, 1e-12 * (1e-3 + std::fabs(want)));
+        }
+      }
+    }
+  }
+}
+
+TEST(HeatInverse, MemoryOfGradientAndForwardRuns) {
+  const int size = world_size();
+  HeatInverseOptions o;
+  o.config.nx = 48, o.config.ny = 48, o.config.nt = 60;
+  o.config.px = size == 4 ? 2 : size, o.config.py = size == 4 ? 2 : 1;
+  HeatInverse problem(o, *Communicator::world());
+  const int64_t n = problem.patch().n, m = problem.patch().m;
+  // A state the adjoint of a step needs: u^k and the four halos it received.
+  const double patch_bytes = sizeof(double) * n * m;
+  const double state_bytes = sizeof(double) * (n * m + 2 * n + 2 * m);
+  problem.loss_and_gradient(problem.kappa_start());
+  const double gradient_peak = problem.last_run().peak_live_bytes;
+  problem.loss(problem.kappa_start());
+  const double forward_peak = problem.last_run().peak_live_bytes;
+  // The adjoint needs NT states; everything else is a few patches.
+  EXPECT_LE(gradient_peak, 1.1 * (o.config.nt + 1) * state_bytes);
+  EXPECT_GE(gradient_peak, o.config.nt * patch_bytes);
+  EXPECT_LE(forward_peak, 4 * patch_bytes);
+}
+
+TEST(HeatInverse, ConfigurationErrorsAreClearOnEveryRank) {
+  const int size = world_size();
+  HeatInverseOptions o;
+  o.config.nx = 12, o.config.ny = 12;
+  o.config.px = size + 1;
+  try {
+    HeatInverse problem(o, *Communicator::world());
+    ADD_FAILURE();
+  } catch (const OptionsError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "HeatConfig: px x py = " + std::to_string(size + 1) + " x 1 = " +
+                  std::to_string(size + 1) + " patches need as many ranks, but there are " +
+                  std::to_string(size));
+  }
+  o.config.nx = 13, o.config.px = size, o.config.py = 1;
+  if (size > 1) {
+    EXPECT_THROW(HeatInverse(o, *Communicator::world()), OptionsError);
+  }
+  o.config.nx = 12;
+  o.sensors = {{12, 0}};
+  EXPECT_THROW(HeatInverse(o, *Communicator::world()), OptionsError);
+}
+
+}  // namespace
+}  // namespace adgraph::solvers
