@@ -54,6 +54,14 @@ Session::~Session() = default;
 
 int Session::num_plans() const { return static_cast<int>(plans_.size()); }
 
+void Session::release_buffers() { pool_.clear(); }
+
+std::size_t Session::recycled_bytes() const {
+  std::size_t bytes = 0;
+  for (const auto& [n, buffers] : pool_) bytes += sizeof(double) * n * buffers.size();
+  return bytes;
+}
+
 const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
   std::vector<std::pair<int, int>> key;
   for (const Value& f : fetches) {
@@ -183,13 +191,22 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
   std::size_t live = 0;
   stats_.peak_live_bytes = 0;
   stats_.nodes_executed = 0;
+  stats_.buffers_allocated = 0;
 
   auto allocate = [&](const Plan::Step& step) {
     if (step.placeholder) return;
     const Node& n = *step.node;
     for (int k = 0; k < n.op->num_outputs; ++k) {
       Tensor& t = slots[step.first_slot + k];
-      t = Tensor(n.output_shapes[k]);
+      const Shape& shape = n.output_shapes[k];
+      auto pooled = pool_.find(num_elements(shape));
+      if (pooled != pool_.end() && !pooled->second.empty()) {
+        t = Tensor::adopt(shape, std::move(pooled->second.back()));
+        pooled->second.pop_back();
+      } else {
+        t = Tensor(shape);
+        ++stats_.buffers_allocated;
+      }
       live += t.bytes();
     }
     stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, live);
@@ -210,15 +227,25 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
     KernelContext ctx(n, inputs, &slots[step.first_slot], comm);
     n.op->compute(ctx);
   };
+  // Buffers of a few elements are cheaper to allocate than to pool.
+  constexpr int64_t kMinRecycled = 512;
+  auto recycle = [&](Tensor& t) {
+    if (options_.recycle_buffers && t.size() >= kMinRecycled) {
+      const int64_t n = t.size();
+      pool_[n].push_back(std::move(t).take_storage());
+    } else {
+      t = Tensor(Shape{0});
+    }
+  };
   auto release = [&](const Plan::Step& step) {
     for (int slot : step.release) {
       live -= slots[slot].bytes();
-      slots[slot] = Tensor(Shape{0});
+      recycle(slots[slot]);
     }
   };
 
   auto clear_all = [&] {
-    for (Tensor& t : slots) t = Tensor(Shape{0});
+    for (Tensor& t : slots) recycle(t);
   };
   try {
     if (!options_.concurrent) {

@@ -25,6 +25,13 @@ struct SessionOptions {
   // Threads used when `concurrent` is true; 0 means the OpenMP default
   // (OMP_NUM_THREADS). Range: >= 0.
   int num_threads = 0;
+  // Keep the buffers of released intermediates and hand them to later
+  // outputs of the same size, in this run and the following ones, instead
+  // of returning them to the allocator (which, for large buffers, returns
+  // them to the kernel and pays page faults on every new one). The session
+  // then holds up to the peak live bytes of its largest run between runs;
+  // release_buffers() gives them back. Default: true.
+  bool recycle_buffers = true;
 
   // Returns false and describes the first bad field in `error`.
   bool is_valid(std::string* error) const;
@@ -38,6 +45,8 @@ struct RunStats {
   std::size_t peak_live_bytes = 0;
   // True when the plan for this fetch set came from the cache.
   bool plan_cached = false;
+  // Outputs that needed a new buffer (not recycled).
+  int64_t buffers_allocated = 0;
 };
 
 class Session final {
@@ -62,6 +71,10 @@ class Session final {
   Tensor run(Value fetch, const FeedMap& feeds = {});
 
   const RunStats& stats() const { return stats_; }
+  // Frees the recycled buffers the session holds between runs.
+  void release_buffers();
+  // Bytes held for recycling right now.
+  std::size_t recycled_bytes() const;
   // Number of distinct plans built so far.
   int num_plans() const;
 
@@ -73,6 +86,8 @@ class Session final {
   SessionOptions options_;
   std::map<std::vector<std::pair<int, int>>, std::unique_ptr<Plan>> plans_;
   RunStats stats_;
+  // Released buffers by element count, when recycle_buffers is on.
+  std::map<int64_t, std::vector<Eigen::ArrayXd>> pool_;
 };
 
 }  // namespace adgraph

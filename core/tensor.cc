@@ -48,6 +48,22 @@ Tensor::Tensor(std::initializer_list<double> values)
     : Tensor(Shape{static_cast<int64_t>(values.size())},
              std::vector<double>(values)) {}
 
+Tensor Tensor::adopt(Shape shape, Eigen::ArrayXd&& storage) {
+  ADGRAPH_CHECK(num_elements(shape) == storage.size())
+      << shape_string(shape) << " with " << storage.size() << " values";
+  Tensor t(Shape{0});
+  t.shape_ = std::move(shape);
+  t.data_ = std::move(storage);
+  return t;
+}
+
+Eigen::ArrayXd Tensor::take_storage() && {
+  Eigen::ArrayXd out = std::move(data_);
+  data_ = Eigen::ArrayXd();
+  shape_ = Shape{0};
+  return out;
+}
+
 Tensor Tensor::scalar(double value) { return Tensor(Shape{}, value); }
 
 double Tensor::item() const {

@@ -68,6 +68,12 @@ class Tensor final {
   // Values in row-major order.
   std::vector<double> to_vector() const;
 
+  // A tensor of `shape` that adopts `storage` (whose size must match);
+  // contents are left as they are. Used to recycle buffers.
+  static Tensor adopt(Shape shape, Eigen::ArrayXd&& storage);
+  // Gives up the storage (the tensor becomes empty, shape [0]).
+  Eigen::ArrayXd take_storage() &&;
+
   // Same data under a new shape with the same number of elements.
   Tensor reshaped(Shape shape) const&;
   Tensor reshaped(Shape shape) &&;

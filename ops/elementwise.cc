@@ -116,28 +116,28 @@ Value operator/(double a, Value b) { return div(b.graph().scalar(a), b); }
 void register_elementwise_ops(OpRegistry& r) {
   // y = a + b;  ā += ȳ,  b̄ += ȳ (summed over broadcast)
   r.add(binary(
-      "add", "y = a + b", [](auto a, auto b) { return a + b; },
+      "add", "y = a + b", [](const auto& a, const auto& b) { return a + b; },
       [](const GradientContext& c) {
         return Values{unbroadcast(c.grad(), c.input(0).shape()),
                       unbroadcast(c.grad(), c.input(1).shape())};
       }));
   // y = a − b;  ā += ȳ,  b̄ −= ȳ
   r.add(binary(
-      "sub", "y = a - b", [](auto a, auto b) { return a - b; },
+      "sub", "y = a - b", [](const auto& a, const auto& b) { return a - b; },
       [](const GradientContext& c) {
         return Values{unbroadcast(c.grad(), c.input(0).shape()),
                       unbroadcast(-c.grad(), c.input(1).shape())};
       }));
   // y = a·b;  ā += ȳ·b,  b̄ += ȳ·a
   r.add(binary(
-      "mul", "y = a * b", [](auto a, auto b) { return a * b; },
+      "mul", "y = a * b", [](const auto& a, const auto& b) { return a * b; },
       [](const GradientContext& c) {
         return Values{unbroadcast(c.grad() * c.input(1), c.input(0).shape()),
                       unbroadcast(c.grad() * c.input(0), c.input(1).shape())};
       }));
   // y = a/b;  ā += ȳ/b,  b̄ −= ȳ·y/b
   r.add(binary(
-      "div", "y = a / b", [](auto a, auto b) { return a / b; },
+      "div", "y = a / b", [](const auto& a, const auto& b) { return a / b; },
       [](const GradientContext& c) {
         Value gb = -(c.grad() * c.output(0) / c.input(1));
         return Values{unbroadcast(c.grad() / c.input(1), c.input(0).shape()),
@@ -146,7 +146,7 @@ void register_elementwise_ops(OpRegistry& r) {
   // y = a^b;  ā += ȳ·pow_base_derivative(a, b),  b̄ += ȳ·y·log(a)
   r.add(binary(
       "pow", "y = a ^ b (b a tensor; d/db needs a > 0)",
-      [](auto a, auto b) { return a.pow(b); },
+      [](const auto& a, const auto& b) { return a.pow(b); },
       [](const GradientContext& c) {
         Value a = c.input(0), b = c.input(1);
         Value ga = c.grad() * a.graph().add_node("pow_base_derivative", {a, b});
@@ -157,7 +157,7 @@ void register_elementwise_ops(OpRegistry& r) {
   // ā += ȳ·b·pow_base_derivative(a, b − 1),  b̄ += ȳ·(a^(b−1) + y·log(a))
   r.add(binary(
       "pow_base_derivative", "y = b * a ^ (b - 1), 0 where b = 0 (the derivative of a ^ b)",
-      [](auto a, auto b) {
+      [](const auto& a, const auto& b) {
         return (b == 0.0).select(Eigen::ArrayXd::Zero(b.size()), b * a.pow(b - 1.0));
       },
       [](const GradientContext& c) {

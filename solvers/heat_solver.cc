@@ -5,7 +5,6 @@
 #include <numbers>
 
 #include "mpi_ops/halo.h"
-#include "ops/shape_ops.h"
 #include "solvers/heat_step.h"
 
 namespace adgraph::solvers {
@@ -94,15 +93,11 @@ double heat_dt(const HeatConfig& config) {
 
 Value heat_solve(Value u0, Value kappa, Value f, const HeatConfig& config) {
   const double dt = heat_dt(config), h = config.h();
-  const Shape& s = u0.shape();
   Value u = u0;
   for (int step = 0; step < config.nt; ++step) {
     // What each neighbour needs of this patch: its edge rows and columns.
-    Value left = reshape(slice(u, 1, 0, 1), {s[0]});
-    Value right = reshape(slice(u, 1, s[1] - 1, s[1]), {s[0]});
-    Value up = reshape(slice(u, 0, 0, 1), {s[1]});
-    Value down = reshape(slice(u, 0, s[0] - 1, s[0]), {s[1]});
-    auto halos = data_exchange(left, right, up, down, config.px, config.py);
+    auto edges = patch_edges(u);
+    auto halos = data_exchange(edges[0], edges[1], edges[2], edges[3], config.px, config.py);
     u = heat_step(u, kappa, f, halos, dt, h);
   }
   return u;

@@ -32,7 +32,14 @@ Value heat_step(Value u,
                 double dt,
                 double h);
 
-// Registers heat_step and heat_step_adjoint in `registry`.
+// The four edges of an n × m patch, as data_exchange sends them:
+// {left column, right column, top row, bottom row} (shapes [n], [n], [m],
+// [m]). Its adjoint, patch_edges_adjoint, adds each strip's cotangent back
+// onto its edge of a zero patch; each is the other's transpose.
+std::array<Value, 4> patch_edges(Value u);
+
+// Registers heat_step, heat_step_adjoint, patch_edges and
+// patch_edges_adjoint in `registry`.
 void register_heat_ops(OpRegistry& registry);
 
 }  // namespace adgraph::solvers

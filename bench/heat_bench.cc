@@ -1,0 +1,114 @@
+// The heat problem's loss (forward) and loss + gradient, adgraph against the
+// hand-written baseline (bench/heat_baseline.h) in the same run, at κ = 1.
+//   mpirun -n P heat_bench --n 128 --m 128 --N 2 --M 1 --NT 100 --mode gradient --reps 5
+// Times: median of reps after one warm-up, max over ranks, each from an
+// MPI_Barrier. Peak RSS: max over ranks (the baseline runs first, so its
+// line shows its own peak; adgraph's line shows the process peak).
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+
+#include <CLI/CLI.hpp>
+#include <mpi.h>
+
+#include "adgraph.h"
+#include "bench/heat_baseline.h"
+
+using namespace adgraph;
+
+namespace {
+
+double timed(int reps, const std::function<void()>& f) {
+  f();  // warm-up
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    t.push_back(s);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+double peak_rss_mb() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  double mb = u.ru_maxrss / 1024.0;
+  MPI_Allreduce(MPI_IN_PLACE, &mb, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return mb;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MpiEnvironment env(&argc, &argv);
+  auto comm = Communicator::world();
+  CLI::App app{"heat problem benchmark: adgraph against a hand-written loop"};
+  int n = 64, m = 64, N = 1, M = 1, NT = 100, reps = 5;
+  std::string mode = "gradient";
+  app.add_option("--n", n, "patch rows")->capture_default_str();
+  app.add_option("--m", m, "patch columns")->capture_default_str();
+  app.add_option("--N", N, "patch grid rows")->capture_default_str();
+  app.add_option("--M", M, "patch grid columns")->capture_default_str();
+  app.add_option("--NT", NT, "time steps")->capture_default_str();
+  app.add_option("--mode", mode, "forward or gradient")
+      ->check(CLI::IsMember({"forward", "gradient"}))
+      ->capture_default_str();
+  app.add_option("--reps", reps, "timed repetitions")->check(CLI::PositiveNumber)->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return comm->rank() == 0 ? app.exit(e) : 2;
+  }
+  solvers::HeatInverseOptions o;
+  o.config.nx = N * n, o.config.ny = M * m, o.config.nt = NT, o.config.px = N, o.config.py = M;
+  std::string error;
+  if (!o.config.is_valid(comm->size(), &error)) {
+    if (comm->rank() == 0) std::fprintf(stderr, "heat_bench: %s\n", error.c_str());
+    return 2;
+  }
+  const bool gradient = mode == "gradient";
+  auto report = [&](const char* impl, double fwd, double grad, double loss, double gnorm) {
+    const double rss = peak_rss_mb();
+    if (comm->rank() != 0) return;
+    std::printf("RESULT impl=%s ranks=%d n=%d m=%d N=%d M=%d Nx=%d Ny=%d NT=%d mode=%s reps=%d "
+                "forward_s=%.6g gradient_s=%.6g fwd_step_s=%.6g grad_over_fwd=%.4g "
+                "loss=%.17g grad_norm=%.17g peak_rss_mb=%.1f\n",
+                impl, comm->size(), n, m, N, M, N * n, M * m, NT, mode.c_str(), reps, fwd,
+                gradient ? grad : 0.0, fwd / NT, gradient ? grad / fwd : 0.0, loss, gnorm, rss);
+  };
+
+  {
+    bench::HeatBaseline base(o.config, comm->rank());
+    const solvers::Patch p = solvers::patch_of(o.config, comm->rank());
+    base.set_observations(solvers::heat_kappa_true(o.config, p).to_vector());
+    std::vector<double> kappa(p.n * p.m, 1.0), grad;
+    double loss = 0;
+    const double fwd = timed(reps, [&] { loss = base.run(kappa, nullptr); });
+    const double gs = gradient ? timed(reps, [&] { base.run(kappa, &grad); }) : 0.0;
+    double g2 = 0;
+    for (double v : grad) g2 += v * v;
+    report("handwritten", fwd, gs, comm->allreduce_sum(loss), std::sqrt(comm->allreduce_sum(g2)));
+  }
+  {
+    solvers::HeatInverse problem(o, *comm);
+    const Tensor kappa = problem.kappa_start();
+    double loss = 0;
+    Tensor grad;
+    const double fwd = timed(reps, [&] { loss = problem.loss(kappa); });
+    const double gs = gradient ? timed(reps, [&] {
+      auto out = problem.loss_and_gradient(kappa);
+      grad = std::move(out.second);
+    }) : 0.0;
+    const double g2 = gradient ? comm->allreduce_sum(grad.array().square().sum()) : 0.0;
+    report("adgraph", fwd, gs, loss, std::sqrt(g2));
+  }
+  return 0;
+}
