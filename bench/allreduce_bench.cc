@@ -2,12 +2,12 @@
 // buffer, 8 B to 64 MiB, in one run. Each size alternates the two in rounds
 // and reports medians (max over ranks of each rank's time, measured from a
 // barrier). Run: mpirun -n 2 build/bench/allreduce_bench
+#include <mpi.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <vector>
-
-#include <mpi.h>
 
 #include "adgraph.h"
 
@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
   MpiEnvironment env(&argc, &argv);
   auto comm = Communicator::world();
   if (comm->rank() == 0) {
-    std::printf("%12s %14s %14s %10s\n", "bytes", "raw_us", "adgraph_us", "overhead");
+    std::printf(
+        "%12s %14s %14s %10s\n", "bytes", "raw_us", "adgraph_us", "overhead");
   }
   for (int64_t n = 1; n <= (int64_t{8} << 20); n *= 4) {
     Graph g;
@@ -44,28 +45,43 @@ int main(int argc, char** argv) {
     std::vector<double> in(n, 1.0 + comm->rank()), out(n);
     const int reps = n <= 4096 ? 200 : n <= (1 << 20) ? 30 : 8;
     session.run(y, feeds);
-    MPI_Allreduce(in.data(), out.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(in.data(),
+                  out.data(),
+                  static_cast<int>(n),
+                  MPI_DOUBLE,
+                  MPI_SUM,
+                  MPI_COMM_WORLD);
     std::vector<double> raw, graph;
     Tensor result;
     for (int r = 0; r < reps; ++r) {
       MPI_Barrier(MPI_COMM_WORLD);
       auto t0 = Clock::now();
-      MPI_Allreduce(in.data(), out.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM,
+      MPI_Allreduce(in.data(),
+                    out.data(),
+                    static_cast<int>(n),
+                    MPI_DOUBLE,
+                    MPI_SUM,
                     MPI_COMM_WORLD);
-      raw.push_back(max_over_ranks(std::chrono::duration<double>(Clock::now() - t0).count()));
+      raw.push_back(max_over_ranks(
+          std::chrono::duration<double>(Clock::now() - t0).count()));
       MPI_Barrier(MPI_COMM_WORLD);
       t0 = Clock::now();
       result = session.run(y, feeds);
-      graph.push_back(max_over_ranks(std::chrono::duration<double>(Clock::now() - t0).count()));
+      graph.push_back(max_over_ranks(
+          std::chrono::duration<double>(Clock::now() - t0).count()));
     }
     const double expect = comm->size() * (comm->size() + 1) / 2.0;
     if (result[0] != expect || out[0] != expect) {
-      std::fprintf(stderr, "wrong sum at n = %lld\n", static_cast<long long>(n));
+      std::fprintf(
+          stderr, "wrong sum at n = %lld\n", static_cast<long long>(n));
       return 1;
     }
     const double a = median(raw) * 1e6, b = median(graph) * 1e6;
     if (comm->rank() == 0) {
-      std::printf("%12lld %14.1f %14.1f %9.1f%%\n", static_cast<long long>(8 * n), a, b,
+      std::printf("%12lld %14.1f %14.1f %9.1f%%\n",
+                  static_cast<long long>(8 * n),
+                  a,
+                  b,
                   100.0 * (b - a) / a);
     }
   }

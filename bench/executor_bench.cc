@@ -46,8 +46,14 @@ int main(int argc, char** argv) {
   std::sort(loop_s.begin(), loop_s.end());
   const double per_node = graph_s[reps / 2] / n * 1e9;
   const double per_step = loop_s[reps / 2] / n * 1e9;
-  std::printf("RESULT bench=executor nodes=%d reps=%d graph_ns_per_node=%.1f "
-              "loop_ns_per_step=%.1f result=%.12g baseline=%.12g\n",
-              n, reps, per_node, per_step, result, baseline);
+  std::printf(
+      "RESULT bench=executor nodes=%d reps=%d graph_ns_per_node=%.1f "
+      "loop_ns_per_step=%.1f result=%.12g baseline=%.12g\n",
+      n,
+      reps,
+      per_node,
+      per_step,
+      result,
+      baseline);
   return result == baseline ? 0 : 1;
 }

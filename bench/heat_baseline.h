@@ -3,9 +3,9 @@
 // bench/heat_bench compares adgraph with.
 #pragma once
 
-#include <vector>
-
 #include <mpi.h>
+
+#include <vector>
 
 #include "solvers/heat_solver.h"
 
@@ -26,7 +26,9 @@ class HeatBaseline {
   }
 
   // Observations u^NT(kappa).
-  void set_observations(const std::vector<double>& kappa) { obs_ = final_state(kappa); }
+  void set_observations(const std::vector<double>& kappa) {
+    obs_ = final_state(kappa);
+  }
 
   // This rank's part of L = Σ (u^NT − obs)²; with `grad`, also ∂L/∂κ.
   double run(const std::vector<double>& kappa, std::vector<double>* grad) {
@@ -40,7 +42,8 @@ class HeatBaseline {
       for (int64_t i = 0; i < n_; ++i) {
         for (int64_t j = 0; j < m_; ++j) {
           const int64_t k = i * m_ + j;
-          next[at(i, j)] = cur[at(i, j)] + coef_ * kappa[k] * lap(cur, i, j) + dt_ * f_[k];
+          next[at(i, j)] =
+              cur[at(i, j)] + coef_ * kappa[k] * lap(cur, i, j) + dt_ * f_[k];
         }
       }
     }
@@ -59,7 +62,8 @@ class HeatBaseline {
     grad->assign(n_ * m_, 0.0);
     std::vector<double> z(ghosted(), 0.0), prev(ghosted(), 0.0);
     for (int n = c_.nt - 1; n >= 0; --n) {
-      const auto& u = states_[n];  // its ghost layer still holds the halos of step n
+      const auto& u =
+          states_[n];  // its ghost layer still holds the halos of step n
       for (int64_t i = 0; i < n_; ++i) {
         for (int64_t j = 0; j < m_; ++j) {
           z[at(i, j)] = kappa[i * m_ + j] * ubar[at(i, j)];
@@ -83,7 +87,8 @@ class HeatBaseline {
   int64_t ghosted() const { return (n_ + 2) * (m_ + 2); }
   int64_t at(int64_t i, int64_t j) const { return (i + 1) * (m_ + 2) + j + 1; }
   double lap(const std::vector<double>& u, int64_t i, int64_t j) const {
-    return u[at(i - 1, j)] + u[at(i + 1, j)] + u[at(i, j - 1)] + u[at(i, j + 1)] - 4 * u[at(i, j)];
+    return u[at(i - 1, j)] + u[at(i + 1, j)] + u[at(i, j - 1)] +
+           u[at(i, j + 1)] - 4 * u[at(i, j)];
   }
   void load(const std::vector<double>& patch, std::vector<double>& g) const {
     for (int64_t i = 0; i < n_; ++i) {
@@ -111,7 +116,10 @@ class HeatBaseline {
       send_[k].resize(len);
       recv_[k].assign(len, 0.0);
       for (int64_t t = 0; t < len; ++t) {
-        send_[k][t] = k == 0 ? u[at(t, 0)] : k == 1 ? u[at(t, m_ - 1)] : k == 2 ? u[at(0, t)] : u[at(n_ - 1, t)];
+        send_[k][t] = k == 0   ? u[at(t, 0)]
+                      : k == 1 ? u[at(t, m_ - 1)]
+                      : k == 2 ? u[at(0, t)]
+                               : u[at(n_ - 1, t)];
       }
     }
     MPI_Request req[8];
@@ -119,17 +127,29 @@ class HeatBaseline {
     const int opposite[4] = {1, 0, 3, 2};
     for (int k = 0; k < 4; ++k) {
       if (neighbour_[k] < 0) continue;
-      MPI_Irecv(recv_[k].data(), static_cast<int>(recv_[k].size()), MPI_DOUBLE, neighbour_[k], 500 + k,
-                MPI_COMM_WORLD, &req[nreq++]);
+      MPI_Irecv(recv_[k].data(),
+                static_cast<int>(recv_[k].size()),
+                MPI_DOUBLE,
+                neighbour_[k],
+                500 + k,
+                MPI_COMM_WORLD,
+                &req[nreq++]);
     }
     for (int k = 0; k < 4; ++k) {
       if (neighbour_[k] < 0) continue;
-      MPI_Isend(send_[k].data(), static_cast<int>(send_[k].size()), MPI_DOUBLE, neighbour_[k],
-                500 + opposite[k], MPI_COMM_WORLD, &req[nreq++]);
+      MPI_Isend(send_[k].data(),
+                static_cast<int>(send_[k].size()),
+                MPI_DOUBLE,
+                neighbour_[k],
+                500 + opposite[k],
+                MPI_COMM_WORLD,
+                &req[nreq++]);
     }
     MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
-    for (int64_t t = 0; t < n_; ++t) u[at(t, -1)] = recv_[0][t], u[at(t, m_)] = recv_[1][t];
-    for (int64_t t = 0; t < m_; ++t) u[at(-1, t)] = recv_[2][t], u[at(n_, t)] = recv_[3][t];
+    for (int64_t t = 0; t < n_; ++t)
+      u[at(t, -1)] = recv_[0][t], u[at(t, m_)] = recv_[1][t];
+    for (int64_t t = 0; t < m_; ++t)
+      u[at(-1, t)] = recv_[2][t], u[at(n_, t)] = recv_[3][t];
   }
 
   solvers::HeatConfig c_;

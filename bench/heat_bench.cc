@@ -1,19 +1,19 @@
 // The heat problem's loss (forward) and loss + gradient, adgraph against the
 // hand-written baseline (bench/heat_baseline.h) in the same run, at κ = 1.
-//   mpirun -n P heat_bench --n 128 --m 128 --N 2 --M 1 --NT 100 --mode gradient --reps 5
+//   mpirun -n P heat_bench --n 128 --m 128 --N 2 --M 1 --NT 100 --mode gradient
+//   --reps 5
 // Times: median of reps after one warm-up, max over ranks, each from an
 // MPI_Barrier. Peak RSS: max over ranks (the baseline runs first, so its
 // line shows its own peak; adgraph's line shows the process peak).
+#include <mpi.h>
 #include <sys/resource.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
-
-#include <CLI/CLI.hpp>
-#include <mpi.h>
 
 #include "adgraph.h"
 #include "bench/heat_baseline.h"
@@ -29,7 +29,9 @@ double timed(int reps, const std::function<void()>& f) {
     MPI_Barrier(MPI_COMM_WORLD);
     const auto t0 = std::chrono::steady_clock::now();
     f();
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
     MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     t.push_back(s);
   }
@@ -61,28 +63,54 @@ int main(int argc, char** argv) {
   app.add_option("--mode", mode, "forward or gradient")
       ->check(CLI::IsMember({"forward", "gradient"}))
       ->capture_default_str();
-  app.add_option("--reps", reps, "timed repetitions")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--reps", reps, "timed repetitions")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return comm->rank() == 0 ? app.exit(e) : 2;
   }
   solvers::HeatInverseOptions o;
-  o.config.nx = N * n, o.config.ny = M * m, o.config.nt = NT, o.config.px = N, o.config.py = M;
+  o.config.nx = N * n, o.config.ny = M * m, o.config.nt = NT, o.config.px = N,
+  o.config.py = M;
   std::string error;
   if (!o.config.is_valid(comm->size(), &error)) {
-    if (comm->rank() == 0) std::fprintf(stderr, "heat_bench: %s\n", error.c_str());
+    if (comm->rank() == 0)
+      std::fprintf(stderr, "heat_bench: %s\n", error.c_str());
     return 2;
   }
   const bool gradient = mode == "gradient";
-  auto report = [&](const char* impl, double fwd, double grad, double loss, double gnorm) {
+  auto report = [&](const char* impl,
+                    double fwd,
+                    double grad,
+                    double loss,
+                    double gnorm) {
     const double rss = peak_rss_mb();
     if (comm->rank() != 0) return;
-    std::printf("RESULT impl=%s ranks=%d n=%d m=%d N=%d M=%d Nx=%d Ny=%d NT=%d mode=%s reps=%d "
-                "forward_s=%.6g gradient_s=%.6g fwd_step_s=%.6g grad_over_fwd=%.4g "
-                "loss=%.17g grad_norm=%.17g peak_rss_mb=%.1f\n",
-                impl, comm->size(), n, m, N, M, N * n, M * m, NT, mode.c_str(), reps, fwd,
-                gradient ? grad : 0.0, fwd / NT, gradient ? grad / fwd : 0.0, loss, gnorm, rss);
+    std::printf(
+        "RESULT impl=%s ranks=%d n=%d m=%d N=%d M=%d Nx=%d Ny=%d NT=%d mode=%s "
+        "reps=%d "
+        "forward_s=%.6g gradient_s=%.6g fwd_step_s=%.6g grad_over_fwd=%.4g "
+        "loss=%.17g grad_norm=%.17g peak_rss_mb=%.1f\n",
+        impl,
+        comm->size(),
+        n,
+        m,
+        N,
+        M,
+        N * n,
+        M * m,
+        NT,
+        mode.c_str(),
+        reps,
+        fwd,
+        gradient ? grad : 0.0,
+        fwd / NT,
+        gradient ? grad / fwd : 0.0,
+        loss,
+        gnorm,
+        rss);
   };
 
   {
@@ -92,10 +120,15 @@ int main(int argc, char** argv) {
     std::vector<double> kappa(p.n * p.m, 1.0), grad;
     double loss = 0;
     const double fwd = timed(reps, [&] { loss = base.run(kappa, nullptr); });
-    const double gs = gradient ? timed(reps, [&] { base.run(kappa, &grad); }) : 0.0;
+    const double gs =
+        gradient ? timed(reps, [&] { base.run(kappa, &grad); }) : 0.0;
     double g2 = 0;
     for (double v : grad) g2 += v * v;
-    report("handwritten", fwd, gs, comm->allreduce_sum(loss), std::sqrt(comm->allreduce_sum(g2)));
+    report("handwritten",
+           fwd,
+           gs,
+           comm->allreduce_sum(loss),
+           std::sqrt(comm->allreduce_sum(g2)));
   }
   {
     solvers::HeatInverse problem(o, *comm);
@@ -103,11 +136,15 @@ int main(int argc, char** argv) {
     double loss = 0;
     Tensor grad;
     const double fwd = timed(reps, [&] { loss = problem.loss(kappa); });
-    const double gs = gradient ? timed(reps, [&] {
-      auto out = problem.loss_and_gradient(kappa);
-      grad = std::move(out.second);
-    }) : 0.0;
-    const double g2 = gradient ? comm->allreduce_sum(grad.array().square().sum()) : 0.0;
+    const double gs = gradient
+                          ? timed(reps,
+                                  [&] {
+                                    auto out = problem.loss_and_gradient(kappa);
+                                    grad = std::move(out.second);
+                                  })
+                          : 0.0;
+    const double g2 =
+        gradient ? comm->allreduce_sum(grad.array().square().sum()) : 0.0;
     report("adgraph", fwd, gs, loss, std::sqrt(g2));
   }
   return 0;

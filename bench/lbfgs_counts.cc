@@ -22,8 +22,14 @@ double rosenbrock(const Eigen::VectorXd& x, Eigen::VectorXd& g) {
 }
 
 void report(const char* name, const optim::LbfgsSummary& s) {
-  std::printf("RESULT bench=lbfgs problem=%s iterations=%d evaluations=%d termination=%s f=%.6e\n",
-              name, s.iterations, s.evaluations, optim::termination_name(s.termination), s.final_f);
+  std::printf(
+      "RESULT bench=lbfgs problem=%s iterations=%d evaluations=%d "
+      "termination=%s f=%.6e\n",
+      name,
+      s.iterations,
+      s.evaluations,
+      optim::termination_name(s.termination),
+      s.final_f);
 }
 
 }  // namespace
@@ -50,7 +56,8 @@ int main(int argc, char** argv) {
   for (int n : {2, 100}) {
     Eigen::VectorXd x(n);
     for (int i = 0; i < n; ++i) x[i] = i % 2 == 0 ? -1.2 : 1.0;
-    report(n == 2 ? "rosenbrock_2d" : "rosenbrock_100d", optim::lbfgs(rosenbrock, x, tight));
+    report(n == 2 ? "rosenbrock_2d" : "rosenbrock_100d",
+           optim::lbfgs(rosenbrock, x, tight));
   }
   return 0;
 }

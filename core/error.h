@@ -1,6 +1,7 @@
 // The exceptions adgraph throws for user errors. Every message names, when it
 // knows them, the file, the node (with its op) and the field, e.g.
-//   graph.json: node "l" (pow): input "r": shape [3] does not broadcast with [2]
+//   graph.json: node "l" (pow): input "r": shape [3] does not broadcast with
+//   [2]
 #pragma once
 
 #include <stdexcept>

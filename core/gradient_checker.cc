@@ -84,8 +84,8 @@ GradientCheckResult check_gradients(Value y,
     for (std::size_t k = 0; k < xs.size(); ++k) {
       const Tensor& g_k = at_x[k];
       Tensor& x_k = at.at(xs[k]);
-      const int64_t n_max = static_cast<int64_t>(
-          reduce.max(static_cast<double>(x_k.size())));
+      const int64_t n_max =
+          static_cast<int64_t>(reduce.max(static_cast<double>(x_k.size())));
       for (int owner = 0; owner < reduce.size(); ++owner) {
         for (int64_t i = 0; i < n_max; ++i) {
           const bool mine = owner == reduce.rank() && i < x_k.size();
@@ -97,15 +97,15 @@ GradientCheckResult check_gradients(Value y,
           if (!mine) continue;
           x_k[i] = saved;
           const double fd = (up - down) / (2 * options.step);
-          const double err = std::fabs(fd - g_k[i]) / std::max(1.0, std::fabs(g_k[i]));
+          const double err =
+              std::fabs(fd - g_k[i]) / std::max(1.0, std::fabs(g_k[i]));
           if (!(err <= result.max_fd_error)) {
             result.max_fd_error = std::isnan(err) ? INFINITY : err;
           }
           if (!(err <= options.tolerance) && failure.str().empty()) {
             failure << "d/d " << xs[k].name() << "[" << i << "] on rank "
                     << owner << ": gradient " << g_k[i]
-                    << ", finite difference " << fd << " (error " << err
-                    << ")";
+                    << ", finite difference " << fd << " (error " << err << ")";
           }
         }
       }
@@ -113,7 +113,8 @@ GradientCheckResult check_gradients(Value y,
     result.max_fd_error = reduce.max(result.max_fd_error);
   }
 
-  std::mt19937_64 rng(options.seed + 7919u * static_cast<unsigned>(reduce.rank()));
+  std::mt19937_64 rng(options.seed +
+                      7919u * static_cast<unsigned>(reduce.rank()));
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
   for (int dir = 0; dir < options.directions; ++dir) {
     std::vector<Tensor> d;
@@ -134,8 +135,8 @@ GradientCheckResult check_gradients(Value y,
       }
       const double j = loss_at(at);
       remainder.push_back(std::fabs(j - j0 - eps * slope));
-      noise.push_back(kNoiseFactor *
-                      (std::fabs(j) + std::fabs(j0) + std::fabs(eps * slope)) +
+      noise.push_back(kNoiseFactor * (std::fabs(j) + std::fabs(j0) +
+                                      std::fabs(eps * slope)) +
                       std::numeric_limits<double>::min());
     }
     double rate = std::numeric_limits<double>::quiet_NaN();
@@ -151,8 +152,7 @@ GradientCheckResult check_gradients(Value y,
                              : std::fabs(rate - 2.0) <= options.rate_tolerance;
     if (!rate_ok && failure.str().empty()) {
       failure << "Taylor test direction " << dir << ": remainder rate " << rate
-              << " (expected 2 ± " << options.rate_tolerance
-              << "); remainders";
+              << " (expected 2 ± " << options.rate_tolerance << "); remainders";
       for (double r : remainder) failure << " " << r;
     }
   }

@@ -30,7 +30,9 @@ std::vector<Value> gradients(Value y,
     if (&grad_y.graph() != &g || grad_y.shape() != y.shape()) {
       throw ShapeError("cotangent of shape " + shape_string(grad_y.shape()) +
                            " for a value of shape " + shape_string(y.shape()),
-                       y.name(), y.node().op_name(), "grad_y");
+                       y.name(),
+                       y.node().op_name(),
+                       "grad_y");
     }
   } else {
     grad_y = g.add_node("fill", {}, {{"shape", y.shape()}, {"value", 1.0}});
@@ -59,16 +61,17 @@ std::vector<Value> gradients(Value y,
   // Nodes reached by a cotangent that descends from y's (rather than only
   // from the zero cotangent of an off-path communication node).
   std::vector<char> from_y(top + 1, 0);
-  auto accumulate = [&](const Value& target, const Value& contribution, bool real) {
-    auto key = std::make_pair(target.node_id(), target.output());
-    auto it = adjoint.find(key);
-    if (it == adjoint.end()) {
-      adjoint.emplace(key, contribution);
-    } else {
-      it->second = g.add_node("add", {it->second, contribution});
-    }
-    if (real) from_y[target.node_id()] = 1;
-  };
+  auto accumulate =
+      [&](const Value& target, const Value& contribution, bool real) {
+        auto key = std::make_pair(target.node_id(), target.output());
+        auto it = adjoint.find(key);
+        if (it == adjoint.end()) {
+          adjoint.emplace(key, contribution);
+        } else {
+          it->second = g.add_node("add", {it->second, contribution});
+        }
+        if (real) from_y[target.node_id()] = 1;
+      };
   accumulate(y, grad_y, true);
 
   // Reverse creation order is a reverse topological order, and it creates
@@ -104,7 +107,9 @@ std::vector<Value> gradients(Value y,
       if (!on_path || !from_y[id]) continue;
       throw GraphError("op has no gradient, but \"" + y.name() +
                            "\" is differentiated through it",
-                       node.name, node.op_name(), "gradient");
+                       node.name,
+                       node.op_name(),
+                       "gradient");
     }
     for (int k = 0; k < n_out; ++k) {
       if (!output_grads[k].valid()) {
@@ -115,10 +120,11 @@ std::vector<Value> gradients(Value y,
         node.op->gradient(GradientContext(node, outputs, output_grads));
     if (input_grads.size() != node.inputs.size()) {
       throw GraphError("gradient builder returned " +
-                           std::to_string(input_grads.size()) +
-                           " values for " + std::to_string(node.inputs.size()) +
-                           " inputs",
-                       node.name, node.op_name(), "gradient");
+                           std::to_string(input_grads.size()) + " values for " +
+                           std::to_string(node.inputs.size()) + " inputs",
+                       node.name,
+                       node.op_name(),
+                       "gradient");
     }
     for (std::size_t i = 0; i < input_grads.size(); ++i) {
       const Value& in = node.inputs[i];
@@ -128,7 +134,8 @@ std::vector<Value> gradients(Value y,
                              shape_string(input_grads[i].shape()) +
                              " for an input of shape " +
                              shape_string(in.shape()),
-                         node.name, node.op_name(),
+                         node.name,
+                         node.op_name(),
                          "gradient of input " + std::to_string(i));
       }
       accumulate(in, input_grads[i], from_y[id]);
@@ -138,8 +145,7 @@ std::vector<Value> gradients(Value y,
   std::vector<Value> result;
   for (const Value& x : xs) {
     auto it = adjoint.find({x.node_id(), x.output()});
-    result.push_back(it != adjoint.end() ? it->second
-                                         : zeros_of(g, x.shape()));
+    result.push_back(it != adjoint.end() ? it->second : zeros_of(g, x.shape()));
   }
   // Adjoint messages are side effects (an adjoint send feeds no gradient on
   // its own rank), so every result waits for the whole adjoint chain.
@@ -148,7 +154,8 @@ std::vector<Value> gradients(Value y,
     for (Value& r : result) {
       NodeOptions options;
       options.after = {last};
-      r = g.add_node("identity", {r}, nlohmann::json::object(), std::move(options));
+      r = g.add_node(
+          "identity", {r}, nlohmann::json::object(), std::move(options));
     }
   }
   return result;

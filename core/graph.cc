@@ -113,8 +113,8 @@ std::vector<double> Node::attr_floats(const std::string& name) const {
 }
 const Tensor& Node::tensor(const std::string& name) const {
   auto it = tensors.find(name);
-  ADGRAPH_CHECK(it != tensors.end()) << "node " << this->name << " tensor "
-                                     << name;
+  ADGRAPH_CHECK(it != tensors.end())
+      << "node " << this->name << " tensor " << name;
   return it->second;
 }
 
@@ -125,8 +125,8 @@ Value Graph::add_node(const std::string& op,
                       std::vector<Value> inputs,
                       nlohmann::json attrs,
                       NodeOptions options) {
-  return add_node_outputs(op, std::move(inputs), std::move(attrs),
-                          std::move(options))[0];
+  return add_node_outputs(
+      op, std::move(inputs), std::move(attrs), std::move(options))[0];
 }
 
 std::vector<Value> Graph::add_node_outputs(const std::string& op,
@@ -149,18 +149,20 @@ std::vector<Value> Graph::add_node_outputs(const std::string& op,
   }
 
   const std::size_t declared = def->inputs.size();
-  const bool count_ok = def->variadic ? inputs.size() + 1 >= declared
-                                      : inputs.size() == declared;
+  const bool count_ok =
+      def->variadic ? inputs.size() + 1 >= declared : inputs.size() == declared;
   if (!count_ok) {
-    throw GraphError("expected " + std::string(def->variadic ? "at least " : "") +
-                         std::to_string(def->variadic ? declared - 1 : declared) +
-                         " inputs, got " + std::to_string(inputs.size()),
-                     name, op, "inputs");
+    throw GraphError(
+        "expected " + std::string(def->variadic ? "at least " : "") +
+            std::to_string(def->variadic ? declared - 1 : declared) +
+            " inputs, got " + std::to_string(inputs.size()),
+        name,
+        op,
+        "inputs");
   }
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const std::string field =
-        "input " + std::to_string(i) + " (\"" +
-        def->inputs[std::min(i, declared - 1)] + "\")";
+    const std::string field = "input " + std::to_string(i) + " (\"" +
+                              def->inputs[std::min(i, declared - 1)] + "\")";
     if (!inputs[i].valid() || &inputs[i].graph() != this ||
         inputs[i].node_id() >= id) {
       throw GraphError("not a value of this graph", name, op, field);
@@ -187,7 +189,9 @@ std::vector<Value> Graph::add_node_outputs(const std::string& op,
       }
       throw GraphError("unknown attribute (known: " +
                            (list.empty() ? std::string("none") : list) + ")",
-                       name, op, "attribute \"" + key + "\"");
+                       name,
+                       op,
+                       "attribute \"" + key + "\"");
     }
   }
   for (const auto& spec : def->attrs) {
@@ -221,7 +225,9 @@ std::vector<Value> Graph::add_node_outputs(const std::string& op,
   for (const Value& dep : options.after) {
     if (!dep.valid() || &dep.graph() != this || dep.node_id() >= id) {
       throw GraphError("control input is not an earlier node of this graph",
-                       name, op, "after");
+                       name,
+                       op,
+                       "after");
     }
     node->control_inputs.push_back(dep.node_id());
   }
@@ -256,7 +262,9 @@ void Graph::add_control_input(Value node, Value dependency) {
   if (dependency.node_id() >= node.node_id()) {
     throw GraphError("control input \"" + dependency.name() +
                          "\" is not older than the node",
-                     node.name(), node.node().op_name(), "after");
+                     node.name(),
+                     node.node().op_name(),
+                     "after");
   }
   nodes_[node.node_id()]->control_inputs.push_back(dependency.node_id());
 }
@@ -287,7 +295,8 @@ Value Graph::get(const std::string& name) {
 
 void Graph::set_comm(std::shared_ptr<CommContext> comm) const {
   if (comm_ && comm_ != comm) {
-    throw GraphError("a graph's communication nodes must share one communicator");
+    throw GraphError(
+        "a graph's communication nodes must share one communicator");
   }
   comm_ = std::move(comm);
 }

@@ -8,11 +8,10 @@
 #include <compare>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/fwd.h"
 #include "core/tensor.h"

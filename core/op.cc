@@ -106,9 +106,8 @@ void OpRegistry::add(OpDef def) {
     throw GraphError("an op of this name is already registered", {}, def.name);
   }
   if (!def.shape || !def.compute) {
-    throw GraphError("an op needs a shape rule and a compute kernel",
-                     {},
-                     def.name);
+    throw GraphError(
+        "an op needs a shape rule and a compute kernel", {}, def.name);
   }
   if (def.num_outputs < 1) {
     throw GraphError("an op needs at least one output", {}, def.name);

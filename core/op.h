@@ -21,10 +21,9 @@
 
 #include <functional>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/fwd.h"
 #include "core/graph.h"

@@ -1,10 +1,10 @@
 #include "core/session.h"
 
+#include <omp.h>
+
 #include <exception>
 #include <string>
 #include <utility>
-
-#include <omp.h>
 
 #include "core/check.h"
 #include "core/comm_context.h"
@@ -17,9 +17,9 @@ struct Session::Plan {
   struct Step {
     const Node* node = nullptr;
     bool placeholder = false;
-    int first_slot = 0;          // slots of this step's outputs
+    int first_slot = 0;  // slots of this step's outputs
     std::vector<int> input_slots;
-    std::vector<int> release;    // slots dead after this step
+    std::vector<int> release;  // slots dead after this step
   };
   std::vector<Step> steps;
   std::vector<std::vector<int>> levels;  // step indices, for concurrency
@@ -58,7 +58,8 @@ void Session::release_buffers() { pool_.clear(); }
 
 std::size_t Session::recycled_bytes() const {
   std::size_t bytes = 0;
-  for (const auto& [n, buffers] : pool_) bytes += sizeof(double) * n * buffers.size();
+  for (const auto& [n, buffers] : pool_)
+    bytes += sizeof(double) * n * buffers.size();
   return bytes;
 }
 
@@ -112,7 +113,8 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
       last_use[slot] = index;
       level = std::max(level, level_of[s] + 1);
     }
-    for (int c : n.control_inputs) level = std::max(level, level_of[step_of[c]] + 1);
+    for (int c : n.control_inputs)
+      level = std::max(level, level_of[step_of[c]] + 1);
     for (int k = 0; k < n.op->num_outputs; ++k) {
       slot_owner.push_back(index);
       last_use.push_back(index);
@@ -120,7 +122,8 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
     plan->num_slots += n.op->num_outputs;
     step_of[id] = index;
     level_of.push_back(level);
-    if (static_cast<int>(plan->levels.size()) <= level) plan->levels.resize(level + 1);
+    if (static_cast<int>(plan->levels.size()) <= level)
+      plan->levels.resize(level + 1);
     plan->levels[level].push_back(index);
     if (n.op->collective) {
       std::string shapes;
@@ -149,7 +152,8 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
   // must not enter it. If ranks disagree on that, the communication deadline
   // reports the rank that waits.
   CommContext* comm = graph_.comm();
-  if (comm != nullptr && !collectives.empty()) comm->check_same_sequence(collectives);
+  if (comm != nullptr && !collectives.empty())
+    comm->check_same_sequence(collectives);
   return *plans_.emplace(std::move(key), std::move(plan)).first->second;
 }
 
@@ -161,21 +165,22 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
     }
     const Node& n = value.node();
     if (n.op_name() != "placeholder") {
-      throw RunError("only placeholders can be fed", n.name, n.op_name(),
-                     "feed");
+      throw RunError(
+          "only placeholders can be fed", n.name, n.op_name(), "feed");
     }
     if (tensor.shape() != value.shape()) {
       throw RunError("expected shape " + shape_string(value.shape()) +
                          ", got " + shape_string(tensor.shape()),
-                     n.name, n.op_name(), "feed");
+                     n.name,
+                     n.op_name(),
+                     "feed");
     }
   }
   Plan& plan = const_cast<Plan&>(plan_for(fetches));
   for (const auto& step : plan.steps) {
-    if (step.placeholder &&
-        !feeds.count(Value(&graph_, step.node->id, 0))) {
-      throw RunError("placeholder is not fed", step.node->name, "placeholder",
-                     "feed");
+    if (step.placeholder && !feeds.count(Value(&graph_, step.node->id, 0))) {
+      throw RunError(
+          "placeholder is not fed", step.node->name, "placeholder", "feed");
     }
   }
 
@@ -185,7 +190,8 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
   for (int s = 0; s < plan.num_slots; ++s) views[s] = &slots[s];
   for (const auto& step : plan.steps) {
     if (step.placeholder) {
-      views[step.first_slot] = &feeds.find(Value(&graph_, step.node->id, 0))->second;
+      views[step.first_slot] =
+          &feeds.find(Value(&graph_, step.node->id, 0))->second;
     }
   }
   std::size_t live = 0;
@@ -193,13 +199,16 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
   stats_.nodes_executed = 0;
   stats_.buffers_allocated = 0;
 
+  // Buffers of a few elements are cheaper to allocate than to pool.
+  constexpr int64_t kMinRecycled = 512;
   auto allocate = [&](const Plan::Step& step) {
     if (step.placeholder) return;
     const Node& n = *step.node;
     for (int k = 0; k < n.op->num_outputs; ++k) {
       Tensor& t = slots[step.first_slot + k];
       const Shape& shape = n.output_shapes[k];
-      auto pooled = pool_.find(num_elements(shape));
+      const int64_t count = num_elements(shape);
+      auto pooled = count >= kMinRecycled ? pool_.find(count) : pool_.end();
       if (pooled != pool_.end() && !pooled->second.empty()) {
         t = Tensor::adopt(shape, std::move(pooled->second.back()));
         pooled->second.pop_back();
@@ -227,8 +236,6 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
     KernelContext ctx(n, inputs, &slots[step.first_slot], comm);
     n.op->compute(ctx);
   };
-  // Buffers of a few elements are cheaper to allocate than to pool.
-  constexpr int64_t kMinRecycled = 512;
   auto recycle = [&](Tensor& t) {
     if (options_.recycle_buffers && t.size() >= kMinRecycled) {
       const int64_t n = t.size();
@@ -255,8 +262,8 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
         release(step);
       }
     } else {
-      const int threads =
-          options_.num_threads > 0 ? options_.num_threads : omp_get_max_threads();
+      const int threads = options_.num_threads > 0 ? options_.num_threads
+                                                   : omp_get_max_threads();
       for (const auto& level : plan.levels) {
         for (int s : level) allocate(plan.steps[s]);
         std::exception_ptr failure;

@@ -26,7 +26,8 @@ Tensor::Tensor() : data_(1) { data_[0] = 0.0; }
 
 Tensor::Tensor(Shape shape) : shape_(std::move(shape)) {
   for (int64_t d : shape_) {
-    if (d < 0) throw ShapeError("negative extent in shape " + shape_string(shape_));
+    if (d < 0)
+      throw ShapeError("negative extent in shape " + shape_string(shape_));
   }
   data_.resize(num_elements(shape_));
 }

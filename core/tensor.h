@@ -1,12 +1,11 @@
 // Tensor: a dense, row-major array of doubles with a shape.
 #pragma once
 
+#include <Eigen/Core>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <vector>
-
-#include <Eigen/Core>
 
 namespace adgraph {
 

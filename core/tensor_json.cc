@@ -31,11 +31,9 @@ void flatten(const nlohmann::json& value,
     out.push_back(v);
     return;
   }
-  if (!value.is_array() ||
-      static_cast<int64_t>(value.size()) != shape[depth]) {
-    throw Error("ragged nested list: expected " +
-                std::to_string(shape[depth]) + " entries at depth " +
-                std::to_string(depth));
+  if (!value.is_array() || static_cast<int64_t>(value.size()) != shape[depth]) {
+    throw Error("ragged nested list: expected " + std::to_string(shape[depth]) +
+                " entries at depth " + std::to_string(depth));
   }
   for (const auto& item : value) flatten(item, shape, depth + 1, out);
 }

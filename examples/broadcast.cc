@@ -14,7 +14,8 @@ int main(int argc, char** argv) {
   const int rank = comm->rank(), size = comm->size();
   constexpr int kRoot = 3;
   if (size <= kRoot) {
-    if (rank == 0) std::fprintf(stderr, "broadcast: needs at least 4 ranks, got %d\n", size);
+    if (rank == 0)
+      std::fprintf(stderr, "broadcast: needs at least 4 ranks, got %d\n", size);
     return 2;
   }
   Graph g;

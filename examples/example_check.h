@@ -15,7 +15,12 @@ class Checker final {
   // Records whether `got` equals `want` to round-off.
   void expect(const char* what, double got, double want) {
     if (std::fabs(got - want) > 1e-12 * (1 + std::fabs(want))) {
-      std::fprintf(stderr, "rank %d: %s = %.17g, expected %.17g\n", comm_.rank(), what, got, want);
+      std::fprintf(stderr,
+                   "rank %d: %s = %.17g, expected %.17g\n",
+                   comm_.rank(),
+                   what,
+                   got,
+                   want);
       failures_ += 1;
     }
   }
@@ -23,8 +28,9 @@ class Checker final {
   int exit_code() {
     const double total = comm_.allreduce_sum(failures_);
     if (comm_.rank() == 0) {
-      std::printf("%s\n", total == 0 ? "check: every rank matches the formulas"
-                                     : "check: FAILED on some rank");
+      std::printf("%s\n",
+                  total == 0 ? "check: every rank matches the formulas"
+                             : "check: FAILED on some rank");
     }
     return total == 0 ? 0 : 1;
   }

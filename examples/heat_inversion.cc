@@ -7,14 +7,13 @@
 // Prints the L-BFGS trace and the relative L2 error of κ, and writes (rank
 // 0) a JSON result, PNG heat maps of κ_true, κ and their difference, and a
 // ParaView .vti of the three fields. See solvers/heat_inverse.h.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <string>
-
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #define STB_IMAGE_WRITE_STATIC
 #define STB_IMAGE_WRITE_IMPLEMENTATION
@@ -30,7 +29,8 @@ namespace {
 std::vector<double> gather_grid(Communicator& comm,
                                 const solvers::HeatConfig& c,
                                 const Tensor& local) {
-  std::vector<double> stacked(comm.rank() == 0 ? local.size() * comm.size() : 0);
+  std::vector<double> stacked(comm.rank() == 0 ? local.size() * comm.size()
+                                               : 0);
   comm.gather(local.data(), stacked.data(), local.size(), 0);
   if (comm.rank() != 0) return {};
   std::vector<double> grid(static_cast<std::size_t>(c.nx) * c.ny);
@@ -38,7 +38,8 @@ std::vector<double> gather_grid(Communicator& comm,
     const solvers::Patch q = solvers::patch_of(c, r);
     for (int64_t i = 0; i < q.n; ++i) {
       for (int64_t j = 0; j < q.m; ++j) {
-        grid[(q.row0 + i) * c.ny + q.col0 + j] = stacked[r * local.size() + i * q.m + j];
+        grid[(q.row0 + i) * c.ny + q.col0 + j] =
+            stacked[r * local.size() + i * q.m + j];
       }
     }
   }
@@ -46,13 +47,19 @@ std::vector<double> gather_grid(Communicator& comm,
 }
 
 // A blue–white–red PNG of `v` scaled to [lo, hi], one pixel block per point.
-bool write_png(const std::string& path, const std::vector<double>& v, int nx, int ny, double lo, double hi) {
+bool write_png(const std::string& path,
+               const std::vector<double>& v,
+               int nx,
+               int ny,
+               double lo,
+               double hi) {
   const int scale = std::max(1, 256 / std::max(nx, ny));
   const int w = ny * scale, h = nx * scale;
   std::vector<unsigned char> rgb(static_cast<std::size_t>(w) * h * 3);
   for (int y = 0; y < h; ++y) {
     for (int x = 0; x < w; ++x) {
-      double t = hi > lo ? (v[(y / scale) * ny + x / scale] - lo) / (hi - lo) : 0.5;
+      double t =
+          hi > lo ? (v[(y / scale) * ny + x / scale] - lo) / (hi - lo) : 0.5;
       t = std::clamp(t, 0.0, 1.0);
       unsigned char* px = &rgb[(static_cast<std::size_t>(y) * w + x) * 3];
       const double r = t < 0.5 ? 2 * t : 1.0, b = t < 0.5 ? 1.0 : 2 * (1 - t);
@@ -66,19 +73,25 @@ bool write_png(const std::string& path, const std::vector<double>& v, int nx, in
 }
 
 // VTK ImageData (ASCII) with the named point fields.
-bool write_vti(const std::string& path,
-               int nx,
-               int ny,
-               double h,
-               const std::vector<std::pair<std::string, const std::vector<double>*>>& fields) {
+bool write_vti(
+    const std::string& path,
+    int nx,
+    int ny,
+    double h,
+    const std::vector<std::pair<std::string, const std::vector<double>*>>&
+        fields) {
   std::ofstream out(path);
-  out << "<?xml version=\"1.0\"?>\n<VTKFile type=\"ImageData\" version=\"0.1\">\n"
-      << "<ImageData WholeExtent=\"0 " << ny - 1 << " 0 " << nx - 1 << " 0 0\" Origin=\"" << h
-      << " " << h << " 0\" Spacing=\"" << h << " " << h << " 1\">\n"
-      << "<Piece Extent=\"0 " << ny - 1 << " 0 " << nx - 1 << " 0 0\">\n<PointData>\n";
+  out << "<?xml version=\"1.0\"?>\n<VTKFile type=\"ImageData\" "
+         "version=\"0.1\">\n"
+      << "<ImageData WholeExtent=\"0 " << ny - 1 << " 0 " << nx - 1
+      << " 0 0\" Origin=\"" << h << " " << h << " 0\" Spacing=\"" << h << " "
+      << h << " 1\">\n"
+      << "<Piece Extent=\"0 " << ny - 1 << " 0 " << nx - 1
+      << " 0 0\">\n<PointData>\n";
   out.precision(17);
   for (const auto& [name, values] : fields) {
-    out << "<DataArray type=\"Float64\" Name=\"" << name << "\" format=\"ascii\">\n";
+    out << "<DataArray type=\"Float64\" Name=\"" << name
+        << "\" format=\"ascii\">\n";
     for (double v : *values) out << v << "\n";
     out << "</DataArray>\n";
   }
@@ -93,7 +106,8 @@ int main(int argc, char** argv) {
   auto comm = Communicator::world();
   const bool root = comm->rank() == 0;
 
-  CLI::App app{"Recover the diffusivity of a 2-D heat equation with distributed L-BFGS"};
+  CLI::App app{
+      "Recover the diffusivity of a 2-D heat equation with distributed L-BFGS"};
   solvers::HeatInverseOptions problem_options;
   solvers::HeatConfig& c = problem_options.config;
   c.nx = c.ny = 192;
@@ -103,20 +117,35 @@ int main(int argc, char** argv) {
   double tol = 1e-10;
   std::string output = "heat_inversion.json", dump_gradient, checkpoint;
   bool resume = false, replicated = false;
-  app.add_option("--nx", c.nx, "interior grid points along x (rows)")->capture_default_str();
-  app.add_option("--ny", c.ny, "interior grid points along y (columns)")->capture_default_str();
-  app.add_option("--px", c.px, "patch rows N (px * py must equal the rank count)")->capture_default_str();
+  app.add_option("--nx", c.nx, "interior grid points along x (rows)")
+      ->capture_default_str();
+  app.add_option("--ny", c.ny, "interior grid points along y (columns)")
+      ->capture_default_str();
+  app.add_option(
+         "--px", c.px, "patch rows N (px * py must equal the rank count)")
+      ->capture_default_str();
   app.add_option("--py", c.py, "patch columns M")->capture_default_str();
   app.add_option("--nt", c.nt, "time steps")->capture_default_str();
-  app.add_option("--max-iter", max_iter, "L-BFGS iteration limit")->capture_default_str();
-  app.add_option("--tol", tol, "stop when the gradient's infinity norm is below this")->capture_default_str();
-  app.add_option("--output", output, "JSON result; PNG and VTI files are written next to it")
+  app.add_option("--max-iter", max_iter, "L-BFGS iteration limit")
       ->capture_default_str();
-  app.add_option("--dump-gradient", dump_gradient,
-                 "write dL/dkappa at kappa = 1 (raw little-endian float64, row-major) and exit");
-  app.add_option("--checkpoint", checkpoint, "write the optimizer state here every iteration");
+  app.add_option(
+         "--tol", tol, "stop when the gradient's infinity norm is below this")
+      ->capture_default_str();
+  app.add_option("--output",
+                 output,
+                 "JSON result; PNG and VTI files are written next to it")
+      ->capture_default_str();
+  app.add_option("--dump-gradient",
+                 dump_gradient,
+                 "write dL/dkappa at kappa = 1 (raw little-endian float64, "
+                 "row-major) and exit");
+  app.add_option("--checkpoint",
+                 checkpoint,
+                 "write the optimizer state here every iteration");
   app.add_flag("--resume", resume, "continue from --checkpoint");
-  app.add_flag("--replicated", replicated, "replicate kappa on every rank (ADCME mpi_bcast style)");
+  app.add_flag("--replicated",
+               replicated,
+               "replicate kappa on every rank (ADCME mpi_bcast style)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -125,7 +154,9 @@ int main(int argc, char** argv) {
   }
   problem_options.replicated = replicated;
   if (resume && checkpoint.empty()) {
-    if (root) std::fprintf(stderr, "heat_inversion: --resume needs --checkpoint FILE\n");
+    if (root)
+      std::fprintf(stderr,
+                   "heat_inversion: --resume needs --checkpoint FILE\n");
     return 2;
   }
 
@@ -139,20 +170,33 @@ int main(int argc, char** argv) {
           replicated ? grad.to_vector() : gather_grid(*comm, c, grad);
       if (root) {
         std::ofstream out(dump_gradient, std::ios::binary);
-        out.write(reinterpret_cast<const char*>(grid.data()), sizeof(double) * grid.size());
+        out.write(reinterpret_cast<const char*>(grid.data()),
+                  sizeof(double) * grid.size());
         if (!out) {
-          std::fprintf(stderr, "heat_inversion: cannot write %s\n", dump_gradient.c_str());
+          std::fprintf(stderr,
+                       "heat_inversion: cannot write %s\n",
+                       dump_gradient.c_str());
           comm->abort("cannot write the gradient dump", 1);
         }
-        std::printf("wrote dL/dkappa at kappa = 1 (%d x %d float64) to %s\n", c.nx, c.ny,
+        std::printf("wrote dL/dkappa at kappa = 1 (%d x %d float64) to %s\n",
+                    c.nx,
+                    c.ny,
                     dump_gradient.c_str());
       }
       return 0;
     }
 
     if (root) {
-      std::printf("heat inversion: %d x %d grid, %d x %d patches on %d ranks, %d steps, dt = %.6g\n",
-                  c.nx, c.ny, c.px, c.py, comm->size(), c.nt, solvers::heat_dt(c));
+      std::printf(
+          "heat inversion: %d x %d grid, %d x %d patches on %d ranks, %d "
+          "steps, dt = %.6g\n",
+          c.nx,
+          c.ny,
+          c.px,
+          c.py,
+          comm->size(),
+          c.nt,
+          solvers::heat_dt(c));
     }
     optim::LbfgsOptions options;
     options.max_iterations = max_iter;
@@ -184,19 +228,28 @@ int main(int argc, char** argv) {
     if (root) {
       std::printf("relative L2 error of kappa: %.6e\n", relative_error);
       std::vector<double> difference(found.size());
-      for (std::size_t k = 0; k < found.size(); ++k) difference[k] = found[k] - exact[k];
-      const std::string stem = output.size() > 5 && output.substr(output.size() - 5) == ".json"
-                                   ? output.substr(0, output.size() - 5)
-                                   : output;
+      for (std::size_t k = 0; k < found.size(); ++k)
+        difference[k] = found[k] - exact[k];
+      const std::string stem =
+          output.size() > 5 && output.substr(output.size() - 5) == ".json"
+              ? output.substr(0, output.size() - 5)
+              : output;
       const double lo = *std::min_element(exact.begin(), exact.end());
       const double hi = *std::max_element(exact.begin(), exact.end());
       double span = 1e-12;
       for (double d : difference) span = std::max(span, std::fabs(d));
-      bool ok = write_png(stem + "_kappa_true.png", exact, c.nx, c.ny, lo, hi) &&
-                write_png(stem + "_kappa.png", found, c.nx, c.ny, lo, hi) &&
-                write_png(stem + "_difference.png", difference, c.nx, c.ny, -span, span) &&
-                write_vti(stem + ".vti", c.nx, c.ny, c.h(),
-                          {{"kappa_true", &exact}, {"kappa", &found}, {"difference", &difference}});
+      bool ok =
+          write_png(stem + "_kappa_true.png", exact, c.nx, c.ny, lo, hi) &&
+          write_png(stem + "_kappa.png", found, c.nx, c.ny, lo, hi) &&
+          write_png(
+              stem + "_difference.png", difference, c.nx, c.ny, -span, span) &&
+          write_vti(stem + ".vti",
+                    c.nx,
+                    c.ny,
+                    c.h(),
+                    {{"kappa_true", &exact},
+                     {"kappa", &found},
+                     {"difference", &difference}});
       nlohmann::json result = {
           {"loss_history", summary.f_history},
           {"iterations", summary.iterations},
@@ -205,14 +258,29 @@ int main(int argc, char** argv) {
           {"relative_kappa_error", relative_error},
           {"wall_time_s", summary.seconds},
           {"ranks", comm->size()},
-          {"decomposition", {{"px", c.px}, {"py", c.py}, {"nx", c.nx}, {"ny", c.ny}, {"nt", c.nt}}},
+          {"decomposition",
+           {{"px", c.px},
+            {"py", c.py},
+            {"nx", c.nx},
+            {"ny", c.ny},
+            {"nt", c.nt}}},
           {"kappa_layout", replicated ? "replicated" : "sharded"},
-          {"files", {stem + "_kappa_true.png", stem + "_kappa.png", stem + "_difference.png", stem + ".vti"}}};
+          {"files",
+           {stem + "_kappa_true.png",
+            stem + "_kappa.png",
+            stem + "_difference.png",
+            stem + ".vti"}}};
       std::ofstream(output) << result.dump(2) << "\n";
       ok = ok && static_cast<bool>(std::ifstream(output));
       if (!ok) comm->abort("could not write the results next to " + output, 1);
-      std::printf("wrote %s, %s_kappa_true.png, %s_kappa.png, %s_difference.png, %s.vti\n",
-                  output.c_str(), stem.c_str(), stem.c_str(), stem.c_str(), stem.c_str());
+      std::printf(
+          "wrote %s, %s_kappa_true.png, %s_kappa.png, %s_difference.png, "
+          "%s.vti\n",
+          output.c_str(),
+          stem.c_str(),
+          stem.c_str(),
+          stem.c_str(),
+          stem.c_str());
     }
     return 0;
   } catch (const Error& e) {

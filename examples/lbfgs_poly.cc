@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
   options.tolerance_gradient = 1e-12;
   options.trace = true;
   std::vector<Tensor> values = {Tensor({1.0})};
-  optim::LbfgsSummary summary = optim::minimize(loss, {theta}, values, {}, options);
+  optim::LbfgsSummary summary =
+      optim::minimize(loss, {theta}, values, {}, options);
   if (comm->rank() == 0) std::printf("theta = %.16f\n", values[0][0]);
 
   // The root of Σ_{r<P} θ^r = 2 by bisection (P = 1: f ≡ 1, θ stays 1).
@@ -35,7 +36,9 @@ int main(int argc, char** argv) {
   }
   examples::Checker check(*comm);
   const double root = comm->size() > 1 ? 0.5 * (lo + hi) : 1.0;
-  if (std::fabs(values[0][0] - root) > 1e-10) check.expect("theta", values[0][0], root);
-  if (summary.iterations > 10) check.expect("iterations", summary.iterations, 10);
+  if (std::fabs(values[0][0] - root) > 1e-10)
+    check.expect("theta", values[0][0], root);
+  if (summary.iterations > 10)
+    check.expect("iterations", summary.iterations, 10);
   return check.exit_code();
 }

@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
   }
   examples::Checker check(*comm);
   for (int i = 0; i < 10; ++i) {
-    check.expect("b", out[0][i], rank == 0 ? (i + 1.0) * size * (size - 1) / 2 : 0.0);
+    check.expect(
+        "b", out[0][i], rank == 0 ? (i + 1.0) * size * (size - 1) / 2 : 0.0);
     check.expect("dL/da", out[1][i], 1.0);
   }
   return check.exit_code();

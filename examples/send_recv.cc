@@ -14,7 +14,8 @@ int main(int argc, char** argv) {
   auto comm = Communicator::world();
   const int rank = comm->rank(), size = comm->size();
   if (size < 3) {
-    if (rank == 0) std::fprintf(stderr, "send_recv: needs at least 3 ranks, got %d\n", size);
+    if (rank == 0)
+      std::fprintf(stderr, "send_recv: needs at least 3 ranks, got %d\n", size);
     return 2;
   }
   Graph g;

@@ -13,7 +13,9 @@ namespace {
 
 const std::set<std::string> kReduceOps = {"sum", "max", "min", "prod"};
 
-Communicator& comm_of(KernelContext& c) { return static_cast<Communicator&>(*c.comm()); }
+Communicator& comm_of(KernelContext& c) {
+  return static_cast<Communicator&>(*c.comm());
+}
 
 int root_of(const Node& n) { return static_cast<int>(n.attr_int("root")); }
 
@@ -21,9 +23,10 @@ int root_of(const Node& n) { return static_cast<int>(n.attr_int("root")); }
 void check_root(const ShapeContext& c) {
   const int size = communicator_of(c.graph()).size();
   if (c.attr_int("root") >= size) {
-    c.fail("attribute \"root\"", "root " + std::to_string(c.attr_int("root")) +
-                                     " is not a rank of a " + std::to_string(size) +
-                                     "-rank communicator");
+    c.fail("attribute \"root\"",
+           "root " + std::to_string(c.attr_int("root")) +
+               " is not a rank of a " + std::to_string(size) +
+               "-rank communicator");
   }
 }
 
@@ -38,8 +41,9 @@ Shape stacked(const ShapeContext& c, const Shape& x) {
 Shape unstacked(const ShapeContext& c, const Shape& x) {
   const int size = communicator_of(c.graph()).size();
   if (x.empty() || x[0] != size) {
-    c.fail("input \"x\"", "expected a leading extent of " + std::to_string(size) +
-                              " (the number of ranks), got shape " + shape_string(x));
+    c.fail("input \"x\"",
+           "expected a leading extent of " + std::to_string(size) +
+               " (the number of ranks), got shape " + shape_string(x));
   }
   return Shape(x.begin() + 1, x.end());
 }
@@ -73,16 +77,23 @@ Value mpi_allreduce(Value x, const std::string& op) {
 }
 Value mpi_bcast(Value x, int root) { return with_root("mpi_bcast", x, root); }
 Value mpi_gather(Value x, int root) { return with_root("mpi_gather", x, root); }
-Value mpi_scatter(Value x, int root) { return with_root("mpi_scatter", x, root); }
-Value mpi_allgather(Value x) { return x.graph().add_node("mpi_allgather", {x}); }
-Value mpi_reduce_scatter(Value x) { return x.graph().add_node("mpi_reduce_scatter", {x}); }
+Value mpi_scatter(Value x, int root) {
+  return with_root("mpi_scatter", x, root);
+}
+Value mpi_allgather(Value x) {
+  return x.graph().add_node("mpi_allgather", {x});
+}
+Value mpi_reduce_scatter(Value x) {
+  return x.graph().add_node("mpi_reduce_scatter", {x});
+}
 Value mpi_alltoall(Value x) { return x.graph().add_node("mpi_alltoall", {x}); }
 Value mpi_rank(Graph& graph) { return graph.add_node("mpi_rank", {}); }
 Value mpi_size(Graph& graph) { return graph.add_node("mpi_size", {}); }
 
 void register_collective_ops(OpRegistry& r) {
   // y = Σ_r x_r on root, 0 elsewhere;  x̄_r = bcast(ȳ, root)
-  OpDef sum = collective("mpi_sum", "y = sum over ranks of x on root, zeros elsewhere", true);
+  OpDef sum = collective(
+      "mpi_sum", "y = sum over ranks of x on root, zeros elsewhere", true);
   sum.shape = [](const ShapeContext& c) {
     check_root(c);
     return Shapes{c.input_shape(0)};
@@ -101,13 +112,15 @@ void register_collective_ops(OpRegistry& r) {
   r.add(std::move(sum));
 
   // y = ⊕_r x_r;  x̄_r = Σ_q ȳ_q (sum), masked (max/min), · Π_{q≠r} x_q (prod)
-  OpDef all = collective("mpi_allreduce", "y = sum/max/min/prod over ranks of x", false);
+  OpDef all = collective(
+      "mpi_allreduce", "y = sum/max/min/prod over ranks of x", false);
   all.attrs = {{"op", AttrType::kString, "sum", "sum, max, min or prod"}};
   all.shape = [](const ShapeContext& c) {
     communicator_of(c.graph());
     if (!kReduceOps.count(c.node().attr_string("op"))) {
-      c.fail("attribute \"op\"", "\"" + c.node().attr_string("op") +
-                                     "\" is not one of sum, max, min, prod");
+      c.fail("attribute \"op\"",
+             "\"" + c.node().attr_string("op") +
+                 "\" is not one of sum, max, min, prod");
     }
     return Shapes{c.input_shape(0)};
   };
@@ -115,33 +128,37 @@ void register_collective_ops(OpRegistry& r) {
     Communicator& comm = comm_of(c);
     Communicator::Watch watch(comm, c.node());
     const std::string op = c.node().attr_string("op");
-    const ReduceOp reduce = op == "max"   ? ReduceOp::kMax
-                            : op == "min" ? ReduceOp::kMin
+    const ReduceOp reduce = op == "max"    ? ReduceOp::kMax
+                            : op == "min"  ? ReduceOp::kMin
                             : op == "prod" ? ReduceOp::kProd
                                            : ReduceOp::kSum;
-    comm.allreduce(c.input(0).data(), c.output(0).data(), c.output(0).size(), reduce);
+    comm.allreduce(
+        c.input(0).data(), c.output(0).data(), c.output(0).size(), reduce);
   };
   all.gradient = [](const GradientContext& c) {
     const std::string op = c.node().attr_string("op");
     Value total = mpi_allreduce(c.grad(), "sum");
     if (op == "sum") return Values{total};
     if (op == "prod") {
-      return Values{total * c.graph().add_node("mpi_allreduce_prod_others", {c.input(0)})};
+      return Values{total * c.graph().add_node("mpi_allreduce_prod_others",
+                                               {c.input(0)})};
     }
     return Values{total * allreduce_owner(c.input(0), c.output(0))};
   };
   r.add(std::move(all));
 
   // mask = 1 where this rank is the lowest holding x == y;  no derivative
-  OpDef owner = collective("mpi_allreduce_owner",
-                           "mask of the elements where this rank is the lowest rank with x == y",
-                           false);
+  OpDef owner = collective(
+      "mpi_allreduce_owner",
+      "mask of the elements where this rank is the lowest rank with x == y",
+      false);
   owner.inputs = {"x", "y"};
   owner.shape = [](const ShapeContext& c) {
     communicator_of(c.graph());
     if (c.input_shape(0) != c.input_shape(1)) {
-      c.fail("input \"y\"", "shape " + shape_string(c.input_shape(1)) + " differs from " +
-                                shape_string(c.input_shape(0)));
+      c.fail("input \"y\"",
+             "shape " + shape_string(c.input_shape(1)) + " differs from " +
+                 shape_string(c.input_shape(0)));
     }
     return Shapes{c.input_shape(0)};
   };
@@ -155,15 +172,20 @@ void register_collective_ops(OpRegistry& r) {
       lowest[i] = x[i] == y[i] ? comm.rank() : comm.size();
     }
     comm.allreduce(lowest.data(), lowest.data(), x.size(), ReduceOp::kMin);
-    for (int64_t i = 0; i < x.size(); ++i) mask[i] = lowest[i] == comm.rank() ? 1.0 : 0.0;
+    for (int64_t i = 0; i < x.size(); ++i)
+      mask[i] = lowest[i] == comm.rank() ? 1.0 : 0.0;
   };
-  owner.gradient = [](const GradientContext&) { return Values{Value(), Value()}; };
+  owner.gradient = [](const GradientContext&) {
+    return Values{Value(), Value()};
+  };
   r.add(std::move(owner));
 
   // z_r = Π_{q≠r} x_q, multiplied in rank order (no division: zero-safe).
   // Helper of the prod adjoint; it declares no adjoint of its own.
-  OpDef others = collective("mpi_allreduce_prod_others",
-                            "y = product over the other ranks of x (no division)", false);
+  OpDef others =
+      collective("mpi_allreduce_prod_others",
+                 "y = product over the other ranks of x (no division)",
+                 false);
   others.shape = [](const ShapeContext& c) {
     communicator_of(c.graph());
     return Shapes{c.input_shape(0)};
@@ -203,7 +225,10 @@ void register_collective_ops(OpRegistry& r) {
   r.add(std::move(bcast));
 
   // y = [x_0; …; x_{P−1}] on root, 0 elsewhere;  x̄_r = scatter(ȳ, root)[r]
-  OpDef gather = collective("mpi_gather", "y = x of every rank stacked on root, zeros elsewhere", true);
+  OpDef gather =
+      collective("mpi_gather",
+                 "y = x of every rank stacked on root, zeros elsewhere",
+                 true);
   gather.shape = [](const ShapeContext& c) {
     check_root(c);
     return Shapes{stacked(c, c.input_shape(0))};
@@ -222,7 +247,8 @@ void register_collective_ops(OpRegistry& r) {
   r.add(std::move(gather));
 
   // y_r = x_root[r];  x̄ = gather(ȳ, root) (zeros off root)
-  OpDef scatter = collective("mpi_scatter", "y = slice r of root's x on rank r", true);
+  OpDef scatter =
+      collective("mpi_scatter", "y = slice r of root's x on rank r", true);
   scatter.shape = [](const ShapeContext& c) {
     check_root(c);
     return Shapes{unstacked(c, c.input_shape(0))};
@@ -239,8 +265,11 @@ void register_collective_ops(OpRegistry& r) {
   r.add(std::move(scatter));
 
   // y = [x_0; …; x_{P−1}];  x̄_r = reduce_scatter(ȳ)
-  OpDef allgather = collective("mpi_allgather", "y = x of every rank stacked, on every rank", false);
-  allgather.shape = [](const ShapeContext& c) { return Shapes{stacked(c, c.input_shape(0))}; };
+  OpDef allgather = collective(
+      "mpi_allgather", "y = x of every rank stacked, on every rank", false);
+  allgather.shape = [](const ShapeContext& c) {
+    return Shapes{stacked(c, c.input_shape(0))};
+  };
   allgather.compute = [](KernelContext& c) {
     Communicator& comm = comm_of(c);
     Communicator::Watch watch(comm, c.node());
@@ -253,14 +282,17 @@ void register_collective_ops(OpRegistry& r) {
 
   // y_r = Σ_q x_q[r];  x̄ = allgather(ȳ)
   OpDef reduce_scatter =
-      collective("mpi_reduce_scatter", "y = slice r of the sum over ranks of x, on rank r", false);
+      collective("mpi_reduce_scatter",
+                 "y = slice r of the sum over ranks of x, on rank r",
+                 false);
   reduce_scatter.shape = [](const ShapeContext& c) {
     return Shapes{unstacked(c, c.input_shape(0))};
   };
   reduce_scatter.compute = [](KernelContext& c) {
     Communicator& comm = comm_of(c);
     Communicator::Watch watch(comm, c.node());
-    comm.reduce_scatter(c.input(0).data(), c.output(0).data(), c.output(0).size());
+    comm.reduce_scatter(
+        c.input(0).data(), c.output(0).data(), c.output(0).size());
   };
   reduce_scatter.gradient = [](const GradientContext& c) {
     return Values{mpi_allgather(c.grad())};
@@ -268,7 +300,8 @@ void register_collective_ops(OpRegistry& r) {
   r.add(std::move(reduce_scatter));
 
   // y_r[q] = x_q[r];  x̄ = alltoall(ȳ)
-  OpDef alltoall = collective("mpi_alltoall", "y[q] on rank r = x[r] of rank q", false);
+  OpDef alltoall =
+      collective("mpi_alltoall", "y[q] on rank r = x[r] of rank q", false);
   alltoall.shape = [](const ShapeContext& c) {
     unstacked(c, c.input_shape(0));
     return Shapes{c.input_shape(0)};
@@ -279,7 +312,9 @@ void register_collective_ops(OpRegistry& r) {
     const int64_t block = c.input(0).size() / comm.size();
     comm.alltoall(c.input(0).data(), c.output(0).data(), block);
   };
-  alltoall.gradient = [](const GradientContext& c) { return Values{mpi_alltoall(c.grad())}; };
+  alltoall.gradient = [](const GradientContext& c) {
+    return Values{mpi_alltoall(c.grad())};
+  };
   r.add(std::move(alltoall));
 
   // Local queries; no communication and no inputs.

@@ -1,13 +1,13 @@
 #include "mpi_ops/communicator.h"
 
+#include <mpi.h>
+
 #include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
 #include <utility>
-
-#include <mpi.h>
 
 #include "core/check.h"
 #include "core/error.h"
@@ -67,8 +67,9 @@ double deadline_from_environment() {
   char* end = nullptr;
   const double seconds = std::strtod(text, &end);
   if (end == text || *end != '\0' || !(seconds >= 0)) {
-    throw OptionsError("ADGRAPH_COMM_DEADLINE must be a number of seconds >= 0, got \"" +
-                       std::string(text) + "\"");
+    throw OptionsError(
+        "ADGRAPH_COMM_DEADLINE must be a number of seconds >= 0, got \"" +
+        std::string(text) + "\"");
   }
   return seconds;
 }
@@ -106,7 +107,9 @@ std::shared_ptr<Communicator> Communicator::world() {
     int initialised = 0;
     MPI_Initialized(&initialised);
     if (!initialised) {
-      throw Error("communication nodes need MPI: create an adgraph::MpiEnvironment in main()");
+      throw Error(
+          "communication nodes need MPI: create an adgraph::MpiEnvironment in "
+          "main()");
     }
     return std::shared_ptr<Communicator>(new Communicator());
   }();
@@ -131,7 +134,9 @@ Communicator::~Communicator() {
 
 void Communicator::set_deadline(double seconds) {
   if (!(seconds >= 0)) {
-    throw OptionsError("deadline must be >= 0 seconds (0 disables it)", {}, {},
+    throw OptionsError("deadline must be >= 0 seconds (0 disables it)",
+                       {},
+                       {},
                        "deadline_seconds");
   }
   deadline_seconds_ = seconds;
@@ -144,9 +149,12 @@ void Communicator::watchdog_loop() {
     const int64_t start = watch_start_ns_.load();
     if (start == 0 || deadline_seconds_ <= 0) continue;
     if (now_ns() - start > static_cast<int64_t>(deadline_seconds_ * 1e9)) {
-      std::fprintf(stderr,
-                   "adgraph: rank %d: communication deadline of %g s exceeded in %s\n",
-                   rank_, deadline_seconds_, watch_label_.c_str());
+      std::fprintf(
+          stderr,
+          "adgraph: rank %d: communication deadline of %g s exceeded in %s\n",
+          rank_,
+          deadline_seconds_,
+          watch_label_.c_str());
       std::fflush(stderr);
       std::_Exit(kDeadlineExitCode);
     }
@@ -165,61 +173,96 @@ void Communicator::stop_watch() { watch_start_ns_.store(0); }
 
 Communicator::Watch::Watch(Communicator& comm, const Node& node) : comm_(comm) {
   comm_.start_watch("node \"" + node.name + "\" (" + node.op_name() +
-                    ", communication #" + std::to_string(node.communication_index) +
-                    ")");
+                    ", communication #" +
+                    std::to_string(node.communication_index) + ")");
 }
 
 Communicator::Watch::~Watch() { comm_.stop_watch(); }
 
-void Communicator::allreduce(const double* in, double* out, int64_t n, ReduceOp op) {
+void Communicator::allreduce(const double* in,
+                             double* out,
+                             int64_t n,
+                             ReduceOp op) {
   const void* send = in == out ? MPI_IN_PLACE : in;
-  check_mpi(MPI_Allreduce(send, out, count_of(n), MPI_DOUBLE, mpi_op(op), MPI_COMM_WORLD),
+  check_mpi(MPI_Allreduce(
+                send, out, count_of(n), MPI_DOUBLE, mpi_op(op), MPI_COMM_WORLD),
             "MPI_Allreduce");
 }
 
-void Communicator::reduce_sum(const double* in, double* out, int64_t n, int root) {
-  check_mpi(MPI_Reduce(in, out, count_of(n), MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD),
-            "MPI_Reduce");
+void Communicator::reduce_sum(const double* in,
+                              double* out,
+                              int64_t n,
+                              int root) {
+  check_mpi(
+      MPI_Reduce(
+          in, out, count_of(n), MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD),
+      "MPI_Reduce");
 }
 
 void Communicator::bcast(double* data, int64_t n, int root) {
-  check_mpi(MPI_Bcast(data, count_of(n), MPI_DOUBLE, root, MPI_COMM_WORLD), "MPI_Bcast");
+  check_mpi(MPI_Bcast(data, count_of(n), MPI_DOUBLE, root, MPI_COMM_WORLD),
+            "MPI_Bcast");
 }
 
 std::string Communicator::broadcast(const std::string& text, int root) {
   int64_t length = static_cast<int64_t>(text.size());
-  check_mpi(MPI_Bcast(&length, 1, MPI_INT64_T, root, MPI_COMM_WORLD), "MPI_Bcast");
+  check_mpi(MPI_Bcast(&length, 1, MPI_INT64_T, root, MPI_COMM_WORLD),
+            "MPI_Bcast");
   std::string out = rank_ == root ? text : std::string(length, '\0');
-  check_mpi(MPI_Bcast(out.data(), count_of(length), MPI_CHAR, root, MPI_COMM_WORLD), "MPI_Bcast");
+  check_mpi(
+      MPI_Bcast(out.data(), count_of(length), MPI_CHAR, root, MPI_COMM_WORLD),
+      "MPI_Bcast");
   return out;
 }
 
 void Communicator::gather(const double* in, double* out, int64_t n, int root) {
-  check_mpi(MPI_Gather(in, count_of(n), MPI_DOUBLE, out, count_of(n), MPI_DOUBLE, root,
+  check_mpi(MPI_Gather(in,
+                       count_of(n),
+                       MPI_DOUBLE,
+                       out,
+                       count_of(n),
+                       MPI_DOUBLE,
+                       root,
                        MPI_COMM_WORLD),
             "MPI_Gather");
 }
 
 void Communicator::allgather(const double* in, double* out, int64_t n) {
-  check_mpi(MPI_Allgather(in, count_of(n), MPI_DOUBLE, out, count_of(n), MPI_DOUBLE,
+  check_mpi(MPI_Allgather(in,
+                          count_of(n),
+                          MPI_DOUBLE,
+                          out,
+                          count_of(n),
+                          MPI_DOUBLE,
                           MPI_COMM_WORLD),
             "MPI_Allgather");
 }
 
 void Communicator::scatter(const double* in, double* out, int64_t n, int root) {
-  check_mpi(MPI_Scatter(in, count_of(n), MPI_DOUBLE, out, count_of(n), MPI_DOUBLE, root,
+  check_mpi(MPI_Scatter(in,
+                        count_of(n),
+                        MPI_DOUBLE,
+                        out,
+                        count_of(n),
+                        MPI_DOUBLE,
+                        root,
                         MPI_COMM_WORLD),
             "MPI_Scatter");
 }
 
 void Communicator::reduce_scatter(const double* in, double* out, int64_t n) {
-  check_mpi(MPI_Reduce_scatter_block(in, out, count_of(n), MPI_DOUBLE, MPI_SUM,
-                                     MPI_COMM_WORLD),
+  check_mpi(MPI_Reduce_scatter_block(
+                in, out, count_of(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
             "MPI_Reduce_scatter_block");
 }
 
 void Communicator::alltoall(const double* in, double* out, int64_t n) {
-  check_mpi(MPI_Alltoall(in, count_of(n), MPI_DOUBLE, out, count_of(n), MPI_DOUBLE,
+  check_mpi(MPI_Alltoall(in,
+                         count_of(n),
+                         MPI_DOUBLE,
+                         out,
+                         count_of(n),
+                         MPI_DOUBLE,
                          MPI_COMM_WORLD),
             "MPI_Alltoall");
 }
@@ -227,22 +270,29 @@ void Communicator::alltoall(const double* in, double* out, int64_t n) {
 void Communicator::send(const double* data, int64_t n, int dest, int tag) {
   auto pending = std::make_unique<PendingSend>();
   pending->buffer.assign(data, data + n);
-  check_mpi(MPI_Isend(pending->buffer.data(), count_of(n), MPI_DOUBLE, dest, tag,
-                      MPI_COMM_WORLD, &pending->request),
+  check_mpi(MPI_Isend(pending->buffer.data(),
+                      count_of(n),
+                      MPI_DOUBLE,
+                      dest,
+                      tag,
+                      MPI_COMM_WORLD,
+                      &pending->request),
             "MPI_Isend");
   pending_.push_back(std::move(pending));
 }
 
 void Communicator::recv(double* data, int64_t n, int src, int tag) {
   MPI_Status status;
-  check_mpi(MPI_Recv(data, count_of(n), MPI_DOUBLE, src, tag, MPI_COMM_WORLD, &status),
-            "MPI_Recv");
+  check_mpi(
+      MPI_Recv(
+          data, count_of(n), MPI_DOUBLE, src, tag, MPI_COMM_WORLD, &status),
+      "MPI_Recv");
   int received = 0;
   MPI_Get_count(&status, MPI_DOUBLE, &received);
   if (received != n) {
     abort("received " + std::to_string(received) + " doubles from rank " +
-          std::to_string(src) + " (tag " + std::to_string(tag) + "), expected " +
-          std::to_string(n));
+          std::to_string(src) + " (tag " + std::to_string(tag) +
+          "), expected " + std::to_string(n));
   }
 }
 
@@ -251,7 +301,8 @@ void Communicator::halo_exchange(const HaloNeighbours& neighbours,
                                  double* const recv[4],
                                  const int64_t counts[4],
                                  int tag) {
-  const int peer[4] = {neighbours.left, neighbours.right, neighbours.up, neighbours.down};
+  const int peer[4] = {
+      neighbours.left, neighbours.right, neighbours.up, neighbours.down};
   // What I send towards direction k arrives at that neighbour from the
   // opposite direction; the tag names the receiving side's direction.
   const int opposite[4] = {1, 0, 3, 2};
@@ -259,17 +310,28 @@ void Communicator::halo_exchange(const HaloNeighbours& neighbours,
   int n_requests = 0;
   for (int k = 0; k < 4; ++k) {
     if (peer[k] < 0) continue;
-    check_mpi(MPI_Irecv(recv[k], count_of(counts[k]), MPI_DOUBLE, peer[k], tag + k,
-                        MPI_COMM_WORLD, &requests[n_requests++]),
+    check_mpi(MPI_Irecv(recv[k],
+                        count_of(counts[k]),
+                        MPI_DOUBLE,
+                        peer[k],
+                        tag + k,
+                        MPI_COMM_WORLD,
+                        &requests[n_requests++]),
               "MPI_Irecv");
   }
   for (int k = 0; k < 4; ++k) {
     if (peer[k] < 0) continue;
-    check_mpi(MPI_Isend(send[k], count_of(counts[k]), MPI_DOUBLE, peer[k],
-                        tag + opposite[k], MPI_COMM_WORLD, &requests[n_requests++]),
+    check_mpi(MPI_Isend(send[k],
+                        count_of(counts[k]),
+                        MPI_DOUBLE,
+                        peer[k],
+                        tag + opposite[k],
+                        MPI_COMM_WORLD,
+                        &requests[n_requests++]),
               "MPI_Isend");
   }
-  check_mpi(MPI_Waitall(n_requests, requests, MPI_STATUSES_IGNORE), "MPI_Waitall");
+  check_mpi(MPI_Waitall(n_requests, requests, MPI_STATUSES_IGNORE),
+            "MPI_Waitall");
 }
 
 double Communicator::allreduce_sum(double value) {
@@ -284,18 +346,21 @@ double Communicator::allreduce_max(double value) {
   return out;
 }
 
-void Communicator::check_same_sequence(const std::vector<std::string>& descriptors) {
+void Communicator::check_same_sequence(
+    const std::vector<std::string>& descriptors) {
   if (size_ == 1) return;
   struct Unwatch {
     Communicator* comm;
     ~Unwatch() { comm->stop_watch(); }
   } unwatch{this};
-  start_watch("the cross-rank check of a new plan's " + std::to_string(descriptors.size()) +
-              " collective(s), first " + descriptors.front());
+  start_watch("the cross-rank check of a new plan's " +
+              std::to_string(descriptors.size()) + " collective(s), first " +
+              descriptors.front());
   // [n, -n] under MAX gives the longest and shortest sequence.
   int64_t counts[2] = {static_cast<int64_t>(descriptors.size()),
                        -static_cast<int64_t>(descriptors.size())};
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD),
+  check_mpi(MPI_Allreduce(
+                MPI_IN_PLACE, counts, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD),
             "MPI_Allreduce");
   const int64_t longest = counts[0], shortest = -counts[1];
   // [h, ~h] under MAX gives the largest and (complemented) smallest hash.
@@ -304,8 +369,12 @@ void Communicator::check_same_sequence(const std::vector<std::string>& descripto
     hashes[2 * i] = fingerprint(descriptors[i]);
     hashes[2 * i + 1] = ~hashes[2 * i];
   }
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, hashes.data(), count_of(2 * shortest),
-                          MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD),
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE,
+                          hashes.data(),
+                          count_of(2 * shortest),
+                          MPI_UINT64_T,
+                          MPI_MAX,
+                          MPI_COMM_WORLD),
             "MPI_Allreduce");
   int64_t first = shortest == longest ? -1 : shortest;
   for (int64_t i = 0; i < shortest; ++i) {
@@ -322,19 +391,27 @@ void Communicator::check_same_sequence(const std::vector<std::string>& descripto
                                : std::string("no further collective");
   int length = static_cast<int>(mine.size());
   std::vector<int> lengths(size_), offsets(size_);
-  check_mpi(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD),
-            "MPI_Allgather");
+  check_mpi(
+      MPI_Allgather(
+          &length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD),
+      "MPI_Allgather");
   int total = 0;
   for (int r = 0; r < size_; ++r) offsets[r] = total, total += lengths[r];
   std::string all(total, '\0');
-  check_mpi(MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(),
-                           offsets.data(), MPI_CHAR, MPI_COMM_WORLD),
+  check_mpi(MPI_Allgatherv(mine.data(),
+                           length,
+                           MPI_CHAR,
+                           all.data(),
+                           lengths.data(),
+                           offsets.data(),
+                           MPI_CHAR,
+                           MPI_COMM_WORLD),
             "MPI_Allgatherv");
   std::string message = "ranks would run different collectives: collective #" +
                         std::to_string(first) + " is";
   for (int r = 0; r < size_; ++r) {
-    message += std::string(r == 0 ? " " : "; ") + "on rank " + std::to_string(r) + " " +
-               all.substr(offsets[r], lengths[r]);
+    message += std::string(r == 0 ? " " : "; ") + "on rank " +
+               std::to_string(r) + " " + all.substr(offsets[r], lengths[r]);
   }
   throw RunError(message);
 }

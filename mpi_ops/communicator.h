@@ -107,7 +107,8 @@ class Communicator final : public CommContext {
   // CommContext.
   double allreduce_sum(double value) override;
   double allreduce_max(double value) override;
-  void check_same_sequence(const std::vector<std::string>& descriptors) override;
+  void check_same_sequence(
+      const std::vector<std::string>& descriptors) override;
   void finish_run() override;
 
   // Prints `message` (prefixed with the rank) to stderr and aborts the whole

@@ -23,12 +23,8 @@ namespace adgraph {
 // Non-blocking sends and receives, then one wait: no deadlock for any N, M.
 // Adjoint: (x̄_left, x̄_right, x̄_up, x̄_down) = data_exchange(ȳ_left,
 // ȳ_right, ȳ_up, ȳ_down).
-std::array<Value, 4> data_exchange(Value left,
-                                   Value right,
-                                   Value up,
-                                   Value down,
-                                   int rows,
-                                   int cols);
+std::array<Value, 4> data_exchange(
+    Value left, Value right, Value up, Value down, int rows, int cols);
 
 class OpRegistry;
 void register_halo_ops(OpRegistry& registry);

@@ -11,9 +11,13 @@ namespace {
 
 constexpr int kMaxTag = 999;
 
-Communicator& comm_of(KernelContext& c) { return static_cast<Communicator&>(*c.comm()); }
+Communicator& comm_of(KernelContext& c) {
+  return static_cast<Communicator&>(*c.comm());
+}
 
-int attr(const Node& n, const char* name) { return static_cast<int>(n.attr_int(name)); }
+int attr(const Node& n, const char* name) {
+  return static_cast<int>(n.attr_int(name));
+}
 
 void check_peer(const ShapeContext& c, const char* name) {
   const int size = communicator_of(c.graph()).size();
@@ -28,14 +32,18 @@ AttrSpec rank_attr(const char* name, const char* doc) {
   return {name, AttrType::kInt, nlohmann::json(), doc, 0};
 }
 
-AttrSpec tag_attr() { return {"tag", AttrType::kInt, 0, "message tag", 0, kMaxTag}; }
+AttrSpec tag_attr() {
+  return {"tag", AttrType::kInt, 0, "message tag", 0, kMaxTag};
+}
 
 OpDef sendrecv_def(std::string name, std::string doc) {
   OpDef def;
   def.name = std::move(name);
   def.doc = std::move(doc);
   def.inputs = {"x"};
-  def.attrs = {rank_attr("src", "sending rank"), rank_attr("dest", "receiving rank"), tag_attr()};
+  def.attrs = {rank_attr("src", "sending rank"),
+               rank_attr("dest", "receiving rank"),
+               tag_attr()};
   def.communication = true;
   // Every rank runs it, so it joins the cross-rank sequence check.
   def.collective = true;
@@ -53,13 +61,16 @@ Value mpi_send(Value x, int dest, int tag) {
   return x.graph().add_node("mpi_send", {x}, {{"dest", dest}, {"tag", tag}});
 }
 Value mpi_recv(Value like, int src, int tag) {
-  return like.graph().add_node("mpi_recv", {like}, {{"src", src}, {"tag", tag}});
+  return like.graph().add_node(
+      "mpi_recv", {like}, {{"src", src}, {"tag", tag}});
 }
 Value mpi_sendrecv(Value x, int src, int dest, int tag) {
-  return x.graph().add_node("mpi_sendrecv", {x}, {{"src", src}, {"dest", dest}, {"tag", tag}});
+  return x.graph().add_node(
+      "mpi_sendrecv", {x}, {{"src", src}, {"dest", dest}, {"tag", tag}});
 }
 Value mpi_sendrecv_adjoint(Value x, int src, int dest, int tag) {
-  return x.graph().add_node("mpi_sendrecv_adjoint", {x},
+  return x.graph().add_node("mpi_sendrecv_adjoint",
+                            {x},
                             {{"src", src}, {"dest", dest}, {"tag", tag}});
 }
 
@@ -79,12 +90,14 @@ void register_point_to_point_ops(OpRegistry& r) {
     Communicator& comm = comm_of(c);
     Communicator::Watch watch(comm, c.node());
     const Tensor& x = c.input(0);
-    comm.send(x.data(), x.size(), attr(c.node(), "dest"), attr(c.node(), "tag"));
+    comm.send(
+        x.data(), x.size(), attr(c.node(), "dest"), attr(c.node(), "tag"));
     c.output(0).array() = x.array();
   };
   send.gradient = [](const GradientContext& c) {
     const Node& n = c.node();
-    return Values{c.grad() + mpi_recv(c.grad(), attr(n, "dest"), attr(n, "tag"))};
+    return Values{c.grad() +
+                  mpi_recv(c.grad(), attr(n, "dest"), attr(n, "tag"))};
   };
   r.add(std::move(send));
 
@@ -115,7 +128,9 @@ void register_point_to_point_ops(OpRegistry& r) {
 
   // src: y = x (and sends x);  dest: y = x_src;  others: y = x
   // x̄ = mpi_sendrecv_adjoint(ȳ)
-  OpDef sendrecv = sendrecv_def("mpi_sendrecv", "rank src sends x to dest, which returns it; others return x");
+  OpDef sendrecv = sendrecv_def(
+      "mpi_sendrecv",
+      "rank src sends x to dest, which returns it; others return x");
   sendrecv.compute = [](KernelContext& c) {
     Communicator& comm = comm_of(c);
     Communicator::Watch watch(comm, c.node());
@@ -127,19 +142,22 @@ void register_point_to_point_ops(OpRegistry& r) {
       comm.recv(y.data(), y.size(), src, tag);
       return;
     }
-    if (src != dest && comm.rank() == src) comm.send(x.data(), x.size(), dest, tag);
+    if (src != dest && comm.rank() == src)
+      comm.send(x.data(), x.size(), dest, tag);
     y.array() = x.array();
   };
   sendrecv.gradient = [](const GradientContext& c) {
     const Node& n = c.node();
-    return Values{mpi_sendrecv_adjoint(c.grad(), attr(n, "src"), attr(n, "dest"), attr(n, "tag"))};
+    return Values{mpi_sendrecv_adjoint(
+        c.grad(), attr(n, "src"), attr(n, "dest"), attr(n, "tag"))};
   };
   r.add(std::move(sendrecv));
 
   // src: y = x + x_dest;  dest: y = 0 (and sends x);  others: y = x
   // x̄ = mpi_sendrecv(ȳ)
-  OpDef adjoint = sendrecv_def("mpi_sendrecv_adjoint",
-                               "transpose of mpi_sendrecv: dest sends x to src, which adds it");
+  OpDef adjoint = sendrecv_def(
+      "mpi_sendrecv_adjoint",
+      "transpose of mpi_sendrecv: dest sends x to src, which adds it");
   adjoint.compute = [](KernelContext& c) {
     Communicator& comm = comm_of(c);
     Communicator::Watch watch(comm, c.node());
@@ -161,7 +179,8 @@ void register_point_to_point_ops(OpRegistry& r) {
   };
   adjoint.gradient = [](const GradientContext& c) {
     const Node& n = c.node();
-    return Values{mpi_sendrecv(c.grad(), attr(n, "src"), attr(n, "dest"), attr(n, "tag"))};
+    return Values{mpi_sendrecv(
+        c.grad(), attr(n, "src"), attr(n, "dest"), attr(n, "tag"))};
   };
   r.add(std::move(adjoint));
 }

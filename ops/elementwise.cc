@@ -21,8 +21,9 @@ Shapes broadcast_shape(const ShapeContext& c) {
   if (a == b) return {a};
   if (scalar_like(b, a)) return {a};
   if (scalar_like(a, b)) return {b};
-  c.fail("input \"b\"", "shape " + shape_string(b) +
-                            " does not broadcast with " + shape_string(a));
+  c.fail("input \"b\"",
+         "shape " + shape_string(b) + " does not broadcast with " +
+             shape_string(a));
 }
 
 // Sums a cotangent of the broadcast shape back to an operand's shape.
@@ -76,7 +77,9 @@ Value binary_node(const char* op, Value a, Value b) {
   return a.graph().add_node(op, {a, b});
 }
 
-Value unary_node(const char* op, Value x) { return x.graph().add_node(op, {x}); }
+Value unary_node(const char* op, Value x) {
+  return x.graph().add_node(op, {x});
+}
 
 }  // namespace
 
@@ -116,28 +119,36 @@ Value operator/(double a, Value b) { return div(b.graph().scalar(a), b); }
 void register_elementwise_ops(OpRegistry& r) {
   // y = a + b;  ā += ȳ,  b̄ += ȳ (summed over broadcast)
   r.add(binary(
-      "add", "y = a + b", [](const auto& a, const auto& b) { return a + b; },
+      "add",
+      "y = a + b",
+      [](const auto& a, const auto& b) { return a + b; },
       [](const GradientContext& c) {
         return Values{unbroadcast(c.grad(), c.input(0).shape()),
                       unbroadcast(c.grad(), c.input(1).shape())};
       }));
   // y = a − b;  ā += ȳ,  b̄ −= ȳ
   r.add(binary(
-      "sub", "y = a - b", [](const auto& a, const auto& b) { return a - b; },
+      "sub",
+      "y = a - b",
+      [](const auto& a, const auto& b) { return a - b; },
       [](const GradientContext& c) {
         return Values{unbroadcast(c.grad(), c.input(0).shape()),
                       unbroadcast(-c.grad(), c.input(1).shape())};
       }));
   // y = a·b;  ā += ȳ·b,  b̄ += ȳ·a
   r.add(binary(
-      "mul", "y = a * b", [](const auto& a, const auto& b) { return a * b; },
+      "mul",
+      "y = a * b",
+      [](const auto& a, const auto& b) { return a * b; },
       [](const GradientContext& c) {
         return Values{unbroadcast(c.grad() * c.input(1), c.input(0).shape()),
                       unbroadcast(c.grad() * c.input(0), c.input(1).shape())};
       }));
   // y = a/b;  ā += ȳ/b,  b̄ −= ȳ·y/b
   r.add(binary(
-      "div", "y = a / b", [](const auto& a, const auto& b) { return a / b; },
+      "div",
+      "y = a / b",
+      [](const auto& a, const auto& b) { return a / b; },
       [](const GradientContext& c) {
         Value gb = -(c.grad() * c.output(0) / c.input(1));
         return Values{unbroadcast(c.grad() / c.input(1), c.input(0).shape()),
@@ -145,7 +156,8 @@ void register_elementwise_ops(OpRegistry& r) {
       }));
   // y = a^b;  ā += ȳ·pow_base_derivative(a, b),  b̄ += ȳ·y·log(a)
   r.add(binary(
-      "pow", "y = a ^ b (b a tensor; d/db needs a > 0)",
+      "pow",
+      "y = a ^ b (b a tensor; d/db needs a > 0)",
       [](const auto& a, const auto& b) { return a.pow(b); },
       [](const GradientContext& c) {
         Value a = c.input(0), b = c.input(1);
@@ -156,21 +168,26 @@ void register_elementwise_ops(OpRegistry& r) {
   // y = b·a^(b−1), exactly 0 where b = 0 (so a = 0 gives 0, not 0·∞);
   // ā += ȳ·b·pow_base_derivative(a, b − 1),  b̄ += ȳ·(a^(b−1) + y·log(a))
   r.add(binary(
-      "pow_base_derivative", "y = b * a ^ (b - 1), 0 where b = 0 (the derivative of a ^ b)",
+      "pow_base_derivative",
+      "y = b * a ^ (b - 1), 0 where b = 0 (the derivative of a ^ b)",
       [](const auto& a, const auto& b) {
-        return (b == 0.0).select(Eigen::ArrayXd::Zero(b.size()), b * a.pow(b - 1.0));
+        return (b == 0.0).select(Eigen::ArrayXd::Zero(b.size()),
+                                 b * a.pow(b - 1.0));
       },
       [](const GradientContext& c) {
         Value a = c.input(0), b = c.input(1);
         Graph& g = a.graph();
-        Value ga = c.grad() * b * g.add_node("pow_base_derivative", {a, b - 1.0});
+        Value ga =
+            c.grad() * b * g.add_node("pow_base_derivative", {a, b - 1.0});
         Value gb = c.grad() * (pow(a, b - 1.0) + c.output(0) * log(a));
         return Values{unbroadcast(ga, a.shape()), unbroadcast(gb, b.shape())};
       }));
 
   // y = x^p;  x̄ += ȳ·p·x^(p−1)
   OpDef pow_scalar = unary(
-      "pow_scalar", "y = x ^ exponent", [](const auto& x) { return x; },
+      "pow_scalar",
+      "y = x ^ exponent",
+      [](const auto& x) { return x; },
       [](const GradientContext& c) {
         const double p = c.node().attr_float("exponent");
         if (p == 0.0) return Values{Value()};
@@ -190,59 +207,74 @@ void register_elementwise_ops(OpRegistry& r) {
 
   // y = −x;  x̄ −= ȳ
   r.add(unary(
-      "neg", "y = -x", [](const auto& x) { return -x; },
+      "neg",
+      "y = -x",
+      [](const auto& x) { return -x; },
       [](const GradientContext& c) { return Values{-c.grad()}; }));
   // y = exp(x);  x̄ += ȳ·y
   r.add(unary(
-      "exp", "y = exp(x)", [](const auto& x) { return x.exp(); },
-      [](const GradientContext& c) {
-        return Values{c.grad() * c.output(0)};
-      }));
+      "exp",
+      "y = exp(x)",
+      [](const auto& x) { return x.exp(); },
+      [](const GradientContext& c) { return Values{c.grad() * c.output(0)}; }));
   // y = log(x);  x̄ += ȳ/x
   r.add(unary(
-      "log", "y = log(x)", [](const auto& x) { return x.log(); },
-      [](const GradientContext& c) {
-        return Values{c.grad() / c.input(0)};
-      }));
+      "log",
+      "y = log(x)",
+      [](const auto& x) { return x.log(); },
+      [](const GradientContext& c) { return Values{c.grad() / c.input(0)}; }));
   // y = √x;  x̄ += ȳ/(2y)
   r.add(unary(
-      "sqrt", "y = sqrt(x)", [](const auto& x) { return x.sqrt(); },
+      "sqrt",
+      "y = sqrt(x)",
+      [](const auto& x) { return x.sqrt(); },
       [](const GradientContext& c) {
         return Values{c.grad() / (2.0 * c.output(0))};
       }));
   // y = x²;  x̄ += 2xȳ
   r.add(unary(
-      "square", "y = x^2", [](const auto& x) { return x.square(); },
+      "square",
+      "y = x^2",
+      [](const auto& x) { return x.square(); },
       [](const GradientContext& c) {
         return Values{c.grad() * (2.0 * c.input(0))};
       }));
   // y = sin(x);  x̄ += ȳ·cos(x)
   r.add(unary(
-      "sin", "y = sin(x)", [](const auto& x) { return x.sin(); },
+      "sin",
+      "y = sin(x)",
+      [](const auto& x) { return x.sin(); },
       [](const GradientContext& c) {
         return Values{c.grad() * cos(c.input(0))};
       }));
   // y = cos(x);  x̄ −= ȳ·sin(x)
   r.add(unary(
-      "cos", "y = cos(x)", [](const auto& x) { return x.cos(); },
+      "cos",
+      "y = cos(x)",
+      [](const auto& x) { return x.cos(); },
       [](const GradientContext& c) {
         return Values{-(c.grad() * sin(c.input(0)))};
       }));
   // y = tanh(x);  x̄ += ȳ·(1 − y²)
   r.add(unary(
-      "tanh", "y = tanh(x)", [](const auto& x) { return x.tanh(); },
+      "tanh",
+      "y = tanh(x)",
+      [](const auto& x) { return x.tanh(); },
       [](const GradientContext& c) {
         return Values{c.grad() * (1.0 - square(c.output(0)))};
       }));
   // y = |x|;  x̄ += ȳ·sign(x)
   r.add(unary(
-      "abs", "y = |x| (derivative 0 at 0)", [](const auto& x) { return x.abs(); },
+      "abs",
+      "y = |x| (derivative 0 at 0)",
+      [](const auto& x) { return x.abs(); },
       [](const GradientContext& c) {
         return Values{c.grad() * sign(c.input(0))};
       }));
   // y = sign(x);  x̄ += 0
   r.add(unary(
-      "sign", "y = sign(x) in {-1, 0, 1} (zero derivative)",
+      "sign",
+      "y = sign(x) in {-1, 0, 1} (zero derivative)",
       [](const auto& x) { return x.sign(); },
       [](const GradientContext&) { return Values{Value()}; }));
 }

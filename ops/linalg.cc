@@ -38,8 +38,9 @@ void register_linalg_ops(OpRegistry& r) {
     require_rank(c, 1, 2);
     const Shape &a = c.input_shape(0), &b = c.input_shape(1);
     if (a[1] != b[0]) {
-      c.fail("input \"b\"", "shape " + shape_string(b) +
-                                " does not multiply " + shape_string(a));
+      c.fail(
+          "input \"b\"",
+          "shape " + shape_string(b) + " does not multiply " + shape_string(a));
     }
     return Shapes{Shape{a[0], b[1]}};
   };
@@ -62,8 +63,9 @@ void register_linalg_ops(OpRegistry& r) {
     require_rank(c, 1, 1);
     const Shape &a = c.input_shape(0), &x = c.input_shape(1);
     if (a[1] != x[0]) {
-      c.fail("input \"x\"", "shape " + shape_string(x) +
-                                " does not multiply " + shape_string(a));
+      c.fail(
+          "input \"x\"",
+          "shape " + shape_string(x) + " does not multiply " + shape_string(a));
     }
     return Shapes{Shape{a[0]}};
   };
@@ -74,8 +76,8 @@ void register_linalg_ops(OpRegistry& r) {
   };
   mv.gradient = [](const GradientContext& c) {
     const Shape& a = c.input(0).shape();
-    Value outer = matmul(reshape(c.grad(), {a[0], 1}),
-                         reshape(c.input(1), {1, a[1]}));
+    Value outer =
+        matmul(reshape(c.grad(), {a[0], 1}), reshape(c.input(1), {1, a[1]}));
     return Values{outer, matvec(transpose(c.input(0)), c.grad())};
   };
   r.add(std::move(mv));

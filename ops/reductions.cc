@@ -54,9 +54,9 @@ std::vector<int64_t> normalise_axes(const ShapeContext& c, const Shape& x) {
   std::vector<char> seen(rank, 0);
   for (int64_t& a : axes) {
     if (a < -rank || a >= rank) {
-      c.fail("attribute \"axes\"", "axis " + std::to_string(a) +
-                                       " out of range for shape " +
-                                       shape_string(x));
+      c.fail("attribute \"axes\"",
+             "axis " + std::to_string(a) + " out of range for shape " +
+                 shape_string(x));
     }
     if (a < 0) a += rank;
     if (seen[a]++) c.fail("attribute \"axes\"", "repeated axis");
@@ -79,7 +79,8 @@ Shape removed_shape(const Shape& x, const std::vector<int64_t>& axes) {
   if (axes.empty()) return {};
   Shape out;
   for (std::size_t d = 0; d < x.size(); ++d) {
-    if (!std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(d))) {
+    if (!std::binary_search(
+            axes.begin(), axes.end(), static_cast<int64_t>(d))) {
       out.push_back(x[d]);
     }
   }
@@ -99,8 +100,9 @@ void sum_into(const Tensor& big, Tensor& small) {
   small.array().setZero();
   double* out = small.data();
   const double* in = big.data();
-  for_each_broadcast(small.shape(), big.shape(),
-                     [&](int64_t i, int64_t j) { out[j] += in[i]; });
+  for_each_broadcast(small.shape(), big.shape(), [&](int64_t i, int64_t j) {
+    out[j] += in[i];
+  });
 }
 
 OpDef reduction(std::string name, std::string doc, bool mean) {
@@ -108,7 +110,9 @@ OpDef reduction(std::string name, std::string doc, bool mean) {
   def.name = std::move(name);
   def.doc = std::move(doc);
   def.inputs = {"x"};
-  def.attrs = {{"axes", AttrType::kInts, nlohmann::json::array(),
+  def.attrs = {{"axes",
+                AttrType::kInts,
+                nlohmann::json::array(),
                 "axes to reduce; empty reduces all"}};
   def.shape = [](const ShapeContext& c) {
     const Shape& x = c.input_shape(0);
@@ -176,8 +180,9 @@ void register_reduction_ops(OpRegistry& r) {
   dot_def.inputs = {"a", "b"};
   dot_def.shape = [](const ShapeContext& c) {
     if (c.input_shape(0) != c.input_shape(1)) {
-      c.fail("input \"b\"", "shape " + shape_string(c.input_shape(1)) +
-                                " differs from " + shape_string(c.input_shape(0)));
+      c.fail("input \"b\"",
+             "shape " + shape_string(c.input_shape(1)) + " differs from " +
+                 shape_string(c.input_shape(0)));
     }
     return Shapes{Shape{}};
   };
@@ -194,20 +199,22 @@ void register_reduction_ops(OpRegistry& r) {
   bcast.name = "broadcast_to";
   bcast.doc = "y = x broadcast to shape (NumPy rules)";
   bcast.inputs = {"x"};
-  bcast.attrs = {{"shape", AttrType::kInts, nlohmann::json(), "target shape", 0}};
+  bcast.attrs = {
+      {"shape", AttrType::kInts, nlohmann::json(), "target shape", 0}};
   bcast.shape = [](const ShapeContext& c) {
     Shape target = c.attr_ints("shape");
     if (!broadcasts(c.input_shape(0), target)) {
-      c.fail("attribute \"shape\"", "shape " + shape_string(c.input_shape(0)) +
-                                        " does not broadcast to " +
-                                        shape_string(target));
+      c.fail("attribute \"shape\"",
+             "shape " + shape_string(c.input_shape(0)) +
+                 " does not broadcast to " + shape_string(target));
     }
     return Shapes{target};
   };
   bcast.compute = [](KernelContext& c) {
     const double* in = c.input(0).data();
     double* out = c.output(0).data();
-    for_each_broadcast(c.input(0).shape(), c.output(0).shape(),
+    for_each_broadcast(c.input(0).shape(),
+                       c.output(0).shape(),
                        [&](int64_t i, int64_t j) { out[i] = in[j]; });
   };
   bcast.gradient = [](const GradientContext& c) {
@@ -225,9 +232,9 @@ void register_reduction_ops(OpRegistry& r) {
   sum_to_def.shape = [](const ShapeContext& c) {
     Shape target = c.attr_ints("shape");
     if (!broadcasts(target, c.input_shape(0))) {
-      c.fail("attribute \"shape\"", "shape " + shape_string(target) +
-                                        " does not broadcast to " +
-                                        shape_string(c.input_shape(0)));
+      c.fail("attribute \"shape\"",
+             "shape " + shape_string(target) + " does not broadcast to " +
+                 shape_string(c.input_shape(0)));
     }
     return Shapes{target};
   };

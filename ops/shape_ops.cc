@@ -14,9 +14,9 @@ int64_t checked_axis(const ShapeContext& c, const Shape& x) {
   const int64_t rank = static_cast<int64_t>(x.size());
   int64_t axis = c.attr_int("axis");
   if (axis < -rank || axis >= rank) {
-    c.fail("attribute \"axis\"", "axis " + std::to_string(axis) +
-                                     " out of range for shape " +
-                                     shape_string(x));
+    c.fail("attribute \"axis\"",
+           "axis " + std::to_string(axis) + " out of range for shape " +
+               shape_string(x));
   }
   return axis < 0 ? axis + rank : axis;
 }
@@ -63,12 +63,13 @@ Value reshape(Value x, Shape shape) {
   return x.graph().add_node("reshape", {x}, {{"shape", shape}});
 }
 Value slice(Value x, int64_t axis, int64_t begin, int64_t end) {
-  return x.graph().add_node("slice", {x},
-                            {{"axis", axis}, {"begin", begin}, {"end", end}});
+  return x.graph().add_node(
+      "slice", {x}, {{"axis", axis}, {"begin", begin}, {"end", end}});
 }
 Value pad(Value x, int64_t axis, int64_t before, int64_t after, double value) {
   return x.graph().add_node(
-      "pad", {x},
+      "pad",
+      {x},
       {{"axis", axis}, {"before", before}, {"after", after}, {"value", value}});
 }
 Value concat(const std::vector<Value>& xs, int64_t axis) {
@@ -83,8 +84,11 @@ void register_shape_ops(OpRegistry& r) {
   reshape_def.name = "reshape";
   reshape_def.doc = "y = x with a new shape (one extent may be -1)";
   reshape_def.inputs = {"x"};
-  reshape_def.attrs = {{"shape", AttrType::kInts, nlohmann::json(),
-                        "new shape; one extent may be -1", -1}};
+  reshape_def.attrs = {{"shape",
+                        AttrType::kInts,
+                        nlohmann::json(),
+                        "new shape; one extent may be -1",
+                        -1}};
   reshape_def.shape = [](const ShapeContext& c) {
     Shape shape = c.attr_ints("shape");
     const int64_t n = num_elements(c.input_shape(0));
@@ -97,7 +101,8 @@ void register_shape_ops(OpRegistry& r) {
         known *= shape[d];
       }
     }
-    if (inferred >= 0 && known > 0 && n % known == 0) shape[inferred] = n / known;
+    if (inferred >= 0 && known > 0 && n % known == 0)
+      shape[inferred] = n / known;
     if (num_elements(shape) != n || (inferred >= 0 && known == 0)) {
       c.fail("attribute \"shape\"",
              "cannot reshape " + shape_string(c.input_shape(0)) + " to " +
@@ -118,19 +123,19 @@ void register_shape_ops(OpRegistry& r) {
   slice_def.name = "slice";
   slice_def.doc = "y = x[begin:end] along axis";
   slice_def.inputs = {"x"};
-  slice_def.attrs = {{"axis", AttrType::kInt, nlohmann::json(), "axis"},
-                     {"begin", AttrType::kInt, nlohmann::json(), "first index", 0},
-                     {"end", AttrType::kInt, nlohmann::json(), "one past the last", 0}};
+  slice_def.attrs = {
+      {"axis", AttrType::kInt, nlohmann::json(), "axis"},
+      {"begin", AttrType::kInt, nlohmann::json(), "first index", 0},
+      {"end", AttrType::kInt, nlohmann::json(), "one past the last", 0}};
   slice_def.shape = [](const ShapeContext& c) {
     const Shape& x = c.input_shape(0);
     const int64_t axis = checked_axis(c, x);
     const int64_t begin = c.attr_int("begin"), end = c.attr_int("end");
     if (begin > end || end > x[axis]) {
-      c.fail("attribute \"end\"", "range [" + std::to_string(begin) + ", " +
-                                      std::to_string(end) +
-                                      ") does not fit extent " +
-                                      std::to_string(x[axis]) + " of " +
-                                      shape_string(x));
+      c.fail("attribute \"end\"",
+             "range [" + std::to_string(begin) + ", " + std::to_string(end) +
+                 ") does not fit extent " + std::to_string(x[axis]) + " of " +
+                 shape_string(x));
     }
     return Shapes{with_extent(x, axis, end - begin)};
   };
@@ -187,7 +192,8 @@ void register_shape_ops(OpRegistry& r) {
   concat_def.variadic = true;
   concat_def.attrs = {{"axis", AttrType::kInt, 0, "axis"}};
   concat_def.shape = [](const ShapeContext& c) {
-    if (c.num_inputs() == 0) c.fail("inputs", "concat needs at least one input");
+    if (c.num_inputs() == 0)
+      c.fail("inputs", "concat needs at least one input");
     Shape out = c.input_shape(0);
     const int64_t axis = checked_axis(c, out);
     for (int i = 1; i < c.num_inputs(); ++i) {

@@ -13,7 +13,8 @@ Value reshape(Value x, Shape shape);
 // end); 0 <= begin <= end <= extent.
 Value slice(Value x, int64_t axis, int64_t begin, int64_t end);
 // x with `before` and `after` entries of `value` added along `axis`.
-Value pad(Value x, int64_t axis, int64_t before, int64_t after, double value = 0.0);
+Value pad(
+    Value x, int64_t axis, int64_t before, int64_t after, double value = 0.0);
 // Tensors joined along `axis`; all other extents must agree.
 Value concat(const std::vector<Value>& xs, int64_t axis);
 // y = x (a named copy; useful as a graph output).

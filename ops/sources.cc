@@ -13,7 +13,9 @@ OpDef filled(std::string name, std::string doc, double value) {
   def.name = std::move(name);
   def.doc = std::move(doc);
   def.attrs = {{"shape", AttrType::kInts, nlohmann::json(), "shape", 0}};
-  def.shape = [](const ShapeContext& c) { return Shapes{c.attr_ints("shape")}; };
+  def.shape = [](const ShapeContext& c) {
+    return Shapes{c.attr_ints("shape")};
+  };
   def.compute = [value](KernelContext& c) {
     c.output(0).array().setConstant(value);
   };
@@ -38,7 +40,8 @@ void register_source_ops(OpRegistry& r) {
   OpDef placeholder;
   placeholder.name = "placeholder";
   placeholder.doc = "y = the tensor fed for this node";
-  placeholder.attrs = {{"shape", AttrType::kInts, nlohmann::json(), "shape", 0}};
+  placeholder.attrs = {
+      {"shape", AttrType::kInts, nlohmann::json(), "shape", 0}};
   placeholder.shape = [](const ShapeContext& c) {
     return Shapes{c.attr_ints("shape")};
   };
@@ -51,7 +54,8 @@ void register_source_ops(OpRegistry& r) {
   OpDef constant;
   constant.name = "constant";
   constant.doc = "y = value (a number or nested list)";
-  constant.attrs = {{"value", AttrType::kTensor, nlohmann::json(), "the value"}};
+  constant.attrs = {
+      {"value", AttrType::kTensor, nlohmann::json(), "the value"}};
   constant.shape = [](const ShapeContext& c) {
     return Shapes{c.node().tensor("value").shape()};
   };
@@ -61,7 +65,8 @@ void register_source_ops(OpRegistry& r) {
   r.add(std::move(constant));
 
   OpDef fill_def = filled("fill", "y = value everywhere", 0.0);
-  fill_def.attrs.push_back({"value", AttrType::kFloat, nlohmann::json(), "value"});
+  fill_def.attrs.push_back(
+      {"value", AttrType::kFloat, nlohmann::json(), "value"});
   fill_def.compute = [](KernelContext& c) {
     c.output(0).array().setConstant(c.attr_float("value"));
   };

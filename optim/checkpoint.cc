@@ -1,5 +1,3 @@
-#include "optim/checkpoint_impl.h"
-
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -11,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "optim/checkpoint_impl.h"
 
 namespace adgraph::optim::detail {
 namespace {
@@ -19,7 +18,8 @@ constexpr char kMagic[16] = "ADGRAPH-LBFGS-1";
 
 uint64_t fnv1a(const char* data, std::size_t n) {
   uint64_t h = 1469598103934665603ull;
-  for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(data[i])) * 1099511628211ull;
+  for (std::size_t i = 0; i < n; ++i)
+    h = (h ^ static_cast<unsigned char>(data[i])) * 1099511628211ull;
   return h;
 }
 
@@ -30,7 +30,8 @@ class Writer {
     bytes_.append(reinterpret_cast<const char*>(&v), sizeof(T));
   }
   void put(const Eigen::VectorXd& v) {
-    bytes_.append(reinterpret_cast<const char*>(v.data()), sizeof(double) * v.size());
+    bytes_.append(reinterpret_cast<const char*>(v.data()),
+                  sizeof(double) * v.size());
   }
   std::string& bytes() { return bytes_; }
 
@@ -68,14 +69,18 @@ void write_all(int fd, const std::string& bytes, const std::string& path) {
   while (done < bytes.size()) {
     const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) throw Error("cannot write checkpoint " + path + ": " + std::strerror(errno));
+    if (w <= 0)
+      throw Error("cannot write checkpoint " + path + ": " +
+                  std::strerror(errno));
     done += static_cast<std::size_t>(w);
   }
 }
 
 std::string directory_of(const std::string& path) {
   const auto slash = path.find_last_of('/');
-  return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  return slash == std::string::npos
+             ? "."
+             : (slash == 0 ? "/" : path.substr(0, slash));
 }
 
 }  // namespace
@@ -116,17 +121,22 @@ void write_checkpoint(const std::string& prefix,
   const std::string path = checkpoint_file(prefix, rank, size);
   const std::string temporary = path + ".tmp";
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw Error("cannot create checkpoint " + temporary + ": " + std::strerror(errno));
+  if (fd < 0)
+    throw Error("cannot create checkpoint " + temporary + ": " +
+                std::strerror(errno));
   try {
     write_all(fd, w.bytes(), temporary);
-    if (::fsync(fd) != 0) throw Error("cannot sync checkpoint " + temporary + ": " + std::strerror(errno));
+    if (::fsync(fd) != 0)
+      throw Error("cannot sync checkpoint " + temporary + ": " +
+                  std::strerror(errno));
   } catch (...) {
     ::close(fd);
     throw;
   }
   ::close(fd);
   if (::rename(temporary.c_str(), path.c_str()) != 0) {
-    throw Error("cannot rename " + temporary + " to " + path + ": " + std::strerror(errno));
+    throw Error("cannot rename " + temporary + " to " + path + ": " +
+                std::strerror(errno));
   }
   const int dir = ::open(directory_of(path).c_str(), O_RDONLY);
   if (dir >= 0) {
@@ -147,14 +157,18 @@ std::string read_checkpoint(const std::string& prefix,
     return path + ": cannot open (was the checkpoint written by a run with " +
            std::to_string(size) + " ranks?)";
   }
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto corrupt = [&](const std::string& why) { return path + ": corrupted checkpoint (" + why + ")"; };
+  const std::string bytes((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
+  auto corrupt = [&](const std::string& why) {
+    return path + ": corrupted checkpoint (" + why + ")";
+  };
   if (bytes.size() < sizeof(kMagic) + sizeof(uint64_t) ||
       std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
     return corrupt("not an adgraph L-BFGS checkpoint");
   }
   uint64_t stored;
-  std::memcpy(&stored, bytes.data() + bytes.size() - sizeof(stored), sizeof(stored));
+  std::memcpy(
+      &stored, bytes.data() + bytes.size() - sizeof(stored), sizeof(stored));
   if (stored != fnv1a(bytes.data(), bytes.size() - sizeof(stored))) {
     return corrupt("checksum mismatch: truncated or modified");
   }
@@ -162,18 +176,19 @@ std::string read_checkpoint(const std::string& prefix,
   Reader r(body);
   int32_t file_rank, file_size, file_history, iteration, evaluations, count;
   int64_t file_n, fh;
-  if (!r.get(&file_rank) || !r.get(&file_size) || !r.get(&file_history) || !r.get(&file_n) ||
-      !r.get(&iteration) || !r.get(&evaluations) || !r.get(&count) || !r.get(&fh)) {
+  if (!r.get(&file_rank) || !r.get(&file_size) || !r.get(&file_history) ||
+      !r.get(&file_n) || !r.get(&iteration) || !r.get(&evaluations) ||
+      !r.get(&count) || !r.get(&fh)) {
     return corrupt("short header");
   }
   if (file_size != size || file_rank != rank) {
     return path + ": written by rank " + std::to_string(file_rank) + " of " +
-           std::to_string(file_size) + ", this is rank " + std::to_string(rank) + " of " +
-           std::to_string(size);
+           std::to_string(file_size) + ", this is rank " +
+           std::to_string(rank) + " of " + std::to_string(size);
   }
   if (file_n != n) {
-    return path + ": holds " + std::to_string(file_n) + " variables, this run has " +
-           std::to_string(n);
+    return path + ": holds " + std::to_string(file_n) +
+           " variables, this run has " + std::to_string(n);
   }
   if (file_history != history) {
     return path + ": written with history " + std::to_string(file_history) +
@@ -183,8 +198,8 @@ std::string read_checkpoint(const std::string& prefix,
   LbfgsState s;
   s.iteration = iteration;
   s.evaluations = evaluations;
-  if (!r.get(&s.f) || !r.get(&s.initial_f) || !r.get(&s.gamma) || !r.get(&s.x, n) ||
-      !r.get(&s.g, n)) {
+  if (!r.get(&s.f) || !r.get(&s.initial_f) || !r.get(&s.gamma) ||
+      !r.get(&s.x, n) || !r.get(&s.g, n)) {
     return corrupt("short state");
   }
   s.s.resize(count);
@@ -203,7 +218,8 @@ std::string read_checkpoint(const std::string& prefix,
   for (int64_t i = 0; i < fh; ++i) {
     if (!r.get(&s.f_history[i])) return corrupt("short trace");
   }
-  if (r.position() + sizeof(uint64_t) != body.size()) return corrupt("trailing bytes");
+  if (r.position() + sizeof(uint64_t) != body.size())
+    return corrupt("trailing bytes");
   *state = std::move(s);
   return {};
 }

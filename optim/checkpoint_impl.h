@@ -3,10 +3,9 @@
 // leaves the previous checkpoint in place.
 #pragma once
 
+#include <Eigen/Core>
 #include <string>
 #include <vector>
-
-#include <Eigen/Core>
 
 namespace adgraph {
 class Communicator;
@@ -19,8 +18,8 @@ struct LbfgsState {
   int evaluations = 0;
   double f = 0.0;
   double initial_f = 0.0;
-  double gamma = 1.0;      // H0 scaling sᵀy / yᵀy
-  Eigen::VectorXd x, g;    // this rank's part
+  double gamma = 1.0;                 // H0 scaling sᵀy / yᵀy
+  Eigen::VectorXd x, g;               // this rank's part
   std::vector<Eigen::VectorXd> s, y;  // history, oldest first
   std::vector<double> rho;            // 1 / sᵀy per pair
   std::vector<double> f_history;

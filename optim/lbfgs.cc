@@ -22,7 +22,8 @@ using detail::LbfgsState;
 class Reducer {
  public:
   Reducer(Communicator* comm, Layout layout)
-      : comm_(comm != nullptr && comm->size() > 1 ? comm : nullptr), layout_(layout) {}
+      : comm_(comm != nullptr && comm->size() > 1 ? comm : nullptr),
+        layout_(layout) {}
 
   void sum(double* v, int64_t n) const {
     if (!comm_) return;
@@ -77,12 +78,20 @@ void agree_or_throw(const Reducer& reduce, const std::string& problem) {
   double first = problem.empty() ? comm->size() : comm->rank();
   comm->allreduce(&first, &first, 1, ReduceOp::kMin);
   if (first >= comm->size()) return;
-  throw Error(comm->broadcast(problem, static_cast<int>(first)), {}, {}, "checkpoint");
+  throw Error(
+      comm->broadcast(problem, static_cast<int>(first)), {}, {}, "checkpoint");
 }
 
-void print_line(std::ostream& out, int iteration, double f, double gnorm, double seconds) {
+void print_line(
+    std::ostream& out, int iteration, double f, double gnorm, double seconds) {
   char line[128];
-  std::snprintf(line, sizeof(line), "%6d  %22.15e  %14.6e  %9.3f\n", iteration, f, gnorm, seconds);
+  std::snprintf(line,
+                sizeof(line),
+                "%6d  %22.15e  %14.6e  %9.3f\n",
+                iteration,
+                f,
+                gnorm,
+                seconds);
   out << line << std::flush;
 }
 
@@ -121,13 +130,16 @@ bool LbfgsOptions::is_valid(std::string* error) const {
     return bad("line_search needs 0 < c1 < c2 < 1");
   }
   if (!(ls.max_step > 0)) return bad("line_search.max_step must be > 0");
-  if (ls.max_evaluations < 1) return bad("line_search.max_evaluations must be >= 1");
-  if (!(ls.approximate_wolfe_epsilon >= 0 && ls.approximate_wolfe_epsilon <= 1e-6)) {
+  if (ls.max_evaluations < 1)
+    return bad("line_search.max_evaluations must be >= 1");
+  if (!(ls.approximate_wolfe_epsilon >= 0 &&
+        ls.approximate_wolfe_epsilon <= 1e-6)) {
     return bad("line_search.approximate_wolfe_epsilon must be in [0, 1e-6]");
   }
   if (checkpoint_every < 0) return bad("checkpoint_every must be >= 0");
   if ((checkpoint_every > 0 || resume) && checkpoint_path.empty()) {
-    return bad("checkpoint_path is required with checkpoint_every > 0 or resume");
+    return bad(
+        "checkpoint_path is required with checkpoint_every > 0 or resume");
   }
   return true;
 }
@@ -138,13 +150,17 @@ LbfgsSummary lbfgs(const Objective& objective,
                    Communicator* comm,
                    Layout layout) {
   std::string error;
-  if (!options.is_valid(&error)) throw OptionsError(error, {}, {}, "LbfgsOptions");
+  if (!options.is_valid(&error))
+    throw OptionsError(error, {}, {}, "LbfgsOptions");
   const Reducer reduce(comm, layout);
   const int rank = comm ? comm->rank() : 0, size = comm ? comm->size() : 1;
   const bool printing = options.trace && rank == 0;
-  std::ostream& trace = options.trace_stream ? *options.trace_stream : std::cout;
+  std::ostream& trace =
+      options.trace_stream ? *options.trace_stream : std::cout;
   const auto start = Clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
 
   LbfgsSummary summary;
   LbfgsState st;
@@ -156,8 +172,8 @@ LbfgsSummary lbfgs(const Objective& objective,
   };
 
   if (options.resume) {
-    const std::string problem = detail::read_checkpoint(options.checkpoint_path, rank, size,
-                                                        x.size(), options.history, &st);
+    const std::string problem = detail::read_checkpoint(
+        options.checkpoint_path, rank, size, x.size(), options.history, &st);
     agree_or_throw(reduce, problem);
     x = st.x;
     summary.resumed_at = st.iteration;
@@ -227,7 +243,8 @@ LbfgsSummary lbfgs(const Objective& objective,
       if (*phi < best_f) best_f = *phi, best_x = trial_x, best_g = trial_g;
     };
     LineSearchOptions ls = options.line_search;
-    ls.max_evaluations = std::min(ls.max_evaluations, options.max_evaluations - st.evaluations);
+    ls.max_evaluations =
+        std::min(ls.max_evaluations, options.max_evaluations - st.evaluations);
     const LineSearchResult found =
         line_search_strong_wolfe(line, st.f, dphi0, initial, ls);
 
@@ -236,8 +253,10 @@ LbfgsSummary lbfgs(const Objective& objective,
       why = Termination::kLineSearchFailed;
       break;
     }
-    Eigen::VectorXd new_x = accepted && found.alpha == last_alpha ? trial_x : best_x;
-    Eigen::VectorXd new_g = accepted && found.alpha == last_alpha ? trial_g : best_g;
+    Eigen::VectorXd new_x =
+        accepted && found.alpha == last_alpha ? trial_x : best_x;
+    Eigen::VectorXd new_g =
+        accepted && found.alpha == last_alpha ? trial_g : best_g;
     const double new_f = accepted ? found.phi : best_f;
 
     Eigen::VectorXd s = new_x - st.x, y = new_g - st.g;
@@ -261,8 +280,10 @@ LbfgsSummary lbfgs(const Objective& objective,
     st.f_history.push_back(st.f);
     gnorm = reduce.norm_inf(st.g);
     if (printing) print_line(trace, st.iteration, st.f, gnorm, elapsed());
-    if (options.checkpoint_every > 0 && st.iteration % options.checkpoint_every == 0) {
-      detail::write_checkpoint(options.checkpoint_path, rank, size, options.history, st);
+    if (options.checkpoint_every > 0 &&
+        st.iteration % options.checkpoint_every == 0) {
+      detail::write_checkpoint(
+          options.checkpoint_path, rank, size, options.history, st);
     }
     if (!accepted) {
       why = Termination::kLineSearchFailed;
@@ -286,8 +307,15 @@ LbfgsSummary lbfgs(const Objective& objective,
   summary.f_history = st.f_history;
   summary.seconds = elapsed();
   char message[200];
-  std::snprintf(message, sizeof(message), "%s after %d iterations and %d evaluations: f = %.17g, |g|inf = %.3e",
-                termination_name(why), st.iteration, st.evaluations, st.f, gnorm);
+  std::snprintf(
+      message,
+      sizeof(message),
+      "%s after %d iterations and %d evaluations: f = %.17g, |g|inf = %.3e",
+      termination_name(why),
+      st.iteration,
+      st.evaluations,
+      st.f,
+      gnorm);
   summary.message = message;
   if (printing) trace << summary.message << "\n";
   return summary;

@@ -12,12 +12,11 @@
 // hold bit-identical scalars and take identical decisions.
 #pragma once
 
+#include <Eigen/Core>
 #include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
-
-#include <Eigen/Core>
 
 #include "optim/line_search.h"
 
@@ -102,7 +101,8 @@ struct LbfgsSummary {
 
 // Evaluates f at x, writes ∇f (this rank's part) into `grad` (already sized
 // like x) and returns this rank's f. Called in lockstep on every rank.
-using Objective = std::function<double(const Eigen::VectorXd& x, Eigen::VectorXd& grad)>;
+using Objective =
+    std::function<double(const Eigen::VectorXd& x, Eigen::VectorXd& grad)>;
 
 // Minimises f from `x` (overwritten with the result). `comm` may be nullptr
 // for a single process. Throws OptionsError for invalid options and Error

@@ -8,7 +8,8 @@ namespace {
 
 // Minimiser of the cubic interpolating φ and φ' at a and b, kept inside the
 // middle 80 % of [a, b] (N&W eq. 3.59, safeguarded).
-double cubic_step(double a, double fa, double da, double b, double fb, double db) {
+double cubic_step(
+    double a, double fa, double da, double b, double fb, double db) {
   const double lo = std::min(a, b), hi = std::max(a, b);
   const double margin = 0.1 * (hi - lo);
   const double d1 = da + db - 3 * (fa - fb) / (a - b);
@@ -19,7 +20,9 @@ double cubic_step(double a, double fa, double da, double b, double fb, double db
     const double denom = db - da + 2 * d2;
     if (denom != 0) t = b - (b - a) * (db + d2 - d1) / denom;
   }
-  auto inside = [&](double v) { return std::isfinite(v) && v >= lo + margin && v <= hi - margin; };
+  auto inside = [&](double v) {
+    return std::isfinite(v) && v >= lo + margin && v <= hi - margin;
+  };
   if (inside(t)) return t;
   // Quadratic through φ(a), φ'(a), φ(b), then bisection.
   const double h = b - a, q = 2 * (fb - fa - da * h);
@@ -56,7 +59,12 @@ LineSearchResult line_search_strong_wolfe(const LineFunction& f,
     return fa <= phi0 + o.approximate_wolfe_epsilon * std::fabs(phi0) &&
            da <= (2 * o.c1 - 1) * dphi0;
   };
-  auto zoom = [&](double lo, double flo, double dlo, double hi, double fhi, double dhi) {
+  auto zoom = [&](double lo,
+                  double flo,
+                  double dlo,
+                  double hi,
+                  double fhi,
+                  double dhi) {
     while (best.evaluations < o.max_evaluations) {
       const double a = cubic_step(lo, flo, dlo, hi, fhi, dhi);
       double fa, da;

@@ -15,7 +15,8 @@ namespace adgraph::optim {
 
 // φ(α) = f(x + α d) and φ'(α) = ∇f(x + α d)·d for a trial step α; the
 // callback evaluates both at once (one objective evaluation).
-using LineFunction = std::function<void(double alpha, double* phi, double* dphi)>;
+using LineFunction =
+    std::function<void(double alpha, double* phi, double* dphi)>;
 
 struct LineSearchOptions {
   // Sufficient decrease: φ(α) ≤ φ(0) + c1·α·φ'(0). Range (0, c2). 1e-4.

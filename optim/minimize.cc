@@ -13,24 +13,35 @@ LbfgsSummary minimize(Value objective,
                       const LbfgsOptions& options,
                       Layout layout) {
   if (!objective.valid() || num_elements(objective.shape()) != 1) {
-    throw GraphError("the objective must have one element, it has shape " +
-                         (objective.valid() ? shape_string(objective.shape()) : "?"),
-                     objective.valid() ? objective.name() : "", {}, "objective");
+    throw GraphError(
+        "the objective must have one element, it has shape " +
+            (objective.valid() ? shape_string(objective.shape()) : "?"),
+        objective.valid() ? objective.name() : "",
+        {},
+        "objective");
   }
   if (values.size() != variables.size()) {
-    throw GraphError("one start value per variable is needed", objective.name(), {}, "variables");
+    throw GraphError("one start value per variable is needed",
+                     objective.name(),
+                     {},
+                     "variables");
   }
   int64_t n = 0;
   for (std::size_t k = 0; k < variables.size(); ++k) {
     const Value& v = variables[k];
     if (v.node().op_name() != "placeholder") {
-      throw GraphError("a variable must be a placeholder", v.name(), v.node().op_name(),
+      throw GraphError("a variable must be a placeholder",
+                       v.name(),
+                       v.node().op_name(),
                        "variables");
     }
     if (values[k].shape() != v.shape()) {
-      throw ShapeError("start value has shape " + shape_string(values[k].shape()) +
-                           ", the variable " + shape_string(v.shape()),
-                       v.name(), "placeholder", "variables");
+      throw ShapeError("start value has shape " +
+                           shape_string(values[k].shape()) + ", the variable " +
+                           shape_string(v.shape()),
+                       v.name(),
+                       "placeholder",
+                       "variables");
     }
     n += values[k].size();
   }
@@ -39,7 +50,8 @@ LbfgsSummary minimize(Value objective,
   fetches.insert(fetches.begin(), objective);
   Session session(g);
   FeedMap at = feeds;
-  for (std::size_t k = 0; k < variables.size(); ++k) at[variables[k]] = values[k];
+  for (std::size_t k = 0; k < variables.size(); ++k)
+    at[variables[k]] = values[k];
 
   auto unpack = [&](const Eigen::VectorXd& x) {
     int64_t offset = 0;
@@ -69,7 +81,8 @@ LbfgsSummary minimize(Value objective,
   auto* comm = dynamic_cast<Communicator*>(g.comm());
   LbfgsSummary summary = lbfgs(f, x, options, comm, layout);
   unpack(x);
-  for (std::size_t k = 0; k < variables.size(); ++k) values[k] = at[variables[k]];
+  for (std::size_t k = 0; k < variables.size(); ++k)
+    values[k] = at[variables[k]];
   return summary;
 }
 

@@ -14,13 +14,17 @@ HeatInverse::HeatInverse(HeatInverseOptions options, Communicator& comm)
     : options_(std::move(options)), comm_(comm) {
   const HeatConfig& c = options_.config;
   std::string error;
-  if (!c.is_valid(comm.size(), &error)) throw OptionsError(error, {}, {}, "HeatConfig");
+  if (!c.is_valid(comm.size(), &error))
+    throw OptionsError(error, {}, {}, "HeatConfig");
   for (const auto& [i, j] : options_.sensors) {
     if (i < 0 || i >= c.nx || j < 0 || j >= c.ny) {
-      throw OptionsError("sensor (" + std::to_string(i) + ", " + std::to_string(j) +
-                             ") is outside the " + std::to_string(c.nx) + " x " +
+      throw OptionsError("sensor (" + std::to_string(i) + ", " +
+                             std::to_string(j) + ") is outside the " +
+                             std::to_string(c.nx) + " x " +
                              std::to_string(c.ny) + " grid",
-                         {}, {}, "sensors");
+                         {},
+                         {},
+                         "sensors");
     }
   }
   patch_ = patch_of(c, comm.rank());
@@ -32,8 +36,11 @@ HeatInverse::HeatInverse(HeatInverseOptions options, Communicator& comm)
   if (options_.replicated) {
     kappa_ = g.placeholder("kappa", {c.nx, c.ny});
     Value everywhere = mpi_bcast(kappa_, 0);
-    kappa_patch = slice(slice(everywhere, 0, patch_.row0, patch_.row0 + patch_.n), 1,
-                        patch_.col0, patch_.col0 + patch_.m);
+    kappa_patch =
+        slice(slice(everywhere, 0, patch_.row0, patch_.row0 + patch_.n),
+              1,
+              patch_.col0,
+              patch_.col0 + patch_.m);
   } else {
     kappa_ = g.placeholder("kappa", {patch_.n, patch_.m});
     kappa_patch = kappa_;
@@ -47,7 +54,8 @@ HeatInverse::HeatInverse(HeatInverseOptions options, Communicator& comm)
     Tensor mask(Shape{patch_.n, patch_.m}, 0.0);
     for (const auto& [i, j] : options_.sensors) {
       const int64_t li = i - patch_.row0, lj = j - patch_.col0;
-      if (li >= 0 && li < patch_.n && lj >= 0 && lj < patch_.m) mask[li * patch_.m + lj] = 1.0;
+      if (li >= 0 && li < patch_.n && lj >= 0 && lj < patch_.m)
+        mask[li * patch_.m + lj] = 1.0;
     }
     misfit = misfit * g.constant(mask, "sensor_mask");
   }
@@ -65,7 +73,8 @@ HeatInverse::HeatInverse(HeatInverseOptions options, Communicator& comm)
 HeatInverse::~HeatInverse() = default;
 
 optim::Layout HeatInverse::layout() const {
-  return options_.replicated ? optim::Layout::kReplicated : optim::Layout::kSharded;
+  return options_.replicated ? optim::Layout::kReplicated
+                             : optim::Layout::kSharded;
 }
 
 Tensor HeatInverse::kappa_start() const { return Tensor(kappa_.shape(), 1.0); }
@@ -79,7 +88,8 @@ Tensor HeatInverse::kappa_true() const {
 }
 
 std::pair<double, Tensor> HeatInverse::loss_and_gradient(const Tensor& kappa) {
-  auto out = session_->run({global_loss_, gradient_}, {{kappa_, kappa}, {obs_, observations_}});
+  auto out = session_->run({global_loss_, gradient_},
+                           {{kappa_, kappa}, {obs_, observations_}});
   double total = out[0].item();
   if (options_.replicated) {
     comm_.bcast(&total, 1, 0);
@@ -90,7 +100,9 @@ std::pair<double, Tensor> HeatInverse::loss_and_gradient(const Tensor& kappa) {
 }
 
 double HeatInverse::loss(const Tensor& kappa) {
-  double total = session_->run(global_loss_, {{kappa_, kappa}, {obs_, observations_}}).item();
+  double total =
+      session_->run(global_loss_, {{kappa_, kappa}, {obs_, observations_}})
+          .item();
   if (options_.replicated) {
     comm_.bcast(&total, 1, 0);
     return total;
@@ -98,7 +110,8 @@ double HeatInverse::loss(const Tensor& kappa) {
   return comm_.allreduce_sum(total);
 }
 
-optim::LbfgsSummary HeatInverse::fit(Tensor& kappa, const optim::LbfgsOptions& options) {
+optim::LbfgsSummary HeatInverse::fit(Tensor& kappa,
+                                     const optim::LbfgsOptions& options) {
   FeedMap feeds{{kappa_, kappa}, {obs_, observations_}};
   Tensor& at = feeds[kappa_];
   optim::Objective f = [&](const Eigen::VectorXd& x, Eigen::VectorXd& grad) {

@@ -16,14 +16,16 @@ Tensor field(const HeatConfig& config, const Patch& patch, F f) {
   const double h = config.h();
   for (int64_t i = 0; i < patch.n; ++i) {
     for (int64_t j = 0; j < patch.m; ++j) {
-      t[i * patch.m + j] = f((patch.row0 + i + 1) * h, (patch.col0 + j + 1) * h);
+      t[i * patch.m + j] =
+          f((patch.row0 + i + 1) * h, (patch.col0 + j + 1) * h);
     }
   }
   return t;
 }
 
 double kappa_true_at(double x, double y) {
-  return 1 + 0.5 * std::exp(-((x - 0.5) * (x - 0.5) + (y - 0.5) * (y - 0.5)) / 0.05);
+  return 1 + 0.5 * std::exp(-((x - 0.5) * (x - 0.5) + (y - 0.5) * (y - 0.5)) /
+                            0.05);
 }
 
 }  // namespace
@@ -38,15 +40,18 @@ bool HeatConfig::is_valid(int ranks, std::string* error) const {
   if (nt < 1) return bad("nt must be >= 1");
   if (!(dt >= 0)) return bad("dt must be >= 0 (0 selects the default rule)");
   if (px * py != ranks) {
-    return bad("px x py = " + std::to_string(px) + " x " + std::to_string(py) + " = " +
-               std::to_string(px * py) + " patches need as many ranks, but there are " +
+    return bad("px x py = " + std::to_string(px) + " x " + std::to_string(py) +
+               " = " + std::to_string(px * py) +
+               " patches need as many ranks, but there are " +
                std::to_string(ranks));
   }
   if (nx % px != 0) {
-    return bad("nx = " + std::to_string(nx) + " is not divisible by px = " + std::to_string(px));
+    return bad("nx = " + std::to_string(nx) +
+               " is not divisible by px = " + std::to_string(px));
   }
   if (ny % py != 0) {
-    return bad("ny = " + std::to_string(ny) + " is not divisible by py = " + std::to_string(py));
+    return bad("ny = " + std::to_string(ny) +
+               " is not divisible by py = " + std::to_string(py));
   }
   return true;
 }
@@ -97,7 +102,8 @@ Value heat_solve(Value u0, Value kappa, Value f, const HeatConfig& config) {
   for (int step = 0; step < config.nt; ++step) {
     // What each neighbour needs of this patch: its edge rows and columns.
     auto edges = patch_edges(u);
-    auto halos = data_exchange(edges[0], edges[1], edges[2], edges[3], config.px, config.py);
+    auto halos = data_exchange(
+        edges[0], edges[1], edges[2], edges[3], config.px, config.py);
     u = heat_step(u, kappa, f, halos, dt, h);
   }
   return u;

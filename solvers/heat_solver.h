@@ -40,9 +40,11 @@ struct Patch {
 Patch patch_of(const HeatConfig& config, int rank);
 
 // The demo problem's fields on a patch, from global coordinates.
-Tensor heat_initial(const HeatConfig& config, const Patch& patch);     // sin(πx)·sin(πy)
-Tensor heat_kappa_true(const HeatConfig& config, const Patch& patch);  // 1 + 0.5·exp(−r²/0.05)
-Tensor heat_source(const HeatConfig& config, const Patch& patch);      // 1
+Tensor heat_initial(const HeatConfig& config,
+                    const Patch& patch);  // sin(πx)·sin(πy)
+Tensor heat_kappa_true(const HeatConfig& config,
+                       const Patch& patch);  // 1 + 0.5·exp(−r²/0.05)
+Tensor heat_source(const HeatConfig& config, const Patch& patch);  // 1
 // 0.2·h² / max over all grid points of κ_true (the same on every rank).
 double heat_default_dt(const HeatConfig& config);
 // config.dt, or the default rule when it is 0.

@@ -40,13 +40,20 @@ Stencil stencil_of(const KernelContext& c, int first_halo) {
           u.shape()[1]};
 }
 
-void check_shapes(const ShapeContext& c, int first_patch_input, int n_patch_inputs, int first_halo) {
+void check_shapes(const ShapeContext& c,
+                  int first_patch_input,
+                  int n_patch_inputs,
+                  int first_halo) {
   const Shape& u = c.input_shape(first_patch_input);
-  if (u.size() != 2) c.fail("input \"u\"", "expected an n x m patch, got shape " + shape_string(u));
-  for (int k = first_patch_input + 1; k < first_patch_input + n_patch_inputs; ++k) {
+  if (u.size() != 2)
+    c.fail("input \"u\"",
+           "expected an n x m patch, got shape " + shape_string(u));
+  for (int k = first_patch_input + 1; k < first_patch_input + n_patch_inputs;
+       ++k) {
     if (c.input_shape(k) != u) {
-      c.fail("input " + std::to_string(k), "shape " + shape_string(c.input_shape(k)) +
-                                               " differs from u's " + shape_string(u));
+      c.fail("input " + std::to_string(k),
+             "shape " + shape_string(c.input_shape(k)) + " differs from u's " +
+                 shape_string(u));
     }
   }
   const Shape rows{u[0]}, cols{u[1]};
@@ -55,8 +62,9 @@ void check_shapes(const ShapeContext& c, int first_patch_input, int n_patch_inpu
     const Shape& want = k < 2 ? rows : cols;
     if (c.input_shape(first_halo + k) != want) {
       c.fail(std::string("input \"") + names[k] + "\"",
-             "shape " + shape_string(c.input_shape(first_halo + k)) + ", expected " +
-                 shape_string(want) + " for a patch of " + shape_string(u));
+             "shape " + shape_string(c.input_shape(first_halo + k)) +
+                 ", expected " + shape_string(want) + " for a patch of " +
+                 shape_string(u));
     }
   }
 }
@@ -74,8 +82,10 @@ Value heat_step(Value u,
                 const std::array<Value, 4>& halos,
                 double dt,
                 double h) {
-  return u.graph().add_node("heat_step", {u, kappa, f, halos[0], halos[1], halos[2], halos[3]},
-                            {{"dt", dt}, {"h", h}});
+  return u.graph().add_node(
+      "heat_step",
+      {u, kappa, f, halos[0], halos[1], halos[2], halos[3]},
+      {{"dt", dt}, {"h", h}});
 }
 
 std::array<Value, 4> patch_edges(Value u) {
@@ -88,33 +98,42 @@ void register_heat_ops(OpRegistry& registry) {
   // ū = patch_edges_adjoint(l̄, r̄, ū_up, ū_down)
   OpDef edges;
   edges.name = "patch_edges";
-  edges.doc = "the left and right columns and the top and bottom rows of an n x m patch";
+  edges.doc =
+      "the left and right columns and the top and bottom rows of an n x m "
+      "patch";
   edges.inputs = {"u"};
   edges.num_outputs = 4;
   edges.shape = [](const ShapeContext& c) {
     const Shape& u = c.input_shape(0);
-    if (u.size() != 2) c.fail("input \"u\"", "expected an n x m patch, got shape " + shape_string(u));
+    if (u.size() != 2)
+      c.fail("input \"u\"",
+             "expected an n x m patch, got shape " + shape_string(u));
     return Shapes{{u[0]}, {u[0]}, {u[1]}, {u[1]}};
   };
   edges.compute = [](KernelContext& c) {
     const Tensor& u = c.input(0);
     const int64_t n = u.shape()[0], m = u.shape()[1];
-    for (int64_t i = 0; i < n; ++i) c.output(0)[i] = u[i * m], c.output(1)[i] = u[i * m + m - 1];
-    for (int64_t j = 0; j < m; ++j) c.output(2)[j] = u[j], c.output(3)[j] = u[(n - 1) * m + j];
+    for (int64_t i = 0; i < n; ++i)
+      c.output(0)[i] = u[i * m], c.output(1)[i] = u[i * m + m - 1];
+    for (int64_t j = 0; j < m; ++j)
+      c.output(2)[j] = u[j], c.output(3)[j] = u[(n - 1) * m + j];
   };
   edges.gradient = [](const GradientContext& c) {
-    return Values{c.graph().add_node("patch_edges_adjoint", {c.grad(0), c.grad(1), c.grad(2), c.grad(3)})};
+    return Values{c.graph().add_node(
+        "patch_edges_adjoint", {c.grad(0), c.grad(1), c.grad(2), c.grad(3)})};
   };
   registry.add(std::move(edges));
 
   // y = 0 with the four strips added onto their edges;  strip̄ = edges of ȳ
   OpDef edges_adjoint;
   edges_adjoint.name = "patch_edges_adjoint";
-  edges_adjoint.doc = "a zero n x m patch with left, right, up and down added onto its edges";
+  edges_adjoint.doc =
+      "a zero n x m patch with left, right, up and down added onto its edges";
   edges_adjoint.inputs = {"left", "right", "up", "down"};
   edges_adjoint.shape = [](const ShapeContext& c) {
     const Shape &l = c.input_shape(0), &up = c.input_shape(2);
-    if (l.size() != 1 || up.size() != 1 || c.input_shape(1) != l || c.input_shape(3) != up) {
+    if (l.size() != 1 || up.size() != 1 || c.input_shape(1) != l ||
+        c.input_shape(3) != up) {
       c.fail("inputs", "expected strips [n], [n], [m], [m]");
     }
     return Shapes{{l[0], up[0]}};
@@ -123,8 +142,10 @@ void register_heat_ops(OpRegistry& registry) {
     Tensor& y = c.output(0);
     const int64_t n = y.shape()[0], m = y.shape()[1];
     y.array().setZero();
-    for (int64_t i = 0; i < n; ++i) y[i * m] += c.input(0)[i], y[i * m + m - 1] += c.input(1)[i];
-    for (int64_t j = 0; j < m; ++j) y[j] += c.input(2)[j], y[(n - 1) * m + j] += c.input(3)[j];
+    for (int64_t i = 0; i < n; ++i)
+      y[i * m] += c.input(0)[i], y[i * m + m - 1] += c.input(1)[i];
+    for (int64_t j = 0; j < m; ++j)
+      y[j] += c.input(2)[j], y[(n - 1) * m + j] += c.input(3)[j];
   };
   edges_adjoint.gradient = [](const GradientContext& c) {
     auto e = patch_edges(c.grad());
@@ -135,8 +156,10 @@ void register_heat_ops(OpRegistry& registry) {
   // u⁺ = u + dt·(κ ⊙ stencil(u, halos)/h² + f);  adjoint: heat_step_adjoint
   OpDef step;
   step.name = "heat_step";
-  step.doc = "u + dt * (kappa * laplacian(u with halos) / h^2 + f) on an n x m patch";
-  step.inputs = {"u", "kappa", "f", "from_left", "from_right", "from_up", "from_down"};
+  step.doc =
+      "u + dt * (kappa * laplacian(u with halos) / h^2 + f) on an n x m patch";
+  step.inputs = {
+      "u", "kappa", "f", "from_left", "from_right", "from_up", "from_down"};
   step.attrs = step_attrs();
   step.shape = [](const ShapeContext& c) {
     check_shapes(c, 0, 3, 3);
@@ -175,7 +198,8 @@ void register_heat_ops(OpRegistry& registry) {
   step.gradient = [](const GradientContext& c) {
     std::vector<Value> inputs = {c.grad()};
     for (int k = 0; k < 7; ++k) inputs.push_back(c.input(k));
-    auto out = c.graph().add_node_outputs("heat_step_adjoint", inputs, c.node().attrs);
+    auto out =
+        c.graph().add_node_outputs("heat_step_adjoint", inputs, c.node().attrs);
     return Values(out.begin(), out.end());
   };
   registry.add(std::move(step));
@@ -183,9 +207,16 @@ void register_heat_ops(OpRegistry& registry) {
   // (ū, κ̄, f̄, halō…) of heat_step for the cotangent ū⁺ (see the header).
   OpDef adjoint;
   adjoint.name = "heat_step_adjoint";
-  adjoint.doc = "cotangents of heat_step's seven inputs for the cotangent of its output";
-  adjoint.inputs = {"grad",      "u",          "kappa",   "f",
-                    "from_left", "from_right", "from_up", "from_down"};
+  adjoint.doc =
+      "cotangents of heat_step's seven inputs for the cotangent of its output";
+  adjoint.inputs = {"grad",
+                    "u",
+                    "kappa",
+                    "f",
+                    "from_left",
+                    "from_right",
+                    "from_up",
+                    "from_down"};
   adjoint.attrs = step_attrs();
   adjoint.num_outputs = 7;
   adjoint.shape = [](const ShapeContext& c) {
@@ -196,8 +227,13 @@ void register_heat_ops(OpRegistry& registry) {
   adjoint.compute = [](KernelContext& c) {
     const Tensor& g = c.input(0);
     const int64_t n = g.shape()[0], m = g.shape()[1];
-    const Stencil s{c.input(1).data(), c.input(4).data(), c.input(5).data(),
-                    c.input(6).data(), c.input(7).data(), n, m};
+    const Stencil s{c.input(1).data(),
+                    c.input(4).data(),
+                    c.input(5).data(),
+                    c.input(6).data(),
+                    c.input(7).data(),
+                    n,
+                    m};
     const double dt = c.attr_float("dt"), h = c.attr_float("h");
     const double coef = dt / (h * h);
     const double* gp = g.data();
@@ -210,7 +246,8 @@ void register_heat_ops(OpRegistry& registry) {
     thread_local std::vector<double> z, zero;
     z.resize(n * m);
     zero.assign(m, 0.0);
-    Eigen::Map<Eigen::ArrayXd>(z.data(), n * m) = c.input(2).array() * g.array();
+    Eigen::Map<Eigen::ArrayXd>(z.data(), n * m) =
+        c.input(2).array() * g.array();
 #pragma omp parallel for if (n * m >= kParallelPoints)
     for (int64_t i = 0; i < n; ++i) {
       const double* zr = z.data() + i * m;
@@ -231,15 +268,18 @@ void register_heat_ops(OpRegistry& registry) {
         continue;
       }
       point(0, 0, zr[1], s.left[i], ur[1]);
-      for (int64_t j = 1; j + 1 < m; ++j) point(j, zr[j - 1], zr[j + 1], ur[j - 1], ur[j + 1]);
+      for (int64_t j = 1; j + 1 < m; ++j)
+        point(j, zr[j - 1], zr[j + 1], ur[j - 1], ur[j + 1]);
       point(m - 1, zr[m - 2], 0, ur[m - 2], s.right[i]);
     }
     double* left = c.output(3).data();
     double* right = c.output(4).data();
     double* up = c.output(5).data();
     double* down = c.output(6).data();
-    for (int64_t i = 0; i < n; ++i) left[i] = coef * z[i * m], right[i] = coef * z[i * m + m - 1];
-    for (int64_t j = 0; j < m; ++j) up[j] = coef * z[j], down[j] = coef * z[(n - 1) * m + j];
+    for (int64_t i = 0; i < n; ++i)
+      left[i] = coef * z[i * m], right[i] = coef * z[i * m + m - 1];
+    for (int64_t j = 0; j < m; ++j)
+      up[j] = coef * z[j], down[j] = coef * z[(n - 1) * m + j];
   };
   registry.add(std::move(adjoint));
 }

@@ -1,7 +1,8 @@
 // One explicit Euler step of the 2-D heat equation on a patch, as a custom op
 // written with the public op API (core/op.h), exactly as a user would.
 //
-//   u⁺_ij = u_ij + dt·(κ_ij·(u_{i+1,j} + u_{i−1,j} + u_{i,j+1} + u_{i,j−1} − 4u_ij)/h² + f_ij)
+//   u⁺_ij = u_ij + dt·(κ_ij·(u_{i+1,j} + u_{i−1,j} + u_{i,j+1} + u_{i,j−1} −
+//   4u_ij)/h² + f_ij)
 //
 // u, κ and f are the patch's n × m values (rows i, columns j). Neighbours
 // outside the patch come from the halos: from_up[j] = u_{−1,j},

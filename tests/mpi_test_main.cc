@@ -2,11 +2,11 @@
 // other ranks record their failed assertions, which rank 0 prints at the
 // end, prefixed with the rank. The exit code is non-zero on every rank when
 // any rank failed.
-#include <string>
-#include <vector>
-
 #include <gtest/gtest.h>
 #include <mpi.h>
+
+#include <string>
+#include <vector>
 
 #include "mpi_ops/communicator.h"
 
@@ -22,8 +22,9 @@ class FailureRecorder final : public ::testing::EmptyTestEventListener {
   }
   void OnTestPartResult(const ::testing::TestPartResult& result) override {
     if (!result.failed()) return;
-    text_ += test_ + ": " + (result.file_name() ? result.file_name() : "?") + ":" +
-             std::to_string(result.line_number()) + ": " + result.message() + "\n";
+    text_ += test_ + ": " + (result.file_name() ? result.file_name() : "?") +
+             ":" + std::to_string(result.line_number()) + ": " +
+             result.message() + "\n";
   }
   const std::string& text() const { return text_; }
 
@@ -51,16 +52,26 @@ int main(int argc, char** argv) {
   const std::string& mine = recorder->text();
   int length = static_cast<int>(mine.size());
   std::vector<int> lengths(size), offsets(size);
-  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Gather(
+      &length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
   int total = 0;
   for (int r = 0; r < size; ++r) offsets[r] = total, total += lengths[r];
   std::string all(rank == 0 ? total : 0, '\0');
-  MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
-              MPI_CHAR, 0, MPI_COMM_WORLD);
+  MPI_Gatherv(mine.data(),
+              length,
+              MPI_CHAR,
+              all.data(),
+              lengths.data(),
+              offsets.data(),
+              MPI_CHAR,
+              0,
+              MPI_COMM_WORLD);
   if (rank == 0) {
     for (int r = 1; r < size; ++r) {
       if (lengths[r] == 0) continue;
-      std::printf("[rank %d] failures:\n%s", r, all.substr(offsets[r], lengths[r]).c_str());
+      std::printf("[rank %d] failures:\n%s",
+                  r,
+                  all.substr(offsets[r], lengths[r]).c_str());
     }
   }
   int any_failed = 0;

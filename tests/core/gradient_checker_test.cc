@@ -1,8 +1,8 @@
 #include "core/gradient_checker.h"
 
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "core/error.h"
 #include "core/op.h"
@@ -33,7 +33,8 @@ TEST(GradientChecker, AcceptsACorrectCustomOp) {
   Graph g;
   Value x = g.placeholder("x", {3});
   Value y = sum(g.add_node("test_cube_right", {x}));
-  GradientCheckResult r = check_gradients(y, {x}, {{x, Tensor({0.5, -1.0, 2.0})}});
+  GradientCheckResult r =
+      check_gradients(y, {x}, {{x, Tensor({0.5, -1.0, 2.0})}});
   EXPECT_TRUE(r.ok) << r.message;
   EXPECT_LE(r.max_fd_error, 1e-7);
   ASSERT_EQ(r.taylor_rates.size(), 3u);
@@ -45,7 +46,8 @@ TEST(GradientChecker, RejectsAWrongCustomOp) {
   Graph g;
   Value x = g.placeholder("x", {3});
   Value y = sum(g.add_node("test_cube_wrong", {x}));
-  GradientCheckResult r = check_gradients(y, {x}, {{x, Tensor({0.5, -1.0, 2.0})}});
+  GradientCheckResult r =
+      check_gradients(y, {x}, {{x, Tensor({0.5, -1.0, 2.0})}});
   EXPECT_FALSE(r.ok);
   EXPECT_GT(r.max_fd_error, 1e-3);
   // Without finite differences the Taylor test alone still catches it.
@@ -71,7 +73,8 @@ TEST(GradientChecker, ValidatesOptionsAndArguments) {
   Value y = sum(x);
   GradientCheckOptions bad;
   bad.step = 0;
-  EXPECT_THROW(check_gradients(y, {x}, {{x, Tensor({1.0, 2.0})}}, bad), OptionsError);
+  EXPECT_THROW(check_gradients(y, {x}, {{x, Tensor({1.0, 2.0})}}, bad),
+               OptionsError);
   EXPECT_THROW(check_gradients(x, {x}, {{x, Tensor({1.0, 2.0})}}), GraphError);
   EXPECT_THROW(check_gradients(y, {x}, {}), GraphError);
 }

@@ -1,8 +1,8 @@
 #include "core/gradients.h"
 
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "core/error.h"
 #include "core/op.h"
@@ -20,7 +20,8 @@ TEST(Gradients, ContributionsThroughSeveralPathsAreSummed) {
   Value x = g.placeholder("x", {});
   Value y = x * x + 3.0 * x;
   Session s(g);
-  EXPECT_DOUBLE_EQ(s.run(gradient(y, x), {{x, Tensor::scalar(2.0)}}).item(), 7.0);
+  EXPECT_DOUBLE_EQ(s.run(gradient(y, x), {{x, Tensor::scalar(2.0)}}).item(),
+                   7.0);
 }
 
 TEST(Gradients, UnreachableInputGetsZerosOfItsShape) {
@@ -39,7 +40,9 @@ TEST(Gradients, OpWithoutGradientFailsAtBuildTimeNamingTheNode) {
   def.name = "test_no_gradient";
   def.inputs = {"x"};
   def.shape = [](const ShapeContext& c) { return Shapes{c.input_shape(0)}; };
-  def.compute = [](KernelContext& c) { c.output(0).array() = c.input(0).array(); };
+  def.compute = [](KernelContext& c) {
+    c.output(0).array() = c.input(0).array();
+  };
   register_op(def);
   Graph g;
   Value x = g.placeholder("x", {});
@@ -49,9 +52,10 @@ TEST(Gradients, OpWithoutGradientFailsAtBuildTimeNamingTheNode) {
     gradient(y, x);
     ADD_FAILURE() << "expected GraphError";
   } catch (const GraphError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "node \"h\" (test_no_gradient): gradient: op has no gradient, but \"" +
-                  y.name() + "\" is differentiated through it");
+    EXPECT_EQ(
+        std::string(e.what()),
+        "node \"h\" (test_no_gradient): gradient: op has no gradient, but \"" +
+            y.name() + "\" is differentiated through it");
   }
   // Not on a path from x: no error.
   Value other = g.placeholder("other", {});
@@ -73,7 +77,8 @@ TEST(Gradients, HessianVectorProductOfASmallFunction) {
   Tensor out = s.run(hv, {{x, xv}, {v, vv}});
   for (int i = 0; i < 3; ++i) {
     const double xi = xv[i];
-    const double h = -std::sin(xi) * xi * xi + 4 * xi * std::cos(xi) + 2 * std::sin(xi);
+    const double h =
+        -std::sin(xi) * xi * xi + 4 * xi * std::cos(xi) + 2 * std::sin(xi);
     EXPECT_NEAR(out[i], h * vv[i], 1e-12);
   }
 }

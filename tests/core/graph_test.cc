@@ -38,7 +38,9 @@ TEST(Graph, ShapeMismatchNamesNodeOpAndBothShapes) {
   std::string msg = error_of([&] {
     g.add_node("pow", {a, b}, nlohmann::json::object(), {.name = "l"});
   });
-  EXPECT_EQ(msg, "node \"l\" (pow): input \"b\": shape [3] does not broadcast with [2]");
+  EXPECT_EQ(
+      msg,
+      "node \"l\" (pow): input \"b\": shape [3] does not broadcast with [2]");
   EXPECT_THROW(a + b, ShapeError);
 }
 
@@ -52,29 +54,39 @@ TEST(Graph, UnknownOpSuggestsNearestName) {
 TEST(Graph, AttributeErrorsNameTheField) {
   Graph g;
   Value a = g.placeholder("a", {2, 2});
+  EXPECT_EQ(
+      error_of([&] {
+        g.add_node("slice", {a}, {{"axis", 0}, {"begin", 0}}, {.name = "s"});
+      }),
+      "node \"s\" (slice): attribute \"end\": required attribute is missing");
   EXPECT_EQ(error_of([&] {
-              g.add_node("slice", {a}, {{"axis", 0}, {"begin", 0}}, {.name = "s"});
-            }),
-            "node \"s\" (slice): attribute \"end\": required attribute is missing");
-  EXPECT_EQ(error_of([&] {
-              g.add_node("slice", {a},
+              g.add_node("slice",
+                         {a},
                          {{"axis", 0}, {"begin", 0}, {"end", 1}, {"stride", 2}},
                          {.name = "t"});
             }),
             "node \"t\" (slice): attribute \"stride\": unknown attribute "
             "(known: axis, begin, end)");
   EXPECT_EQ(error_of([&] {
-              g.add_node("slice", {a}, {{"axis", 0}, {"begin", -1}, {"end", 1}},
+              g.add_node("slice",
+                         {a},
+                         {{"axis", 0}, {"begin", -1}, {"end", 1}},
                          {.name = "u"});
             }),
-            "node \"u\" (slice): attribute \"begin\": value -1.0 is outside [0.0, inf]");
+            "node \"u\" (slice): attribute \"begin\": value -1.0 is outside "
+            "[0.0, inf]");
   EXPECT_EQ(error_of([&] {
-              g.add_node("slice", {a}, {{"axis", "x"}, {"begin", 0}, {"end", 1}},
+              g.add_node("slice",
+                         {a},
+                         {{"axis", "x"}, {"begin", 0}, {"end", 1}},
                          {.name = "v"});
             }),
-            "node \"v\" (slice): attribute \"axis\": expected an integer, found \"x\"");
+            "node \"v\" (slice): attribute \"axis\": expected an integer, "
+            "found \"x\"");
   EXPECT_EQ(error_of([&] {
-              g.add_node("slice", {a}, {{"axis", 0}, {"begin", 0}, {"end", 3}},
+              g.add_node("slice",
+                         {a},
+                         {{"axis", 0}, {"begin", 0}, {"end", 3}},
                          {.name = "w"});
             }),
             "node \"w\" (slice): attribute \"end\": range [0, 3) does not fit "
@@ -88,7 +100,9 @@ TEST(Graph, InputErrorsNameTheField) {
   Value b = other.placeholder("b", {2});
   EXPECT_EQ(error_of([&] { g.add_node("add", {a}, {}, {.name = "x"}); }),
             "node \"x\" (add): inputs: expected 2 inputs, got 1");
-  EXPECT_EQ(error_of([&] { g.add_node("add", {a, b}, {}, {.name = "y"}); }),
+  EXPECT_EQ(error_of([&] {
+              g.add_node("add", {a, b}, {}, {.name = "y"});
+            }),
             "node \"y\" (add): input 1 (\"b\"): not a value of this graph");
   EXPECT_EQ(error_of([&] { g.add_node("neg", {a}, {}, {.name = "a"}); }),
             "node \"a\" (neg): name: duplicate node name");

@@ -1,8 +1,8 @@
 #include "core/session.h"
 
-#include <atomic>
-
 #include <gtest/gtest.h>
+
+#include <atomic>
 
 #include "core/error.h"
 #include "core/gradients.h"
@@ -123,7 +123,8 @@ TEST(Session, FeedErrorsAreClear) {
     s.run(y);
     ADD_FAILURE();
   } catch (const RunError& e) {
-    EXPECT_STREQ(e.what(), "node \"x\" (placeholder): feed: placeholder is not fed");
+    EXPECT_STREQ(e.what(),
+                 "node \"x\" (placeholder): feed: placeholder is not fed");
   }
   try {
     s.run(y, {{x, Tensor({1.0, 2.0, 3.0})}});

@@ -1,7 +1,7 @@
 // Builds y = x² against the installed package and prints y and dy/dx at 3.
-#include <cstdio>
-
 #include <adgraph.h>
+
+#include <cstdio>
 
 int main() {
   adgraph::Graph g;

@@ -1,8 +1,8 @@
 #include "mpi_ops/collectives.h"
 
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "tests/mpi_ops/mpi_test_util.h"
 
@@ -17,7 +17,8 @@ TEST(MpiSum, ReducesOntoRootAndZerosElsewhere) {
     Graph g;
     Value x = g.placeholder("x", {2});
     Session s(g);
-    Tensor out = s.run(mpi_sum(x, root), {{x, Tensor({rank + 1.0, 2.0 * (rank + 1)})}});
+    Tensor out =
+        s.run(mpi_sum(x, root), {{x, Tensor({rank + 1.0, 2.0 * (rank + 1)})}});
     const double total = size * (size + 1) / 2.0;
     EXPECT_EQ(out[0], rank == root ? total : 0.0);
     EXPECT_EQ(out[1], rank == root ? 2 * total : 0.0);
@@ -35,8 +36,8 @@ TEST(MpiSum, AdjointBroadcastsTheRootCotangent) {
   Session s(g);
   Tensor grad = s.run(gradient(loss, x), {{x, Tensor({1.0, 2.0, 3.0})}});
   for (int i = 0; i < 3; ++i) EXPECT_EQ(grad[i], root + 1.0);
-  expect_gradients_ok(rank_weighted_loss(mpi_sum(x, root)), {x},
-                      {{x, random_tensor({3}, 5)}});
+  expect_gradients_ok(
+      rank_weighted_loss(mpi_sum(x, root)), {x}, {{x, random_tensor({3}, 5)}});
   expect_adjoint_identity([&](Value v) { return mpi_sum(v, root); }, {3});
 }
 
@@ -69,7 +70,8 @@ TEST(MpiAllreduce, MaxAndMinSendTheCotangentToTheLowestExtremeRank) {
   auto out = s.run({ymax, ymin, gmax, gmin}, {{x, xv}});
   EXPECT_EQ(out[0].to_vector(),
             (std::vector<double>{size - 1.0, 0.0, 5.0, size > 1 ? 1.0 : 0.0}));
-  EXPECT_EQ(out[1].to_vector(), (std::vector<double>{0.0, 1.0 - size, 5.0, 0.0}));
+  EXPECT_EQ(out[1].to_vector(),
+            (std::vector<double>{0.0, 1.0 - size, 5.0, 0.0}));
   // Every rank's loss is dot(y, w), so s = P·w reaches the owner.
   const int odd_owner = size > 1 ? 1 : 0;
   std::vector<double> want_max = {rank == size - 1 ? size * 1.0 : 0.0,
@@ -84,8 +86,10 @@ TEST(MpiAllreduce, MaxAndMinSendTheCotangentToTheLowestExtremeRank) {
   EXPECT_EQ(out[3].to_vector(), want_min);
   // Away from ties both are differentiable.
   FeedMap distinct{{x, random_tensor({4}, 7)}};
-  expect_gradients_ok(rank_weighted_loss(mpi_allreduce(x, "max")), {x}, distinct);
-  expect_gradients_ok(rank_weighted_loss(mpi_allreduce(x, "min")), {x}, distinct);
+  expect_gradients_ok(
+      rank_weighted_loss(mpi_allreduce(x, "max")), {x}, distinct);
+  expect_gradients_ok(
+      rank_weighted_loss(mpi_allreduce(x, "min")), {x}, distinct);
 }
 
 TEST(MpiAllreduce, ProdIsZeroSafe) {
@@ -105,9 +109,11 @@ TEST(MpiAllreduce, ProdIsZeroSafe) {
   EXPECT_EQ(out[0][2], 0.0);
   // x̄_r = P · Π_{q≠r} x_q (every rank's loss is sum(y)).
   EXPECT_DOUBLE_EQ(out[1][0], size * factorial / (rank + 1));
-  const double others_1 = size == 1 ? 1.0 : (rank == 1 ? std::pow(2.0, size - 1) : 0.0);
+  const double others_1 =
+      size == 1 ? 1.0 : (rank == 1 ? std::pow(2.0, size - 1) : 0.0);
   EXPECT_EQ(out[1][1], size * others_1);
-  const double others_2 = size == 1 ? 1.0 : 0.0;  // two zeros: always 0 for P > 1
+  const double others_2 =
+      size == 1 ? 1.0 : 0.0;  // two zeros: always 0 for P > 1
   EXPECT_EQ(out[1][2], size * others_2);
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(std::isfinite(out[1][i]));
   Tensor positive = random_tensor({3}, 8);
@@ -149,7 +155,8 @@ TEST(MpiBcast, AdcmeSimpleSum) {
   Session s(g);
   auto out = s.run({loss, grad}, {{theta, Tensor({2.0})}});
   double want_l = 0, want_g = 0;
-  for (int r = 0; r < size; ++r) want_l += std::pow(2.0, r), want_g += r * std::pow(2.0, r - 1);
+  for (int r = 0; r < size; ++r)
+    want_l += std::pow(2.0, r), want_g += r * std::pow(2.0, r - 1);
   EXPECT_EQ(out[0].item(), rank == 0 ? want_l : 0.0);
   EXPECT_EQ(out[1][0], rank == 0 ? want_g : 0.0);
   if (size == 4 && rank == 0) {
@@ -170,7 +177,8 @@ TEST(MpiGather, StacksOnRootAndScatterIsItsAdjoint) {
     EXPECT_EQ(out[2 * q], rank == 0 ? q : 0.0);
     EXPECT_EQ(out[2 * q + 1], rank == 0 ? 10.0 * q : 0.0);
   }
-  expect_gradients_ok(rank_weighted_loss(y), {x}, {{x, random_tensor({2}, 10)}});
+  expect_gradients_ok(
+      rank_weighted_loss(y), {x}, {{x, random_tensor({2}, 10)}});
   expect_adjoint_identity([](Value v) { return mpi_gather(v, 0); }, {2});
 }
 
@@ -184,9 +192,13 @@ TEST(MpiScatter, SlicesOfRootAndGatherIsItsAdjoint) {
   for (int64_t i = 0; i < xv.size(); ++i) xv[i] = 100.0 * rank + i;
   Session s(g);
   Tensor out = s.run(y, {{x, xv}});
-  EXPECT_EQ(out.to_vector(), (std::vector<double>{100.0 * root + 2 * rank, 100.0 * root + 2 * rank + 1}));
-  expect_gradients_ok(rank_weighted_loss(y), {x}, {{x, random_tensor({size, 2}, 11)}});
-  expect_adjoint_identity([&](Value v) { return mpi_scatter(v, root); }, {size, 2});
+  EXPECT_EQ(out.to_vector(),
+            (std::vector<double>{100.0 * root + 2 * rank,
+                                 100.0 * root + 2 * rank + 1}));
+  expect_gradients_ok(
+      rank_weighted_loss(y), {x}, {{x, random_tensor({size, 2}, 11)}});
+  expect_adjoint_identity([&](Value v) { return mpi_scatter(v, root); },
+                          {size, 2});
   EXPECT_THROW(mpi_scatter(g.placeholder("bad", {size + 1}), 0), ShapeError);
 }
 
@@ -198,7 +210,8 @@ TEST(MpiAllgather, StacksEverywhereAndReduceScatterIsItsAdjoint) {
   Session s(g);
   Tensor out = s.run(y, {{x, Tensor({rank * 3.0})}});
   for (int q = 0; q < size; ++q) EXPECT_EQ(out[q], q * 3.0);
-  expect_gradients_ok(rank_weighted_loss(y), {x}, {{x, random_tensor({1}, 12)}});
+  expect_gradients_ok(
+      rank_weighted_loss(y), {x}, {{x, random_tensor({1}, 12)}});
   expect_adjoint_identity([](Value v) { return mpi_allgather(v); }, {3});
 }
 
@@ -214,8 +227,10 @@ TEST(MpiReduceScatter, SumsSlicesAndAllgatherIsItsAdjoint) {
   // Σ_q (rank + q) over the senders q = P·rank + P(P − 1)/2.
   EXPECT_EQ(out[0], size * rank + size * (size - 1) / 2.0);
   EXPECT_EQ(out[1], size);
-  expect_gradients_ok(rank_weighted_loss(y), {x}, {{x, random_tensor({size, 2}, 13)}});
-  expect_adjoint_identity([](Value v) { return mpi_reduce_scatter(v); }, {size, 2});
+  expect_gradients_ok(
+      rank_weighted_loss(y), {x}, {{x, random_tensor({size, 2}, 13)}});
+  expect_adjoint_identity([](Value v) { return mpi_reduce_scatter(v); },
+                          {size, 2});
 }
 
 TEST(MpiAlltoall, TransposesBlocksAndIsSelfAdjoint) {
@@ -224,11 +239,13 @@ TEST(MpiAlltoall, TransposesBlocksAndIsSelfAdjoint) {
   Value x = g.placeholder("x", {size, 1});
   Value y = mpi_alltoall(x);
   Tensor xv(Shape{size, 1});
-  for (int q = 0; q < size; ++q) xv[q] = 10.0 * rank + q;  // block q goes to rank q
+  for (int q = 0; q < size; ++q)
+    xv[q] = 10.0 * rank + q;  // block q goes to rank q
   Session s(g);
   Tensor out = s.run(y, {{x, xv}});
   for (int q = 0; q < size; ++q) EXPECT_EQ(out[q], 10.0 * q + rank);
-  expect_gradients_ok(rank_weighted_loss(y), {x}, {{x, random_tensor({size, 1}, 14)}});
+  expect_gradients_ok(
+      rank_weighted_loss(y), {x}, {{x, random_tensor({size, 1}, 14)}});
   expect_adjoint_identity([](Value v) { return mpi_alltoall(v); }, {size, 2});
 }
 

@@ -40,11 +40,12 @@ TEST(DataExchange, EveryGridShapeReceivesTheNeighboursStrips) {
                       {u, strip(2, rank, kCols)},
                       {d, strip(3, rank, kCols)}});
     const int i = rank / cols, j = rank % cols;
-    auto expect = [&](const Tensor& t, bool exists, int k, int from, int64_t n) {
-      Tensor want = exists ? strip(k, from, n) : Tensor(Shape{n}, 0.0);
-      EXPECT_EQ(t.to_vector(), want.to_vector())
-          << rows << "x" << cols << " grid, rank " << rank;
-    };
+    auto expect =
+        [&](const Tensor& t, bool exists, int k, int from, int64_t n) {
+          Tensor want = exists ? strip(k, from, n) : Tensor(Shape{n}, 0.0);
+          EXPECT_EQ(t.to_vector(), want.to_vector())
+              << rows << "x" << cols << " grid, rank " << rank;
+        };
     expect(got[0], j > 0, 1, rank - 1, kRows);
     expect(got[1], j + 1 < cols, 0, rank + 1, kRows);
     expect(got[2], i > 0, 3, rank - cols, kCols);
@@ -57,14 +58,19 @@ TEST(DataExchange, AdjointSendsEachHaloCotangentBackToItsOwner) {
   for (auto [rows, cols] : grids(size)) {
     // All four strips packed in one vector: left, right (3 each), up, down (2).
     auto exchange = [rows = rows, cols = cols](Value v) {
-      auto out = data_exchange(slice(v, 0, 0, 3), slice(v, 0, 3, 6), slice(v, 0, 6, 8),
-                               slice(v, 0, 8, 10), rows, cols);
+      auto out = data_exchange(slice(v, 0, 0, 3),
+                               slice(v, 0, 3, 6),
+                               slice(v, 0, 6, 8),
+                               slice(v, 0, 8, 10),
+                               rows,
+                               cols);
       return concat({out[0], out[1], out[2], out[3]}, 0);
     };
     expect_adjoint_identity(exchange, {10});
     Graph g;
     Value x = g.placeholder("x", {10});
-    expect_gradients_ok(rank_weighted_loss(exchange(x)), {x}, {{x, random_tensor({10}, 30)}});
+    expect_gradients_ok(
+        rank_weighted_loss(exchange(x)), {x}, {{x, random_tensor({10}, 30)}});
   }
 }
 

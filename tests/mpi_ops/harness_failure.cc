@@ -8,7 +8,8 @@ namespace adgraph {
 namespace {
 
 TEST(Harness, FailsOnTheLastRankOnly) {
-  EXPECT_NE(testing::world_rank(), testing::world_size() - 1) << "deliberate failure";
+  EXPECT_NE(testing::world_rank(), testing::world_size() - 1)
+      << "deliberate failure";
   // A collective after the failure still completes on every rank.
   EXPECT_EQ(Communicator::world()->allreduce_sum(1.0), testing::world_size());
 }

@@ -1,11 +1,11 @@
 // Helpers for the MPI suites.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <functional>
 #include <random>
-
-#include <gtest/gtest.h>
 
 #include "adgraph.h"
 #include "optim/checkpoint_impl.h"
@@ -51,7 +51,8 @@ inline void expect_adjoint_identity(const std::function<Value(Value)>& op,
 // cotangent convention changes the gradient.
 inline Value rank_weighted_loss(Value y) {
   Tensor w{Shape(y.shape())};
-  for (int64_t i = 0; i < w.size(); ++i) w[i] = 1.0 + 0.5 * world_rank() + 0.1 * i;
+  for (int64_t i = 0; i < w.size(); ++i)
+    w[i] = 1.0 + 0.5 * world_rank() + 0.1 * i;
   return dot(square(y), y.graph().constant(w));
 }
 

@@ -1,10 +1,10 @@
 // Ghost dependencies, the concurrent executor, the cross-rank sequence
 // check and derivatives of derivatives through communication.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
-
-#include <gtest/gtest.h>
 
 #include "tests/mpi_ops/mpi_test_util.h"
 
@@ -39,10 +39,12 @@ TEST(GhostDependencies, AdjointsRunInReverseOrder) {
   gradient(sum(a) + sum(b), x);
   std::vector<std::string> adjoint_ops;
   for (int id = forward_end; id < g.num_nodes(); ++id) {
-    if (g.node(id).op->communication) adjoint_ops.push_back(g.node(id).op_name());
+    if (g.node(id).op->communication)
+      adjoint_ops.push_back(g.node(id).op_name());
   }
   // bcast's adjoint (mpi_sum) first, then allreduce's (mpi_allreduce).
-  EXPECT_EQ(adjoint_ops, (std::vector<std::string>{"mpi_sum", "mpi_allreduce"}));
+  EXPECT_EQ(adjoint_ops,
+            (std::vector<std::string>{"mpi_sum", "mpi_allreduce"}));
 }
 
 TEST(GhostDependencies, ConcurrentExecutorNeverMismatchesCollectives) {
@@ -56,7 +58,8 @@ TEST(GhostDependencies, ConcurrentExecutorNeverMismatchesCollectives) {
   for (int b = 0; b < 8; ++b) {
     Value branch = slice(x, 0, 0, b + 1);
     for (int k = 0; k < 3; ++k) branch = branch * 1.0 + sin(branch) * 0.0;
-    results.push_back(b % 2 ? mpi_allreduce(branch) : mpi_bcast(branch, b % size));
+    results.push_back(b % 2 ? mpi_allreduce(branch)
+                            : mpi_bcast(branch, b % size));
   }
   Tensor xv(Shape{8});
   for (int i = 0; i < 8; ++i) xv[i] = rank + 0.5 * i;
@@ -75,7 +78,8 @@ TEST(GhostDependencies, ConcurrentExecutorNeverMismatchesCollectives) {
 
 // Every rank must see the same message; compares hashes across ranks.
 void expect_same_on_every_rank(const std::string& message) {
-  const double h = static_cast<double>(std::hash<std::string>{}(message) % 1000003);
+  const double h =
+      static_cast<double>(std::hash<std::string>{}(message) % 1000003);
   auto comm = Communicator::world();
   EXPECT_EQ(comm->allreduce_max(h), -comm->allreduce_max(-h)) << message;
 }
@@ -101,11 +105,14 @@ TEST(SequenceCheck, DivergentCollectivesRaiseOneErrorOnEveryRank) {
   } catch (const RunError& e) {
     message = e.what();
   }
-  EXPECT_NE(message.find("ranks would run different collectives: collective #0"),
-            std::string::npos)
+  EXPECT_NE(
+      message.find("ranks would run different collectives: collective #0"),
+      std::string::npos)
       << message;
-  EXPECT_NE(message.find("on rank 0 \"reduce\" (mpi_sum"), std::string::npos) << message;
-  EXPECT_NE(message.find("on rank 1 \"reduce\" (mpi_bcast"), std::string::npos) << message;
+  EXPECT_NE(message.find("on rank 0 \"reduce\" (mpi_sum"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("on rank 1 \"reduce\" (mpi_bcast"), std::string::npos)
+      << message;
   expect_same_on_every_rank(message);
 }
 
@@ -132,8 +139,10 @@ TEST(SequenceCheck, AnExtraCollectiveOnOneRankIsNamed) {
     message = e.what();
   }
   EXPECT_NE(message.find("collective #1"), std::string::npos) << message;
-  EXPECT_NE(message.find("\"extra\" (mpi_allreduce"), std::string::npos) << message;
-  EXPECT_NE(message.find("on rank 0 no further collective"), std::string::npos) << message;
+  EXPECT_NE(message.find("\"extra\" (mpi_allreduce"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("on rank 0 no further collective"), std::string::npos)
+      << message;
   expect_same_on_every_rank(message);
 }
 
@@ -156,7 +165,9 @@ TEST(HigherOrder, HessianVectorProductThroughAllreduce) {
   Tensor gu = s.run(grad, {{x, up}, {v, vv}});
   Tensor gd = s.run(grad, {{x, down}, {v, vv}});
   for (int i = 0; i < 3; ++i) {
-    EXPECT_NEAR(exact[i], (gu[i] - gd[i]) / (2 * kStep), 1e-7 * (1 + std::fabs(exact[i])));
+    EXPECT_NEAR(exact[i],
+                (gu[i] - gd[i]) / (2 * kStep),
+                1e-7 * (1 + std::fabs(exact[i])));
   }
 }
 

@@ -24,7 +24,8 @@ TEST(MpiSendRecv, RingShiftAndItsGradient) {
   Session session(g);
   Tensor xv({1.0 + rank, 2.0 * rank, -1.0});
   auto out = session.run({y, grad}, {{x, xv}});
-  EXPECT_EQ(out[0].to_vector(), (std::vector<double>{1.0 + prev, 2.0 * prev, -1.0}));
+  EXPECT_EQ(out[0].to_vector(),
+            (std::vector<double>{1.0 + prev, 2.0 * prev, -1.0}));
   for (int i = 0; i < 3; ++i) {
     const double w_next = 1.0 + 0.5 * next + 0.1 * i;
     EXPECT_NEAR(out[1][i], 2 * w_next * xv[i] + xv[i], 1e-14);
@@ -72,9 +73,12 @@ TEST(MpiSendRecv, AdcmeSendrecvFromRankZero) {
     if (dest != 0 && rank == dest) want = 0;
     EXPECT_EQ(out[1][i], want);
   }
-  expect_gradients_ok(rank_weighted_loss(y), {a}, {{a, random_tensor({4}, 21)}});
-  expect_adjoint_identity([&](Value v) { return mpi_sendrecv(v, 0, dest); }, {4});
-  expect_adjoint_identity([&](Value v) { return mpi_sendrecv_adjoint(v, 0, dest); }, {4});
+  expect_gradients_ok(
+      rank_weighted_loss(y), {a}, {{a, random_tensor({4}, 21)}});
+  expect_adjoint_identity([&](Value v) { return mpi_sendrecv(v, 0, dest); },
+                          {4});
+  expect_adjoint_identity(
+      [&](Value v) { return mpi_sendrecv_adjoint(v, 0, dest); }, {4});
 }
 
 TEST(MpiSendRecv, PeersAndTagsAreValidatedWhenBuilt) {

@@ -1,9 +1,9 @@
 #include "ops/elementwise.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <functional>
-
-#include <gtest/gtest.h>
 
 #include "core/error.h"
 #include "core/gradients.h"
@@ -53,19 +53,53 @@ const std::vector<double> kMixed = {-1.3, 0.4, 2.2};
 INSTANTIATE_TEST_SUITE_P(
     Elementwise,
     UnaryOps,
-    ::testing::Values(
-        UnaryCase{"neg", [](Value x) { return -x; }, [](double v) { return -v; }, kMixed},
-        UnaryCase{"exp", [](Value x) { return exp(x); }, [](double v) { return std::exp(v); }, kMixed},
-        UnaryCase{"log", [](Value x) { return log(x); }, [](double v) { return std::log(v); }, kPositive},
-        UnaryCase{"sqrt", [](Value x) { return sqrt(x); }, [](double v) { return std::sqrt(v); }, kPositive},
-        UnaryCase{"square", [](Value x) { return square(x); }, [](double v) { return v * v; }, kMixed},
-        UnaryCase{"sin", [](Value x) { return sin(x); }, [](double v) { return std::sin(v); }, kMixed},
-        UnaryCase{"cos", [](Value x) { return cos(x); }, [](double v) { return std::cos(v); }, kMixed},
-        UnaryCase{"tanh", [](Value x) { return tanh(x); }, [](double v) { return std::tanh(v); }, kMixed},
-        UnaryCase{"abs", [](Value x) { return abs(x); }, [](double v) { return std::fabs(v); }, kMixed},
-        UnaryCase{"pow_scalar", [](Value x) { return pow(x, 2.5); }, [](double v) { return std::pow(v, 2.5); }, kPositive},
-        UnaryCase{"pow_scalar_square", [](Value x) { return pow(x, 2.0); }, [](double v) { return v * v; }, kMixed}),
-    [](const ::testing::TestParamInfo<UnaryCase>& info) { return std::string(info.param.name); });
+    ::testing::Values(UnaryCase{"neg",
+                                [](Value x) { return -x; },
+                                [](double v) { return -v; },
+                                kMixed},
+                      UnaryCase{"exp",
+                                [](Value x) { return exp(x); },
+                                [](double v) { return std::exp(v); },
+                                kMixed},
+                      UnaryCase{"log",
+                                [](Value x) { return log(x); },
+                                [](double v) { return std::log(v); },
+                                kPositive},
+                      UnaryCase{"sqrt",
+                                [](Value x) { return sqrt(x); },
+                                [](double v) { return std::sqrt(v); },
+                                kPositive},
+                      UnaryCase{"square",
+                                [](Value x) { return square(x); },
+                                [](double v) { return v * v; },
+                                kMixed},
+                      UnaryCase{"sin",
+                                [](Value x) { return sin(x); },
+                                [](double v) { return std::sin(v); },
+                                kMixed},
+                      UnaryCase{"cos",
+                                [](Value x) { return cos(x); },
+                                [](double v) { return std::cos(v); },
+                                kMixed},
+                      UnaryCase{"tanh",
+                                [](Value x) { return tanh(x); },
+                                [](double v) { return std::tanh(v); },
+                                kMixed},
+                      UnaryCase{"abs",
+                                [](Value x) { return abs(x); },
+                                [](double v) { return std::fabs(v); },
+                                kMixed},
+                      UnaryCase{"pow_scalar",
+                                [](Value x) { return pow(x, 2.5); },
+                                [](double v) { return std::pow(v, 2.5); },
+                                kPositive},
+                      UnaryCase{"pow_scalar_square",
+                                [](Value x) { return pow(x, 2.0); },
+                                [](double v) { return v * v; },
+                                kMixed}),
+    [](const ::testing::TestParamInfo<UnaryCase>& info) {
+      return std::string(info.param.name);
+    });
 
 struct BinaryCase {
   const char* name;
@@ -86,7 +120,8 @@ TEST_P(BinaryOps, SameShapeAndScalarBroadcasting) {
   Value b = g.placeholder("b", {2, 2});
   Value s = g.placeholder("s", {});
   Value t = g.placeholder("t", {1});
-  Value ab = c.build(a, b), as = c.build(a, s), sb = c.build(s, b), tb = c.build(t, b);
+  Value ab = c.build(a, b), as = c.build(a, s), sb = c.build(s, b),
+        tb = c.build(t, b);
   EXPECT_EQ(as.shape(), (Shape{2, 2}));
   EXPECT_EQ(tb.shape(), (Shape{2, 2}));
   FeedMap feeds{{a, Tensor({2, 2}, av)},
@@ -109,13 +144,25 @@ TEST_P(BinaryOps, SameShapeAndScalarBroadcasting) {
 INSTANTIATE_TEST_SUITE_P(
     Elementwise,
     BinaryOps,
-    ::testing::Values(
-        BinaryCase{"add", [](Value a, Value b) { return a + b; }, [](double a, double b) { return a + b; }},
-        BinaryCase{"sub", [](Value a, Value b) { return a - b; }, [](double a, double b) { return a - b; }},
-        BinaryCase{"mul", [](Value a, Value b) { return a * b; }, [](double a, double b) { return a * b; }},
-        BinaryCase{"div", [](Value a, Value b) { return a / b; }, [](double a, double b) { return a / b; }},
-        BinaryCase{"pow", [](Value a, Value b) { return pow(a, b); }, [](double a, double b) { return std::pow(a, b); }}),
-    [](const ::testing::TestParamInfo<BinaryCase>& info) { return std::string(info.param.name); });
+    ::testing::Values(BinaryCase{"add",
+                                 [](Value a, Value b) { return a + b; },
+                                 [](double a, double b) { return a + b; }},
+                      BinaryCase{"sub",
+                                 [](Value a, Value b) { return a - b; },
+                                 [](double a, double b) { return a - b; }},
+                      BinaryCase{"mul",
+                                 [](Value a, Value b) { return a * b; },
+                                 [](double a, double b) { return a * b; }},
+                      BinaryCase{"div",
+                                 [](Value a, Value b) { return a / b; },
+                                 [](double a, double b) { return a / b; }},
+                      BinaryCase{
+                          "pow",
+                          [](Value a, Value b) { return pow(a, b); },
+                          [](double a, double b) { return std::pow(a, b); }}),
+    [](const ::testing::TestParamInfo<BinaryCase>& info) {
+      return std::string(info.param.name);
+    });
 
 TEST(Elementwise, ScalarOperandsOnEitherSide) {
   Graph g;
@@ -137,8 +184,10 @@ TEST(Elementwise, SignHasZeroDerivativeAndAbsIsZeroAtZero) {
   FeedMap f{{x, Tensor({-2.0, 0.0, 3.0})}};
   Tensor sg = s.run(sign(x), f);
   EXPECT_EQ(sg.to_vector(), (std::vector<double>{-1, 0, 1}));
-  EXPECT_EQ(s.run(gradient(sum(sign(x)), x), f).to_vector(), (std::vector<double>{0, 0, 0}));
-  EXPECT_EQ(s.run(gradient(sum(abs(x)), x), f).to_vector(), (std::vector<double>{-1, 0, 1}));
+  EXPECT_EQ(s.run(gradient(sum(sign(x)), x), f).to_vector(),
+            (std::vector<double>{0, 0, 0}));
+  EXPECT_EQ(s.run(gradient(sum(abs(x)), x), f).to_vector(),
+            (std::vector<double>{-1, 0, 1}));
 }
 
 TEST(Elementwise, MismatchedShapesThrowAtBuildTime) {

@@ -44,7 +44,8 @@ TEST(Transpose, SwapsAxes) {
   Value a = g.placeholder("a", {2, 3});
   FeedMap f{{a, Tensor({2, 3}, {1, 2, 3, 4, 5, 6})}};
   Session s(g);
-  EXPECT_EQ(s.run(transpose(a), f).to_vector(), (std::vector<double>{1, 4, 2, 5, 3, 6}));
+  EXPECT_EQ(s.run(transpose(a), f).to_vector(),
+            (std::vector<double>{1, 4, 2, 5, 3, 6}));
   Value w = g.constant(Tensor({3, 2}, {1, 2, 3, 4, 5, 6}));
   expect_gradients_ok(dot(square(transpose(a)), w), {a}, f);
 }

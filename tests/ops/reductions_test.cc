@@ -34,7 +34,8 @@ TEST(Sum, GradientChecks) {
   Value x = g.placeholder("x", {2, 3});
   Value w0 = g.constant(Tensor({3.0, -1.0, 0.5}));
   Value w1 = g.constant(Tensor({2.0, 0.25}));
-  Value loss = sum(square(x)) + dot(sum(x, {0}), w0) + dot(square(sum(x, {1})), w1);
+  Value loss =
+      sum(square(x)) + dot(sum(x, {0}), w0) + dot(square(sum(x, {1})), w1);
   expect_gradients_ok(loss, {x}, {{x, sample()}});
 }
 
@@ -44,7 +45,8 @@ TEST(Mean, AllAndAlongAxesWithGradient) {
   Session s(g);
   FeedMap f{{x, sample()}};
   EXPECT_DOUBLE_EQ(s.run(mean(x), f).item(), 3.5);
-  EXPECT_EQ(s.run(mean(x, {0}), f).to_vector(), (std::vector<double>{2.5, 3.5, 4.5}));
+  EXPECT_EQ(s.run(mean(x, {0}), f).to_vector(),
+            (std::vector<double>{2.5, 3.5, 4.5}));
   EXPECT_EQ(s.run(mean(x, {1}), f).to_vector(), (std::vector<double>{2, 5}));
   // d mean / dx = 1/6 everywhere.
   Tensor gm = s.run(gradient(mean(x), x), f);
@@ -78,8 +80,10 @@ TEST(BroadcastTo, NumpyRulesAndAdjointSumTo) {
             (std::vector<double>{30, 60}));
   EXPECT_THROW(broadcast_to(r, {3, 2}), ShapeError);
   Value w = g.constant(Tensor({2, 3}, {1, 2, 3, 4, 5, 6}));
-  expect_gradients_ok(dot(square(broadcast_to(r, {2, 3}) * broadcast_to(c, {2, 3})), w),
-                      {r, c}, f);
+  expect_gradients_ok(
+      dot(square(broadcast_to(r, {2, 3}) * broadcast_to(c, {2, 3})), w),
+      {r, c},
+      f);
   Value big = g.placeholder("big", {2, 3});
   FeedMap fb{{big, Tensor({2, 3}, {1, -2, 3, 0.5, 5, -6})}};
   expect_gradients_ok(sum(square(sum_to(big, {1, 3}))), {big}, fb);

@@ -20,7 +20,8 @@ Tensor sample() { return Tensor({2, 3}, {1, 2, 3, 4, 5, 6}); }
 // Σ w_i · y_i² with distinct weights, so every entry's position matters.
 Value weighted(Value y) {
   Tensor w(y.shape());
-  for (int64_t i = 0; i < w.size(); ++i) w[i] = 1.0 + 0.5 * static_cast<double>(i);
+  for (int64_t i = 0; i < w.size(); ++i)
+    w[i] = 1.0 + 0.5 * static_cast<double>(i);
   return dot(square(y), y.graph().constant(w));
 }
 
@@ -30,7 +31,8 @@ TEST(Reshape, KeepsRowMajorOrderAndInfersMinusOne) {
   Value y = reshape(x, {3, -1});
   EXPECT_EQ(y.shape(), (Shape{3, 2}));
   Session s(g);
-  EXPECT_EQ(s.run(y, {{x, sample()}}).to_vector(), (std::vector<double>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(s.run(y, {{x, sample()}}).to_vector(),
+            (std::vector<double>{1, 2, 3, 4, 5, 6}));
   EXPECT_THROW(reshape(x, {4, -1}), ShapeError);
   EXPECT_THROW(reshape(x, {-1, -1}), ShapeError);
   expect_gradients_ok(weighted(y), {x}, {{x, sample()}});
@@ -41,9 +43,12 @@ TEST(Slice, RowsAndColumns) {
   Value x = g.placeholder("x", {2, 3});
   Session s(g);
   FeedMap f{{x, sample()}};
-  EXPECT_EQ(s.run(slice(x, 0, 1, 2), f).to_vector(), (std::vector<double>{4, 5, 6}));
-  EXPECT_EQ(s.run(slice(x, 1, 1, 3), f).to_vector(), (std::vector<double>{2, 3, 5, 6}));
-  EXPECT_EQ(s.run(slice(x, -1, 0, 1), f).to_vector(), (std::vector<double>{1, 4}));
+  EXPECT_EQ(s.run(slice(x, 0, 1, 2), f).to_vector(),
+            (std::vector<double>{4, 5, 6}));
+  EXPECT_EQ(s.run(slice(x, 1, 1, 3), f).to_vector(),
+            (std::vector<double>{2, 3, 5, 6}));
+  EXPECT_EQ(s.run(slice(x, -1, 0, 1), f).to_vector(),
+            (std::vector<double>{1, 4}));
   EXPECT_THROW(slice(x, 1, 2, 4), ShapeError);
   EXPECT_THROW(slice(x, 2, 0, 1), ShapeError);
   expect_gradients_ok(weighted(slice(x, 1, 1, 3)), {x}, f);
@@ -78,7 +83,8 @@ TEST(Identity, PassesValuesAndGradients) {
   Graph g;
   Value x = g.placeholder("x", {2, 3});
   Session s(g);
-  EXPECT_EQ(s.run(identity(x), {{x, sample()}}).to_vector(), sample().to_vector());
+  EXPECT_EQ(s.run(identity(x), {{x, sample()}}).to_vector(),
+            sample().to_vector());
   expect_gradients_ok(weighted(identity(x)), {x}, {{x, sample()}});
 }
 

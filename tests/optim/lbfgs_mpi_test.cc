@@ -1,11 +1,11 @@
 // L-BFGS across ranks: replicated (ADCME) and sharded layouts, lockstep, and
 // checkpoint/restart.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 #include "tests/mpi_ops/mpi_test_util.h"
 
@@ -49,7 +49,8 @@ TEST(LbfgsMpi, AdcmePolynomial) {
   }
   // Rank 0's loss is the reported f: 0 at the root, 1 on one rank (f ≡ 1).
   EXPECT_NEAR(s.final_f, size == 1 ? 1.0 : 0.0, 1e-18);
-  if (world_rank() == 0) std::printf("polynomial on %d ranks: %s\n", size, s.message.c_str());
+  if (world_rank() == 0)
+    std::printf("polynomial on %d ranks: %s\n", size, s.message.c_str());
 }
 
 // f = Σ_i a_i (x_i − t_i)² + x_i⁴/4 + (Σ_i x_i)²/2 over a global vector of
@@ -87,18 +88,27 @@ TEST(LbfgsMpi, ShardedIteratesMatchASingleProcessRun) {
   Eigen::VectorXd serial = Eigen::VectorXd::Zero(kN);
   LbfgsSummary ref = lbfgs(
       [&](const Eigen::VectorXd& x, Eigen::VectorXd& g) {
-        return sharded_objective(x, g, 0, [](double v) { return v; }, 1);
+        return sharded_objective(
+            x, g, 0, [](double v) { return v; }, 1);
       },
-      serial, options);
+      serial,
+      options);
   EXPECT_EQ(ref.termination, Termination::kGradientNorm) << ref.message;
 
   Eigen::VectorXd mine = Eigen::VectorXd::Zero(end - begin);
   LbfgsSummary dist = lbfgs(
       [&](const Eigen::VectorXd& x, Eigen::VectorXd& g) {
-        return sharded_objective(x, g, begin, [&](double v) { return comm->allreduce_sum(v); },
-                                 size);
+        return sharded_objective(
+            x,
+            g,
+            begin,
+            [&](double v) { return comm->allreduce_sum(v); },
+            size);
       },
-      mine, options, comm.get(), Layout::kSharded);
+      mine,
+      options,
+      comm.get(),
+      Layout::kSharded);
   EXPECT_EQ(dist.termination, Termination::kGradientNorm) << dist.message;
   EXPECT_EQ(dist.iterations, ref.iterations);
   for (int64_t k = 0; k < mine.size(); ++k) {
@@ -106,7 +116,9 @@ TEST(LbfgsMpi, ShardedIteratesMatchASingleProcessRun) {
   }
   ASSERT_EQ(dist.f_history.size(), ref.f_history.size());
   for (std::size_t i = 0; i < ref.f_history.size(); ++i) {
-    EXPECT_NEAR(dist.f_history[i], ref.f_history[i], 1e-12 * (1 + std::fabs(ref.f_history[i])));
+    EXPECT_NEAR(dist.f_history[i],
+                ref.f_history[i],
+                1e-12 * (1 + std::fabs(ref.f_history[i])));
   }
 }
 
@@ -123,15 +135,16 @@ TEST(LbfgsMpi, ResumedRunEndsBitIdenticalToTheUninterruptedOne) {
   auto comm = Communicator::world();
   const int64_t n = 6;
   auto f = [&](const Eigen::VectorXd& x, Eigen::VectorXd& g) {
-    return sharded_objective(x, g, rank * n, [&](double v) { return comm->allreduce_sum(v); },
-                             size);
+    return sharded_objective(
+        x, g, rank * n, [&](double v) { return comm->allreduce_sum(v); }, size);
   };
   LbfgsOptions options;
   options.tolerance_gradient = 1e-12;
   options.history = 4;
 
   Eigen::VectorXd whole = Eigen::VectorXd::Constant(n, 2.0);
-  LbfgsSummary uninterrupted = lbfgs(f, whole, options, comm.get(), Layout::kSharded);
+  LbfgsSummary uninterrupted =
+      lbfgs(f, whole, options, comm.get(), Layout::kSharded);
   ASSERT_GT(uninterrupted.iterations, 6);
 
   const std::string prefix = temporary_prefix("resume");
@@ -140,7 +153,11 @@ TEST(LbfgsMpi, ResumedRunEndsBitIdenticalToTheUninterruptedOne) {
   first.checkpoint_every = 2;
   first.checkpoint_path = prefix;
   Eigen::VectorXd part = Eigen::VectorXd::Constant(n, 2.0);
-  lbfgs(f, part, first, comm.get(), Layout::kSharded);  // checkpoints after 2 and 4
+  lbfgs(f,
+        part,
+        first,
+        comm.get(),
+        Layout::kSharded);  // checkpoints after 2 and 4
 
   LbfgsOptions second = options;
   second.resume = true;
@@ -171,10 +188,15 @@ std::string resume_error(const std::string& prefix, int64_t n) {
   o.checkpoint_path = prefix;
   Eigen::VectorXd x = Eigen::VectorXd::Zero(n);
   try {
-    lbfgs([](const Eigen::VectorXd& v, Eigen::VectorXd& g) {
-      g = v;
-      return 0.5 * v.squaredNorm();
-    }, x, o, comm.get(), Layout::kSharded);
+    lbfgs(
+        [](const Eigen::VectorXd& v, Eigen::VectorXd& g) {
+          g = v;
+          return 0.5 * v.squaredNorm();
+        },
+        x,
+        o,
+        comm.get(),
+        Layout::kSharded);
   } catch (const Error& e) {
     return e.what();
   }
@@ -190,14 +212,20 @@ TEST(LbfgsMpi, BadCheckpointsAreClearErrorsOnEveryRank) {
   write.checkpoint_every = 1;
   write.checkpoint_path = prefix;
   Eigen::VectorXd x = Eigen::VectorXd::Constant(3, 1.0);
-  lbfgs([](const Eigen::VectorXd& v, Eigen::VectorXd& g) {
-    g = 2 * v + v.array().cube().matrix();
-    return v.squaredNorm() + 0.25 * v.array().pow(4).sum();
-  }, x, write, comm.get(), Layout::kSharded);
+  lbfgs(
+      [](const Eigen::VectorXd& v, Eigen::VectorXd& g) {
+        g = 2 * v + v.array().cube().matrix();
+        return v.squaredNorm() + 0.25 * v.array().pow(4).sum();
+      },
+      x,
+      write,
+      comm.get(),
+      Layout::kSharded);
 
   // Wrong number of variables.
   std::string msg = resume_error(prefix, 4);
-  EXPECT_NE(msg.find("holds 3 variables, this run has 4"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("holds 3 variables, this run has 4"), std::string::npos)
+      << msg;
   // A checkpoint of another rank count does not exist under this name.
   msg = resume_error(temporary_prefix("never_written"), 3);
   EXPECT_NE(msg.find("cannot open"), std::string::npos) << msg;
@@ -209,8 +237,12 @@ TEST(LbfgsMpi, BadCheckpointsAreClearErrorsOnEveryRank) {
   }
   comm->allreduce_sum(0.0);
   msg = resume_error(prefix, 3);
-  EXPECT_NE(msg.find("corrupted checkpoint (checksum mismatch"), std::string::npos) << msg;
-  EXPECT_NE(msg.find(".rank" + std::to_string(size - 1) + "of"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("corrupted checkpoint (checksum mismatch"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find(".rank" + std::to_string(size - 1) + "of"),
+            std::string::npos)
+      << msg;
 }
 
 }  // namespace

@@ -1,12 +1,12 @@
 #include "optim/lbfgs.h"
 
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
-
-#include <Eigen/Dense>
-#include <gtest/gtest.h>
 
 #include "core/error.h"
 #include "optim/line_search.h"
@@ -73,7 +73,8 @@ TEST(Lbfgs, ConvexQuadraticReachesTheLinearSolve) {
   for (int i = 0; i < n; ++i) {
     for (int j = 0; j < n; ++j) m(i, j) = std::sin(1.0 + i * 7 + j * 3);
   }
-  const Eigen::MatrixXd a = m * m.transpose() + n * Eigen::MatrixXd::Identity(n, n);
+  const Eigen::MatrixXd a =
+      m * m.transpose() + n * Eigen::MatrixXd::Identity(n, n);
   Eigen::VectorXd b(n);
   for (int i = 0; i < n; ++i) b[i] = std::cos(0.3 * i);
   const Eigen::VectorXd exact = a.llt().solve(b);
@@ -85,7 +86,8 @@ TEST(Lbfgs, ConvexQuadraticReachesTheLinearSolve) {
         g = a * v - b;
         return 0.5 * v.dot(a * v) - b.dot(v);
       },
-      x, options);
+      x,
+      options);
   EXPECT_EQ(s.termination, Termination::kGradientNorm) << s.message;
   EXPECT_LE((x - exact).cwiseAbs().maxCoeff(), 1e-8);
 }
@@ -129,10 +131,12 @@ TEST(Lbfgs, OutcomesAreTerminationReasonsNotExceptions) {
   EXPECT_EQ(s.f_history.size(), 4u);
 
   Eigen::VectorXd z = Eigen::VectorXd::Constant(2, 1.0);
-  s = lbfgs([](const Eigen::VectorXd&, Eigen::VectorXd& g) {
-    g.setConstant(1.0);
-    return std::nan("");
-  }, z);
+  s = lbfgs(
+      [](const Eigen::VectorXd&, Eigen::VectorXd& g) {
+        g.setConstant(1.0);
+        return std::nan("");
+      },
+      z);
   EXPECT_EQ(s.termination, Termination::kNotFinite);
 
   Eigen::VectorXd w = alternating_start(2);

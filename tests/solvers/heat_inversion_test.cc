@@ -1,6 +1,6 @@
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "tests/mpi_ops/mpi_test_util.h"
 
@@ -24,7 +24,8 @@ TEST(HeatInversion, RecoversKappaOnA32GridWithin50Iterations) {
   options.tolerance_gradient = 1e-10;
   optim::LbfgsSummary s = problem.fit(kappa, options);
   const Tensor truth = problem.kappa_true();
-  const double err2 = comm->allreduce_sum((kappa.array() - truth.array()).square().sum());
+  const double err2 =
+      comm->allreduce_sum((kappa.array() - truth.array()).square().sum());
   const double ref2 = comm->allreduce_sum(truth.array().square().sum());
   EXPECT_LE(std::sqrt(err2 / ref2), 1e-2) << s.message;
   EXPECT_LE(s.iterations, 50);

@@ -28,7 +28,8 @@ inline HeatReference heat_reference(const solvers::HeatConfig& c,
     return i < 0 || i >= nx || j < 0 || j >= ny ? 0.0 : u[i * ny + j];
   };
   auto lap = [&](const std::vector<double>& u, int i, int j) {
-    return at(u, i - 1, j) + at(u, i + 1, j) + at(u, i, j - 1) + at(u, i, j + 1) - 4 * at(u, i, j);
+    return at(u, i - 1, j) + at(u, i + 1, j) + at(u, i, j - 1) +
+           at(u, i, j + 1) - 4 * at(u, i, j);
   };
   std::vector<std::vector<double>> states(c.nt + 1);
   states[0] = u0.to_vector();
@@ -37,7 +38,8 @@ inline HeatReference heat_reference(const solvers::HeatConfig& c,
     std::vector<double> next(u.size());
     for (int i = 0; i < nx; ++i) {
       for (int j = 0; j < ny; ++j) {
-        next[i * ny + j] = u[i * ny + j] + coef * kappa[i * ny + j] * lap(u, i, j) + dt * 1.0;
+        next[i * ny + j] =
+            u[i * ny + j] + coef * kappa[i * ny + j] * lap(u, i, j) + dt * 1.0;
       }
     }
     states[n + 1] = std::move(next);

@@ -1,10 +1,9 @@
-#include "solvers/heat_inverse.h"
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <numbers>
 
-#include <gtest/gtest.h>
-
+#include "solvers/heat_inverse.h"
 #include "tests/mpi_ops/mpi_test_util.h"
 #include "tests/solvers/heat_reference.h"
 
@@ -19,7 +18,8 @@ constexpr double kInvariance = 1e-12;
 std::vector<std::pair<int, int>> decompositions(int nx, int ny, int size) {
   std::vector<std::pair<int, int>> out;
   for (int px = 1; px <= size; ++px) {
-    if (size % px == 0 && nx % px == 0 && ny % (size / px) == 0) out.emplace_back(px, size / px);
+    if (size % px == 0 && nx % px == 0 && ny % (size / px) == 0)
+      out.emplace_back(px, size / px);
   }
   return out;
 }
@@ -30,7 +30,8 @@ Tensor wavy_kappa(const HeatConfig& c, const Patch& p) {
   for (int64_t i = 0; i < p.n; ++i) {
     for (int64_t j = 0; j < p.m; ++j) {
       const double x = (p.row0 + i + 1) * c.h(), y = (p.col0 + j + 1) * c.h();
-      t[i * p.m + j] = 1 + 0.1 * std::sin(3 * std::numbers::pi * x) * std::cos(2 * std::numbers::pi * y);
+      t[i * p.m + j] = 1 + 0.1 * std::sin(3 * std::numbers::pi * x) *
+                               std::cos(2 * std::numbers::pi * y);
     }
   }
   return t;
@@ -47,18 +48,23 @@ TEST(HeatStep, DotProductTestOfTheLinearisedStep) {
   // derivative along δ is exactly (y(x + δ) − y(x − δ))/2.
   Graph g;
   const int64_t n = 5, m = 4;
-  std::vector<Value> in = {g.placeholder("u", {n, m}),   g.placeholder("k", {n, m}),
-                           g.placeholder("f", {n, m}),   g.placeholder("l", {n}),
-                           g.placeholder("r", {n}),      g.placeholder("up", {m}),
+  std::vector<Value> in = {g.placeholder("u", {n, m}),
+                           g.placeholder("k", {n, m}),
+                           g.placeholder("f", {n, m}),
+                           g.placeholder("l", {n}),
+                           g.placeholder("r", {n}),
+                           g.placeholder("up", {m}),
                            g.placeholder("down", {m})};
-  Value y = heat_step(in[0], in[1], in[2], {in[3], in[4], in[5], in[6]}, 0.01, 0.2);
+  Value y =
+      heat_step(in[0], in[1], in[2], {in[3], in[4], in[5], in[6]}, 0.01, 0.2);
   Value w = g.placeholder("w", {n, m});
   std::vector<Value> grads = gradients(dot(y, w), in);
   FeedMap at, plus, minus;
   unsigned salt = 50;
   std::vector<Tensor> delta;
   for (const Value& v : in) {
-    Tensor x = random_tensor(v.shape(), salt++), d = random_tensor(v.shape(), salt++);
+    Tensor x = random_tensor(v.shape(), salt++),
+           d = random_tensor(v.shape(), salt++);
     at[v] = x;
     Tensor p = x, q = x;
     p.array() += d.array();
@@ -73,8 +79,10 @@ TEST(HeatStep, DotProductTestOfTheLinearisedStep) {
   const double lhs = (0.5 * (yp.array() - ym.array()) * wv.array()).sum();
   std::vector<Tensor> adj = s.run(grads, at);
   double rhs = 0;
-  for (std::size_t k = 0; k < in.size(); ++k) rhs += (delta[k].array() * adj[k].array()).sum();
-  EXPECT_LE(std::fabs(lhs - rhs), 1e-12 * std::fabs(lhs)) << lhs << " vs " << rhs;
+  for (std::size_t k = 0; k < in.size(); ++k)
+    rhs += (delta[k].array() * adj[k].array()).sum();
+  EXPECT_LE(std::fabs(lhs - rhs), 1e-12 * std::fabs(lhs))
+      << lhs << " vs " << rhs;
 }
 
 TEST(HeatSolver, EveryDecompositionMatchesTheSerialReference) {
@@ -85,20 +93,26 @@ TEST(HeatSolver, EveryDecompositionMatchesTheSerialReference) {
   const Tensor kappa_all = wavy_kappa(base, whole_grid(base));
   std::vector<double> obs(base.nx * base.ny), weight(base.nx * base.ny, 1.0);
   for (std::size_t k = 0; k < obs.size(); ++k) obs[k] = 0.3 + 0.01 * k;
-  const HeatReference ref = heat_reference(base, kappa_all.to_vector(), obs, weight);
-  const double gmax = Eigen::Map<const Eigen::ArrayXd>(ref.gradient.data(), ref.gradient.size())
-                          .abs()
-                          .maxCoeff();
+  const HeatReference ref =
+      heat_reference(base, kappa_all.to_vector(), obs, weight);
+  const double gmax =
+      Eigen::Map<const Eigen::ArrayXd>(ref.gradient.data(), ref.gradient.size())
+          .abs()
+          .maxCoeff();
   for (auto [px, py] : decompositions(base.nx, base.ny, size)) {
     HeatConfig c = base;
     c.px = px, c.py = py;
     const Patch p = patch_of(c, rank);
     Graph g;
     Value kappa = g.placeholder("kappa", {p.n, p.m});
-    Value u = heat_solve(g.constant(heat_initial(c, p)), kappa, g.constant(heat_source(c, p)), c);
+    Value u = heat_solve(g.constant(heat_initial(c, p)),
+                         kappa,
+                         g.constant(heat_source(c, p)),
+                         c);
     Tensor obs_patch(Shape{p.n, p.m});
     for (int64_t i = 0; i < p.n; ++i) {
-      for (int64_t j = 0; j < p.m; ++j) obs_patch[i * p.m + j] = obs[(p.row0 + i) * c.ny + p.col0 + j];
+      for (int64_t j = 0; j < p.m; ++j)
+        obs_patch[i * p.m + j] = obs[(p.row0 + i) * c.ny + p.col0 + j];
     }
     Value loss = sum(square(u - g.constant(obs_patch)));
     Value grad = gradient(loss, kappa);
@@ -108,9 +122,11 @@ TEST(HeatSolver, EveryDecompositionMatchesTheSerialReference) {
     EXPECT_NEAR(total, ref.loss, kInvariance * ref.loss) << px << " x " << py;
     for (int64_t i = 0; i < p.n; ++i) {
       for (int64_t j = 0; j < p.m; ++j) {
-        EXPECT_NEAR(out[1][i * p.m + j], ref.gradient[(p.row0 + i) * c.ny + p.col0 + j],
+        EXPECT_NEAR(out[1][i * p.m + j],
+                    ref.gradient[(p.row0 + i) * c.ny + p.col0 + j],
                     kInvariance * gmax)
-            << px << " x " << py << " at (" << p.row0 + i << ", " << p.col0 + j << ")";
+            << px << " x " << py << " at (" << p.row0 + i << ", " << p.col0 + j
+            << ")";
       }
     }
   }
@@ -124,7 +140,8 @@ TEST(HeatSolver, GradientChecksAtFlatAndWavyKappa) {
   const Patch p = patch_of(c, rank);
   Graph g;
   Value kappa = g.placeholder("kappa", {p.n, p.m});
-  Value u = heat_solve(g.constant(heat_initial(c, p)), kappa, g.constant(heat_source(c, p)), c);
+  Value u = heat_solve(
+      g.constant(heat_initial(c, p)), kappa, g.constant(heat_source(c, p)), c);
   Value loss = rank_weighted_loss(u - 0.5);
   expect_gradients_ok(loss, {kappa}, {{kappa, Tensor(Shape{p.n, p.m}, 1.0)}});
   expect_gradients_ok(loss, {kappa}, {{kappa, wavy_kappa(c, p)}});
@@ -160,8 +177,10 @@ TEST(HeatInverse, ReplicatedShardedAndSensorLossesAgreeWithTheReference) {
         for (int64_t j = 0; j < p.m; ++j) {
           const int64_t global = (p.row0 + i) * c.ny + p.col0 + j;
           // Replicated: rank 0's κ carries the whole gradient.
-          const double got = replicated ? (rank == 0 ? grad[global] : 0.0) : grad[i * p.m + j];
-          const double want = replicated && rank != 0 ? 0.0 : ref.gradient[global];
+          const double got =
+              replicated ? (rank == 0 ? grad[global] : 0.0) : grad[i * p.m + j];
+          const double want =
+              replicated && rank != 0 ? 0.0 : ref.gradient[global];
           EXPECT_NEAR(got, want, 1e-12 * (1e-3 + std::fabs(want)));
         }
       }
@@ -199,8 +218,9 @@ TEST(HeatInverse, ConfigurationErrorsAreClearOnEveryRank) {
     ADD_FAILURE();
   } catch (const OptionsError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "HeatConfig: px x py = " + std::to_string(size + 1) + " x 1 = " +
-                  std::to_string(size + 1) + " patches need as many ranks, but there are " +
+              "HeatConfig: px x py = " + std::to_string(size + 1) +
+                  " x 1 = " + std::to_string(size + 1) +
+                  " patches need as many ranks, but there are " +
                   std::to_string(size));
   }
   o.config.nx = 13, o.config.px = size, o.config.py = 1;
