@@ -33,6 +33,15 @@ TEST(MpiSendRecv, RingShiftAndItsGradient) {
   expect_gradients_ok(loss, {x}, {{x, random_tensor({3}, 20)}});
 }
 
+TEST(MpiSendRecv, RingShiftPassesTheDotProductTest) {
+  const int rank = world_rank(), size = world_size();
+  const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  // x ↦ x of the previous rank; the send's value is only the receive's
+  // shape template, so the adjoint is pure message passing.
+  expect_adjoint_identity(
+      [&](Value v) { return mpi_recv(mpi_send(v, next, 4), prev, 4); }, {5});
+}
+
 TEST(MpiSendRecv, RankDependentGraphsPairTheirAdjointMessages) {
   // Only rank 0 sends and only the last rank receives (on one rank, rank 0
   // does both); rank 0 does not use the value it sent. J = Σ y² on the last

@@ -164,6 +164,31 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(info.param.name);
     });
 
+TEST(Elementwise, PowSecondDerivativesAndItsZeroSafeBaseDerivative) {
+  // d/da a^b = b·a^(b−1) is exactly 0 where b = 0, even at a = 0.
+  Graph g;
+  Value a = g.placeholder("a", {3});
+  Value b = g.placeholder("b", {3});
+  Value d = g.add_node("pow_base_derivative", {a, b});
+  Session s(g);
+  Tensor out =
+      s.run(d, {{a, Tensor({0.0, 2.0, 3.0})}, {b, Tensor({0.0, 3.0, 0.5})}});
+  EXPECT_EQ(out[0], 0.0);
+  EXPECT_DOUBLE_EQ(out[1], 12.0);
+  EXPECT_DOUBLE_EQ(out[2], 0.5 / std::sqrt(3.0));
+  // Its own gradient (the second derivative of pow) passes the checker.
+  Value w = g.constant(Tensor({1.0, -2.0, 0.5}));
+  FeedMap f{{a, Tensor({0.7, 1.3, 2.1})}, {b, Tensor({1.5, 2.5, -0.5})}};
+  expect_gradients_ok(dot(d, w), {a, b}, f);
+  Value hv = gradient(sum(gradient(sum(pow(a, b)), a)), a);
+  Tensor h = s.run(hv, f);
+  for (int i = 0; i < 3; ++i) {
+    const double x = f.at(a)[i], p = f.at(b)[i];
+    EXPECT_NEAR(
+        h[i], p * (p - 1) * std::pow(x, p - 2), 1e-12 * (1 + std::fabs(h[i])));
+  }
+}
+
 TEST(Elementwise, ScalarOperandsOnEitherSide) {
   Graph g;
   Value x = g.placeholder("x", {2});

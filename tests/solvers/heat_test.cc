@@ -85,6 +85,39 @@ TEST(HeatStep, DotProductTestOfTheLinearisedStep) {
       << lhs << " vs " << rhs;
 }
 
+TEST(PatchEdges, EdgesAndTheirTransposeAreAdjointAndDifferentiable) {
+  Graph g;
+  Value u = g.placeholder("u", {3, 4});
+  Tensor uv(Shape{3, 4});
+  for (int k = 0; k < 12; ++k) uv[k] = k;
+  auto e = patch_edges(u);
+  Session s(g);
+  auto out = s.run({e[0], e[1], e[2], e[3]}, {{u, uv}});
+  EXPECT_EQ(out[0].to_vector(), (std::vector<double>{0, 4, 8}));
+  EXPECT_EQ(out[1].to_vector(), (std::vector<double>{3, 7, 11}));
+  EXPECT_EQ(out[2].to_vector(), (std::vector<double>{0, 1, 2, 3}));
+  EXPECT_EQ(out[3].to_vector(), (std::vector<double>{8, 9, 10, 11}));
+  auto packed = [](Value v) {
+    auto edges = patch_edges(v);
+    return concat({edges[0], edges[1], edges[2], edges[3]}, 0);
+  };
+  expect_adjoint_identity(packed, {3, 4});
+  auto unpacked = [&](Value v) {
+    return v.graph().add_node("patch_edges_adjoint",
+                              {slice(v, 0, 0, 3),
+                               slice(v, 0, 3, 6),
+                               slice(v, 0, 6, 10),
+                               slice(v, 0, 10, 14)});
+  };
+  expect_adjoint_identity(unpacked, {14});
+  expect_gradients_ok(
+      rank_weighted_loss(packed(u)), {u}, {{u, random_tensor({3, 4}, 60)}});
+  Value strips = g.placeholder("strips", {14});
+  expect_gradients_ok(rank_weighted_loss(unpacked(strips)),
+                      {strips},
+                      {{strips, random_tensor({14}, 61)}});
+}
+
 TEST(HeatSolver, EveryDecompositionMatchesTheSerialReference) {
   const int size = world_size(), rank = world_rank();
   auto comm = Communicator::world();
