@@ -116,8 +116,11 @@ std::vector<Value> gradients(Value y,
         output_grads[k] = zeros_of(g, node.output_shapes[k]);
       }
     }
-    Values input_grads =
-        node.op->gradient(GradientContext(node, outputs, output_grads));
+    std::vector<bool> needed;
+    for (const Value& in : node.inputs)
+      needed.push_back(from_x[in.node_id()] != 0);
+    Values input_grads = node.op->gradient(
+        GradientContext(node, outputs, output_grads, std::move(needed)));
     if (input_grads.size() != node.inputs.size()) {
       throw GraphError("gradient builder returned " +
                            std::to_string(input_grads.size()) + " values for " +

@@ -87,10 +87,12 @@ double KernelContext::attr_float(const std::string& name) const {
 
 GradientContext::GradientContext(const Node& node,
                                  Values outputs,
-                                 Values output_grads)
+                                 Values output_grads,
+                                 std::vector<bool> needed)
     : node_(node),
       outputs_(std::move(outputs)),
-      output_grads_(std::move(output_grads)) {}
+      output_grads_(std::move(output_grads)),
+      needed_(std::move(needed)) {}
 
 Graph& GradientContext::graph() const { return outputs_[0].graph(); }
 

@@ -101,7 +101,10 @@ class KernelContext final {
 // handles and the cotangent of each output (zeros where none flowed).
 class GradientContext final {
  public:
-  GradientContext(const Node& node, Values outputs, Values output_grads);
+  GradientContext(const Node& node,
+                  Values outputs,
+                  Values output_grads,
+                  std::vector<bool> needed = {});
   const Node& node() const { return node_; }
   Graph& graph() const;
   int num_inputs() const;
@@ -109,11 +112,15 @@ class GradientContext final {
   const Value& output(int i) const { return outputs_[i]; }
   // Cotangent of output `i`.
   const Value& grad(int i = 0) const { return output_grads_[i]; }
+  // Whether gradients() will use the cotangent of input `i`; a builder may
+  // return an invalid Value for (and skip the work of) the others.
+  bool needs_gradient(int i) const { return needed_.empty() || needed_[i]; }
 
  private:
   const Node& node_;
   Values outputs_;
   Values output_grads_;
+  std::vector<bool> needed_;
 };
 
 using ShapeFn = std::function<Shapes(const ShapeContext&)>;

@@ -98,13 +98,16 @@ double heat_dt(const HeatConfig& config) {
 
 Value heat_solve(Value u0, Value kappa, Value f, const HeatConfig& config) {
   const double dt = heat_dt(config), h = config.h();
+  // What each neighbour needs of a patch: its edge rows and columns. Each
+  // step produces its state's edges; the first come from patch_edges.
   Value u = u0;
+  std::array<Value, 4> edges = patch_edges(u0);
   for (int step = 0; step < config.nt; ++step) {
-    // What each neighbour needs of this patch: its edge rows and columns.
-    auto edges = patch_edges(u);
     auto halos = data_exchange(
         edges[0], edges[1], edges[2], edges[3], config.px, config.py);
-    u = heat_step(u, kappa, f, halos, dt, h);
+    HeatStep next = heat_step(u, kappa, f, halos, dt, h);
+    u = next.u;
+    edges = next.edges;
   }
   return u;
 }

@@ -1,5 +1,8 @@
 #include "solvers/heat_step.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -74,18 +77,28 @@ std::vector<AttrSpec> step_attrs() {
           {"h", AttrType::kFloat, nlohmann::json(), "grid spacing", 1e-300}};
 }
 
+// Writes the four edges of the n × m patch `u` into `edges` (left, right,
+// up, down).
+void write_edges(const double* u, int64_t n, int64_t m, Tensor* edges) {
+  for (int64_t i = 0; i < n; ++i)
+    edges[0][i] = u[i * m], edges[1][i] = u[i * m + m - 1];
+  for (int64_t j = 0; j < m; ++j)
+    edges[2][j] = u[j], edges[3][j] = u[(n - 1) * m + j];
+}
+
 }  // namespace
 
-Value heat_step(Value u,
-                Value kappa,
-                Value f,
-                const std::array<Value, 4>& halos,
-                double dt,
-                double h) {
-  return u.graph().add_node(
+HeatStep heat_step(Value u,
+                   Value kappa,
+                   Value f,
+                   const std::array<Value, 4>& halos,
+                   double dt,
+                   double h) {
+  auto out = u.graph().add_node_outputs(
       "heat_step",
       {u, kappa, f, halos[0], halos[1], halos[2], halos[3]},
       {{"dt", dt}, {"h", h}});
+  return {out[0], {out[1], out[2], out[3], out[4]}};
 }
 
 std::array<Value, 4> patch_edges(Value u) {
@@ -112,11 +125,7 @@ void register_heat_ops(OpRegistry& registry) {
   };
   edges.compute = [](KernelContext& c) {
     const Tensor& u = c.input(0);
-    const int64_t n = u.shape()[0], m = u.shape()[1];
-    for (int64_t i = 0; i < n; ++i)
-      c.output(0)[i] = u[i * m], c.output(1)[i] = u[i * m + m - 1];
-    for (int64_t j = 0; j < m; ++j)
-      c.output(2)[j] = u[j], c.output(3)[j] = u[(n - 1) * m + j];
+    write_edges(u.data(), u.shape()[0], u.shape()[1], &c.output(0));
   };
   edges.gradient = [](const GradientContext& c) {
     return Values{c.graph().add_node(
@@ -153,17 +162,21 @@ void register_heat_ops(OpRegistry& registry) {
   };
   registry.add(std::move(edges_adjoint));
 
-  // u⁺ = u + dt·(κ ⊙ stencil(u, halos)/h² + f);  adjoint: heat_step_adjoint
+  // u⁺ = u + dt·(κ ⊙ stencil(u, halos)/h² + f), and the edges of u⁺;
+  // adjoint: heat_step_adjoint
   OpDef step;
   step.name = "heat_step";
   step.doc =
-      "u + dt * (kappa * laplacian(u with halos) / h^2 + f) on an n x m patch";
+      "u + dt * (kappa * laplacian(u with halos) / h^2 + f) on an n x m patch, "
+      "and its edges";
   step.inputs = {
       "u", "kappa", "f", "from_left", "from_right", "from_up", "from_down"};
   step.attrs = step_attrs();
+  step.num_outputs = 5;
   step.shape = [](const ShapeContext& c) {
     check_shapes(c, 0, 3, 3);
-    return Shapes{c.input_shape(0)};
+    const Shape& u = c.input_shape(0);
+    return Shapes{u, {u[0]}, {u[0]}, {u[1]}, {u[1]}};
   };
   step.compute = [](KernelContext& c) {
     const Stencil s = stencil_of(c, 3);
@@ -194,22 +207,33 @@ void register_heat_ops(OpRegistry& registry) {
       for (int64_t j = 1; j + 1 < m; ++j) point(j, row[j - 1], row[j + 1]);
       point(m - 1, row[m - 2], s.right[i]);
     }
+    write_edges(out, n, m, &c.output(1));
   };
   step.gradient = [](const GradientContext& c) {
-    std::vector<Value> inputs = {c.grad()};
+    std::vector<Value> inputs = {
+        c.grad(0), c.grad(1), c.grad(2), c.grad(3), c.grad(4)};
     for (int k = 0; k < 7; ++k) inputs.push_back(c.input(k));
-    auto out =
-        c.graph().add_node_outputs("heat_step_adjoint", inputs, c.node().attrs);
-    return Values(out.begin(), out.end());
+    nlohmann::json attrs = c.node().attrs;
+    attrs["f_gradient"] = c.needs_gradient(2);
+    auto out = c.graph().add_node_outputs("heat_step_adjoint", inputs, attrs);
+    Values grads(out.begin(), out.end());
+    if (!c.needs_gradient(2)) grads[2] = Value();
+    return grads;
   };
   registry.add(std::move(step));
 
-  // (ū, κ̄, f̄, halō…) of heat_step for the cotangent ū⁺ (see the header).
+  // (ū, κ̄, f̄, halō…) of heat_step for the cotangents of u⁺ and its edges;
+  // one pass over the patch with rolling rows (see the header).
   OpDef adjoint;
   adjoint.name = "heat_step_adjoint";
   adjoint.doc =
-      "cotangents of heat_step's seven inputs for the cotangent of its output";
+      "cotangents of heat_step's seven inputs for the cotangents of its "
+      "outputs";
   adjoint.inputs = {"grad",
+                    "grad_left",
+                    "grad_right",
+                    "grad_up",
+                    "grad_down",
                     "u",
                     "kappa",
                     "f",
@@ -218,68 +242,109 @@ void register_heat_ops(OpRegistry& registry) {
                     "from_up",
                     "from_down"};
   adjoint.attrs = step_attrs();
+  adjoint.attrs.push_back(
+      {"f_gradient", AttrType::kBool, true, "compute the cotangent of f"});
   adjoint.num_outputs = 7;
   adjoint.shape = [](const ShapeContext& c) {
-    check_shapes(c, 0, 4, 4);
-    const Shape& u = c.input_shape(0);
+    check_shapes(c, 5, 3, 8);
+    const Shape& u = c.input_shape(5);
+    if (c.input_shape(0) != u)
+      c.fail("input \"grad\"", "differs from u's shape");
+    const Shapes strips = {{u[0]}, {u[0]}, {u[1]}, {u[1]}};
+    for (int k = 0; k < 4; ++k) {
+      if (c.input_shape(1 + k) != strips[k])
+        c.fail("input " + std::to_string(1 + k), "bad edge");
+    }
     return Shapes{u, u, u, {u[0]}, {u[0]}, {u[1]}, {u[1]}};
   };
   adjoint.compute = [](KernelContext& c) {
     const Tensor& g = c.input(0);
     const int64_t n = g.shape()[0], m = g.shape()[1];
-    const Stencil s{c.input(1).data(),
-                    c.input(4).data(),
-                    c.input(5).data(),
-                    c.input(6).data(),
-                    c.input(7).data(),
-                    n,
-                    m};
+    const double *el = c.input(1).data(), *er = c.input(2).data();
+    const double *eu = c.input(3).data(), *ed = c.input(4).data();
+    const double* u = c.input(5).data();
+    const double* kappa = c.input(6).data();
+    const double *hl = c.input(8).data(), *hr = c.input(9).data();
+    const double *hu = c.input(10).data(), *hd = c.input(11).data();
     const double dt = c.attr_float("dt"), h = c.attr_float("h");
     const double coef = dt / (h * h);
-    const double* gp = g.data();
-    double* gu = c.output(0).data();
-    double* gk = c.output(1).data();
-    c.output(2).array() = dt * g.array();
-    // z = κ ⊙ ū⁺; the stencil's transpose is the stencil with zero halos.
-    // Scratch kept per thread: a fresh large vector per call would cost
-    // page faults on every step.
-    thread_local std::vector<double> z, zero;
-    z.resize(n * m);
-    zero.assign(m, 0.0);
-    Eigen::Map<Eigen::ArrayXd>(z.data(), n * m) =
-        c.input(2).array() * g.array();
-#pragma omp parallel for if (n * m >= kParallelPoints)
-    for (int64_t i = 0; i < n; ++i) {
-      const double* zr = z.data() + i * m;
-      const double* zn = i > 0 ? zr - m : zero.data();
-      const double* zs = i + 1 < n ? zr + m : zero.data();
-      const double* ur = s.u + i * m;
-      const double* un = i > 0 ? ur - m : s.up;
-      const double* us = i + 1 < n ? ur + m : s.down;
-      const double* gr = gp + i * m;
-      double* out_u = gu + i * m;
-      double* out_k = gk + i * m;
-      auto point = [&](int64_t j, double zw, double ze, double uw, double ue) {
-        out_u[j] = gr[j] + coef * (zn[j] + zs[j] + zw + ze - 4 * zr[j]);
-        out_k[j] = coef * gr[j] * (un[j] + us[j] + uw + ue - 4 * ur[j]);
-      };
-      if (m == 1) {
-        point(0, 0, 0, s.left[i], s.right[i]);
-        continue;
+    const bool want_f = c.node().attr_bool("f_gradient");
+    double *gu = c.output(0).data(), *gk = c.output(1).data(),
+           *gf = c.output(2).data();
+    double *ol = c.output(3).data(), *orr = c.output(4).data();
+    double *ou = c.output(5).data(), *od = c.output(6).data();
+    // G = ū⁺ with the edge cotangents added; Z = κ ⊙ G.
+    auto g_row = [&](int64_t i, double* out) {
+      const double* y = g.data() + i * m;
+      for (int64_t j = 0; j < m; ++j) out[j] = y[j];
+      out[0] += el[i];
+      out[m - 1] += er[i];
+      if (i == 0) {
+        for (int64_t j = 0; j < m; ++j) out[j] += eu[j];
       }
-      point(0, 0, zr[1], s.left[i], ur[1]);
-      for (int64_t j = 1; j + 1 < m; ++j)
-        point(j, zr[j - 1], zr[j + 1], ur[j - 1], ur[j + 1]);
-      point(m - 1, zr[m - 2], 0, ur[m - 2], s.right[i]);
+      if (i == n - 1) {
+        for (int64_t j = 0; j < m; ++j) out[j] += ed[j];
+      }
+    };
+    auto z_row = [&](int64_t i, const double* grow, double* out) {
+      const double* k = kappa + i * m;
+      for (int64_t j = 0; j < m; ++j) out[j] = k[j] * grow[j];
+    };
+#pragma omp parallel if (n * m >= kParallelPoints)
+    {
+      const int threads = omp_get_num_threads(), t = omp_get_thread_num();
+      const int64_t i0 = n * t / threads, i1 = n * (t + 1) / threads;
+      std::vector<double> buffers(5 * m, 0.0);
+      double *zp = buffers.data(), *zc = zp + m, *zn = zc + m, *gc = zn + m,
+             *gn = gc + m;
+      if (i0 < i1) {
+        if (i0 > 0) {
+          g_row(i0 - 1, gn);
+          z_row(i0 - 1, gn, zp);
+        }
+        g_row(i0, gc);
+        z_row(i0, gc, zc);
+      }
+      for (int64_t i = i0; i < i1; ++i) {
+        if (i + 1 < n) {
+          g_row(i + 1, gn);
+          z_row(i + 1, gn, zn);
+        } else {
+          std::fill(zn, zn + m, 0.0);
+        }
+        const double* zpr = i > 0 ? zp : zn;  // row −1 of Z is zero
+        const double* ur = u + i * m;
+        const double* un = i > 0 ? ur - m : hu;
+        const double* us = i + 1 < n ? ur + m : hd;
+        double* out_u = gu + i * m;
+        double* out_k = gk + i * m;
+        const double zero_north = 0.0;
+        (void)zero_north;
+        for (int64_t j = 0; j < m; ++j) {
+          const double zw = j > 0 ? zc[j - 1] : 0.0,
+                       ze = j + 1 < m ? zc[j + 1] : 0.0;
+          const double uw = j > 0 ? ur[j - 1] : hl[i],
+                       ue = j + 1 < m ? ur[j + 1] : hr[i];
+          const double znorth = i > 0 ? zpr[j] : 0.0;
+          out_u[j] = gc[j] + coef * (znorth + zn[j] + zw + ze - 4 * zc[j]);
+          out_k[j] = coef * gc[j] * (un[j] + us[j] + uw + ue - 4 * ur[j]);
+        }
+        if (want_f) {
+          for (int64_t j = 0; j < m; ++j) gf[i * m + j] = dt * gc[j];
+        }
+        ol[i] = coef * zc[0];
+        orr[i] = coef * zc[m - 1];
+        if (i == 0) {
+          for (int64_t j = 0; j < m; ++j) ou[j] = coef * zc[j];
+        }
+        if (i == n - 1) {
+          for (int64_t j = 0; j < m; ++j) od[j] = coef * zc[j];
+        }
+        std::swap(zp, zc);
+        std::swap(zc, zn);
+        std::swap(gc, gn);
+      }
     }
-    double* left = c.output(3).data();
-    double* right = c.output(4).data();
-    double* up = c.output(5).data();
-    double* down = c.output(6).data();
-    for (int64_t i = 0; i < n; ++i)
-      left[i] = coef * z[i * m], right[i] = coef * z[i * m + m - 1];
-    for (int64_t j = 0; j < m; ++j)
-      up[j] = coef * z[j], down[j] = coef * z[(n - 1) * m + j];
   };
   registry.add(std::move(adjoint));
 }

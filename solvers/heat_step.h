@@ -9,14 +9,17 @@
 // from_down[j] = u_{n,j}, from_left[i] = u_{i,−1}, from_right[i] = u_{i,m}
 // (zeros on the domain boundary, as data_exchange gives them).
 //
-// Adjoint (z = κ ⊙ ū⁺, zero outside the patch, c = dt/h²):
-//   ū = ū⁺ + c·(z_{i+1,j} + z_{i−1,j} + z_{i,j+1} + z_{i,j−1} − 4z_ij)
-//   κ̄ = c·ū⁺ ⊙ (stencil of u)        f̄ = dt·ū⁺
+// The op also outputs the four edges of u⁺. Adjoint (G = ū⁺ with the edge
+// cotangents added onto its edges, z = κ ⊙ G, zero outside the patch,
+// c = dt/h²):
+//   ū = G + c·(z_{i+1,j} + z_{i−1,j} + z_{i,j+1} + z_{i,j−1} − 4z_ij)
+//   κ̄ = c·G ⊙ (stencil of u)          f̄ = dt·G (skipped when not needed)
 //   from_up̄ = c·z_{0,:}, from_down̄ = c·z_{n−1,:}, from_left̄ = c·z_{:,0},
 //   from_right̄ = c·z_{:,m−1}
 // computed by the op heat_step_adjoint, which declares no adjoint of its own
 // (second derivatives through the heat step are not supported).
-// Both kernels use OpenMP threads over rows for large patches.
+// Both kernels make one pass over the patch (the adjoint with rolling row
+// buffers) and use OpenMP threads over rows for large patches.
 #pragma once
 
 #include <array>
@@ -25,13 +28,21 @@
 
 namespace adgraph::solvers {
 
+// The new state and its four edges (left, right, up, down), which the next
+// step's data_exchange sends: producing them here lets the adjoint take the
+// edges' cotangents in the same pass as the state's.
+struct HeatStep {
+  Value u;
+  std::array<Value, 4> edges;
+};
+
 // Halos from data_exchange: {from_left, from_right, from_up, from_down}.
-Value heat_step(Value u,
-                Value kappa,
-                Value f,
-                const std::array<Value, 4>& halos,
-                double dt,
-                double h);
+HeatStep heat_step(Value u,
+                   Value kappa,
+                   Value f,
+                   const std::array<Value, 4>& halos,
+                   double dt,
+                   double h);
 
 // The four edges of an n × m patch, as data_exchange sends them:
 // {left column, right column, top row, bottom row} (shapes [n], [n], [m],

@@ -56,7 +56,7 @@ TEST(HeatStep, DotProductTestOfTheLinearisedStep) {
                            g.placeholder("up", {m}),
                            g.placeholder("down", {m})};
   Value y =
-      heat_step(in[0], in[1], in[2], {in[3], in[4], in[5], in[6]}, 0.01, 0.2);
+      heat_step(in[0], in[1], in[2], {in[3], in[4], in[5], in[6]}, 0.01, 0.2).u;
   Value w = g.placeholder("w", {n, m});
   std::vector<Value> grads = gradients(dot(y, w), in);
   FeedMap at, plus, minus;
