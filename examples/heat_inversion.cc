@@ -110,9 +110,9 @@ int main(int argc, char** argv) {
       "Recover the diffusivity of a 2-D heat equation with distributed L-BFGS"};
   solvers::HeatInverseOptions problem_options;
   solvers::HeatConfig& c = problem_options.config;
-  c.nx = c.ny = 192;
+  c.nx = c.ny = 256;
   c.px = c.py = 2;
-  c.nt = 1500;
+  c.nt = 2800;
   int max_iter = 100;
   double tol = 1e-10;
   std::string output = "heat_inversion.json", dump_gradient, checkpoint;

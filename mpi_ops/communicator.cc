@@ -1,12 +1,15 @@
 #include "mpi_ops/communicator.h"
 
 #include <mpi.h>
+#include <omp.h>
+#include <sched.h>
 
 #include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "core/check.h"
@@ -81,6 +84,32 @@ struct Communicator::PendingSend {
   MPI_Request request = MPI_REQUEST_NULL;
 };
 
+namespace {
+
+// OpenMP threads per rank when the user did not choose (OMP_NUM_THREADS):
+// no more than the CPUs this rank may run on, and no more than its share of
+// the node's cores. Oversubscribed threads spin in OpenMP barriers and
+// starve the ranks that must progress their messages.
+void size_openmp_threads() {
+  if (std::getenv("OMP_NUM_THREADS") != nullptr) return;
+  MPI_Comm node;
+  MPI_Comm_split_type(
+      MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int local_ranks = 1;
+  MPI_Comm_size(node, &local_ranks);
+  MPI_Comm_free(&node);
+  cpu_set_t mask;
+  int allowed = static_cast<int>(std::thread::hardware_concurrency());
+  if (sched_getaffinity(0, sizeof(mask), &mask) == 0)
+    allowed = CPU_COUNT(&mask);
+  const int cores =
+      std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  omp_set_num_threads(
+      std::max(1, std::min(allowed, cores / std::max(1, local_ranks))));
+}
+
+}  // namespace
+
 MpiEnvironment::MpiEnvironment(int* argc, char*** argv) {
   int initialised = 0;
   MPI_Initialized(&initialised);
@@ -93,6 +122,7 @@ MpiEnvironment::MpiEnvironment(int* argc, char*** argv) {
     owns_ = false;
     throw Error("MPI does not provide MPI_THREAD_SERIALIZED");
   }
+  size_openmp_threads();
 }
 
 MpiEnvironment::~MpiEnvironment() {

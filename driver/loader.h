@@ -1,0 +1,69 @@
+// Loading adgraph's JSON graph documents (format version 1).
+//
+// A document is one object:
+//   "adgraph": 1                       format version (required)
+//   "nodes": [ {node}, … ]             required; see below
+//   "gradients": {"g": {"of": "L", "wrt": "theta" | ["a", "b"]}}
+//   "feeds": {"theta": value}          number, flat list in the node's shape,
+//                                      nested lists, or {"fill": v, "shape":
+//                                      [..]}
+//   "fetch": ["L", "g"]                values printed after the run
+//   "optimize": {"objective": "L", "variables": {"theta": start value},
+//                "method": "lbfgs", "layout": "replicated" | "sharded",
+//                "options": {"history", "max_iterations", "max_evaluations",
+//                            "tolerance_gradient", "tolerance_function"}}
+// A node is {"name", "op", "inputs": [refs], "attrs": {..}, "shape": [..]
+// (placeholders), "after": [names] (control inputs)}. A reference is a node
+// name, or "name:k" for output k; gradients are referenced by their key, and
+// "g:k" is the k-th of a list of "wrt". Inputs must name earlier nodes;
+// "after" may name any node, as long as no cycle forms.
+//
+// A "repeat" entry among the nodes unrolls a body K times:
+//   {"repeat": K, "carry": {"u": "u0"}, "body": [nodes…]}
+// Inside the body, "u" names the carried value (first "u0", then the body's
+// node "u" of the previous pass); other body nodes are visible to the body
+// under their plain names. Copies are named "<name>@<k>" (k = 0 … K−1);
+// after the block "u" names the last pass's value.
+//
+// Every error throws JsonError with the file, the node (when there is one)
+// and the field, e.g. `g.json: node "l" (pow): input "b": shape [3] does
+// not broadcast with [2]`.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/session.h"
+
+namespace adgraph::driver {
+
+struct Optimize {
+  std::string objective;
+  std::vector<std::string> variables;
+  std::vector<Tensor> start;
+  std::string layout = "replicated";
+  nlohmann::json options = nlohmann::json::object();
+};
+
+struct Document {
+  // Named values: nodes (and their outputs "name:k") and gradients.
+  std::map<std::string, Value> values;
+  FeedMap feeds;
+  std::vector<std::string> fetch;
+  bool has_optimize = false;
+  Optimize optimize;
+};
+
+// Parses `text` (the contents of `file`), rejecting duplicate keys and
+// nesting deeper than 64 levels. Malformed JSON reports line and column.
+nlohmann::json parse_document(const std::string& text, const std::string& file);
+
+// Builds the document's graph into `graph`. Throws JsonError.
+Document load_document(const nlohmann::json& doc,
+                       const std::string& file,
+                       Graph& graph);
+
+}  // namespace adgraph::driver
