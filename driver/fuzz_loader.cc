@@ -14,7 +14,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
-    const nlohmann::json doc = adgraph::driver::parse_document(text, "fuzz.json");
+    const nlohmann::json doc =
+        adgraph::driver::parse_document(text, "fuzz.json");
     adgraph::Graph graph;
     adgraph::driver::load_document(doc, "fuzz.json", graph);
   } catch (const adgraph::Error&) {

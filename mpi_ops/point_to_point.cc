@@ -36,7 +36,9 @@ AttrSpec tag_attr() {
   return {"tag", AttrType::kInt, 0, "message tag", 0, kMaxTag};
 }
 
-OpDef sendrecv_def(std::string name, std::string doc) {
+// mpi_sendrecv (transpose = false) and its transpose, mpi_sendrecv_adjoint:
+// each is the other's adjoint, so one definition serves both.
+OpDef sendrecv_def(std::string name, std::string doc, bool transpose) {
   OpDef def;
   def.name = std::move(name);
   def.doc = std::move(doc);
@@ -51,6 +53,35 @@ OpDef sendrecv_def(std::string name, std::string doc) {
     check_peer(c, "src");
     check_peer(c, "dest");
     return Shapes{c.input_shape(0)};
+  };
+  def.compute = [transpose](KernelContext& c) {
+    Communicator& comm = comm_of(c);
+    Communicator::Watch watch(comm, c.node());
+    const int src = attr(c.node(), "src"), dest = attr(c.node(), "dest");
+    const int tag = attr(c.node(), "tag");
+    const Tensor& x = c.input(0);
+    Tensor& y = c.output(0);
+    y.array() = x.array();
+    if (src == dest) return;
+    if (!transpose && comm.rank() == src)
+      comm.send(x.data(), x.size(), dest, tag);
+    if (!transpose && comm.rank() == dest)
+      comm.recv(y.data(), y.size(), src, tag);
+    if (transpose && comm.rank() == dest) {
+      comm.send(x.data(), x.size(), src, tag);
+      y.array().setZero();
+    }
+    if (transpose && comm.rank() == src) {
+      comm.recv(y.data(), y.size(), dest, tag);
+      y.array() += x.array();
+    }
+  };
+  def.gradient = [transpose](const GradientContext& c) {
+    const Node& n = c.node();
+    const int src = attr(n, "src"), dest = attr(n, "dest"),
+              tag = attr(n, "tag");
+    return Values{transpose ? mpi_sendrecv(c.grad(), src, dest, tag)
+                            : mpi_sendrecv_adjoint(c.grad(), src, dest, tag)};
   };
   return def;
 }
@@ -128,61 +159,16 @@ void register_point_to_point_ops(OpRegistry& r) {
 
   // src: y = x (and sends x);  dest: y = x_src;  others: y = x
   // x̄ = mpi_sendrecv_adjoint(ȳ)
-  OpDef sendrecv = sendrecv_def(
+  r.add(sendrecv_def(
       "mpi_sendrecv",
-      "rank src sends x to dest, which returns it; others return x");
-  sendrecv.compute = [](KernelContext& c) {
-    Communicator& comm = comm_of(c);
-    Communicator::Watch watch(comm, c.node());
-    const int src = attr(c.node(), "src"), dest = attr(c.node(), "dest");
-    const int tag = attr(c.node(), "tag");
-    const Tensor& x = c.input(0);
-    Tensor& y = c.output(0);
-    if (src != dest && comm.rank() == dest) {
-      comm.recv(y.data(), y.size(), src, tag);
-      return;
-    }
-    if (src != dest && comm.rank() == src)
-      comm.send(x.data(), x.size(), dest, tag);
-    y.array() = x.array();
-  };
-  sendrecv.gradient = [](const GradientContext& c) {
-    const Node& n = c.node();
-    return Values{mpi_sendrecv_adjoint(
-        c.grad(), attr(n, "src"), attr(n, "dest"), attr(n, "tag"))};
-  };
-  r.add(std::move(sendrecv));
-
+      "rank src sends x to dest, which returns it; others return x",
+      false));
   // src: y = x + x_dest;  dest: y = 0 (and sends x);  others: y = x
   // x̄ = mpi_sendrecv(ȳ)
-  OpDef adjoint = sendrecv_def(
+  r.add(sendrecv_def(
       "mpi_sendrecv_adjoint",
-      "transpose of mpi_sendrecv: dest sends x to src, which adds it");
-  adjoint.compute = [](KernelContext& c) {
-    Communicator& comm = comm_of(c);
-    Communicator::Watch watch(comm, c.node());
-    const int src = attr(c.node(), "src"), dest = attr(c.node(), "dest");
-    const int tag = attr(c.node(), "tag");
-    const Tensor& x = c.input(0);
-    Tensor& y = c.output(0);
-    if (src != dest && comm.rank() == dest) {
-      comm.send(x.data(), x.size(), src, tag);
-      y.array().setZero();
-      return;
-    }
-    if (src != dest && comm.rank() == src) {
-      comm.recv(y.data(), y.size(), dest, tag);
-      y.array() += x.array();
-      return;
-    }
-    y.array() = x.array();
-  };
-  adjoint.gradient = [](const GradientContext& c) {
-    const Node& n = c.node();
-    return Values{mpi_sendrecv(
-        c.grad(), attr(n, "src"), attr(n, "dest"), attr(n, "tag"))};
-  };
-  r.add(std::move(adjoint));
+      "transpose of mpi_sendrecv: dest sends x to src, which adds it",
+      true));
 }
 
 }  // namespace adgraph
