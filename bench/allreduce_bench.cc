@@ -36,7 +36,11 @@ int main(int argc, char** argv) {
     std::printf(
         "%12s %14s %14s %10s\n", "bytes", "raw_us", "adgraph_us", "overhead");
   }
-  for (int64_t n = 1; n <= (int64_t{8} << 20); n *= 4) {
+  // 8 B, 32 B, …, 32 MiB in steps of 4, then 64 MiB.
+  std::vector<int64_t> sizes;
+  for (int64_t n = 1; n < (int64_t{8} << 20); n *= 4) sizes.push_back(n);
+  sizes.push_back(int64_t{8} << 20);
+  for (int64_t n : sizes) {
     Graph g;
     Value x = g.placeholder("x", {n});
     Value y = mpi_allreduce(x);
