@@ -9,6 +9,7 @@
 #include "core/session.h"
 #include "core/tensor.h"
 #include "core/tensor_json.h"
+#include "mpi_ops/allreduce_programs.h"
 #include "mpi_ops/collectives.h"
 #include "mpi_ops/communicator.h"
 #include "mpi_ops/halo.h"

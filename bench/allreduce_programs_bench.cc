@@ -1,0 +1,90 @@
+// Naive and ring allreduce built from the graph's send/recv nodes
+// (mpi_ops/allreduce_programs.h) against MPI_Allreduce, 8 B to 64 MiB, in
+// one run. Medians of the per-run maximum over ranks, each from a barrier.
+//   mpirun -n 4 build/bench/allreduce_programs_bench
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+#include "adgraph.h"
+
+using namespace adgraph;
+
+namespace {
+
+double timed(int reps, const std::function<void()>& f) {
+  f();
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    t.push_back(s);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MpiEnvironment env(&argc, &argv);
+  auto comm = Communicator::world();
+  const int size = comm->size();
+  if (comm->rank() == 0) {
+    std::printf("%12s %12s %12s %12s %16s %16s\n",
+                "bytes",
+                "mpi_us",
+                "naive_us",
+                "ring_us",
+                "naive_sent_B",
+                "ring_sent_B");
+  }
+  std::vector<int64_t> sizes;
+  for (int64_t n = 1; n < (int64_t{8} << 20); n *= 4) sizes.push_back(n);
+  sizes.push_back(int64_t{8} << 20);
+  for (int64_t n : sizes) {
+    Graph g;
+    Value x = g.placeholder("x", {n});
+    Value naive = allreduce_naive(x), ring = allreduce_ring(x);
+    Session s(g);
+    FeedMap feeds{{x, Tensor(Shape{n}, 1.0 + comm->rank())}};
+    std::vector<double> in(n, 1.0 + comm->rank()), out(n);
+    const int reps = n <= 4096 ? 100 : n <= (1 << 20) ? 10 : 3;
+    Tensor a, b;
+    const double t_mpi = timed(reps, [&] {
+      MPI_Allreduce(in.data(),
+                    out.data(),
+                    static_cast<int>(n),
+                    MPI_DOUBLE,
+                    MPI_SUM,
+                    MPI_COMM_WORLD);
+    });
+    const double t_naive = timed(reps, [&] { a = s.run(naive, feeds); });
+    const double t_ring = timed(reps, [&] { b = s.run(ring, feeds); });
+    const double want = size * (size + 1) / 2.0;
+    if (a[n - 1] != want || b[n - 1] != want || out[n - 1] != want) {
+      std::fprintf(
+          stderr, "wrong sum at n = %lld\n", static_cast<long long>(n));
+      return 1;
+    }
+    if (comm->rank() == 0) {
+      std::printf("%12lld %12.1f %12.1f %12.1f %16.0f %16.0f\n",
+                  static_cast<long long>(8 * n),
+                  t_mpi * 1e6,
+                  t_naive * 1e6,
+                  t_ring * 1e6,
+                  8.0 * (size - 1) * n,
+                  8.0 * 2 * (size - 1) * n / size);
+    }
+  }
+  return 0;
+}
