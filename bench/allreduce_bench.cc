@@ -10,24 +10,9 @@
 #include <vector>
 
 #include "adgraph.h"
+#include "bench/bench_timing.h"
 
 using namespace adgraph;
-using Clock = std::chrono::steady_clock;
-
-namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-double max_over_ranks(double t) {
-  double out = 0;
-  MPI_Allreduce(&t, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return out;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   MpiEnvironment env(&argc, &argv);
@@ -48,39 +33,25 @@ int main(int argc, char** argv) {
     FeedMap feeds{{x, Tensor(Shape{n}, 1.0 + comm->rank())}};
     std::vector<double> in(n, 1.0 + comm->rank()), out(n);
     const int reps = n <= 4096 ? 200 : n <= (1 << 20) ? 30 : 8;
-    session.run(y, feeds);
-    MPI_Allreduce(in.data(),
-                  out.data(),
-                  static_cast<int>(n),
-                  MPI_DOUBLE,
-                  MPI_SUM,
-                  MPI_COMM_WORLD);
-    std::vector<double> raw, graph;
     Tensor result;
-    for (int r = 0; r < reps; ++r) {
-      MPI_Barrier(MPI_COMM_WORLD);
-      auto t0 = Clock::now();
-      MPI_Allreduce(in.data(),
-                    out.data(),
-                    static_cast<int>(n),
-                    MPI_DOUBLE,
-                    MPI_SUM,
-                    MPI_COMM_WORLD);
-      raw.push_back(max_over_ranks(
-          std::chrono::duration<double>(Clock::now() - t0).count()));
-      MPI_Barrier(MPI_COMM_WORLD);
-      t0 = Clock::now();
-      result = session.run(y, feeds);
-      graph.push_back(max_over_ranks(
-          std::chrono::duration<double>(Clock::now() - t0).count()));
-    }
+    const std::vector<double> t =
+        bench::median_times(reps,
+                            {[&] {
+                               MPI_Allreduce(in.data(),
+                                             out.data(),
+                                             static_cast<int>(n),
+                                             MPI_DOUBLE,
+                                             MPI_SUM,
+                                             MPI_COMM_WORLD);
+                             },
+                             [&] { result = session.run(y, feeds); }});
     const double expect = comm->size() * (comm->size() + 1) / 2.0;
     if (result[0] != expect || out[0] != expect) {
       std::fprintf(
           stderr, "wrong sum at n = %lld\n", static_cast<long long>(n));
       return 1;
     }
-    const double a = median(raw) * 1e6, b = median(graph) * 1e6;
+    const double a = t[0] * 1e6, b = t[1] * 1e6;
     if (comm->rank() == 0) {
       std::printf("%12lld %14.1f %14.1f %9.1f%%\n",
                   static_cast<long long>(8 * n),

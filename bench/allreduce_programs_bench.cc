@@ -11,29 +11,9 @@
 #include <vector>
 
 #include "adgraph.h"
+#include "bench/bench_timing.h"
 
 using namespace adgraph;
-
-namespace {
-
-double timed(int reps, const std::function<void()>& f) {
-  f();
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-            .count();
-    MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    t.push_back(s);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   MpiEnvironment env(&argc, &argv);
@@ -60,16 +40,19 @@ int main(int argc, char** argv) {
     std::vector<double> in(n, 1.0 + comm->rank()), out(n);
     const int reps = n <= 4096 ? 100 : n <= (1 << 20) ? 10 : 3;
     Tensor a, b;
-    const double t_mpi = timed(reps, [&] {
-      MPI_Allreduce(in.data(),
-                    out.data(),
-                    static_cast<int>(n),
-                    MPI_DOUBLE,
-                    MPI_SUM,
-                    MPI_COMM_WORLD);
-    });
-    const double t_naive = timed(reps, [&] { a = s.run(naive, feeds); });
-    const double t_ring = timed(reps, [&] { b = s.run(ring, feeds); });
+    const std::vector<double> t =
+        bench::median_times(reps,
+                            {[&] {
+                               MPI_Allreduce(in.data(),
+                                             out.data(),
+                                             static_cast<int>(n),
+                                             MPI_DOUBLE,
+                                             MPI_SUM,
+                                             MPI_COMM_WORLD);
+                             },
+                             [&] { a = s.run(naive, feeds); },
+                             [&] { b = s.run(ring, feeds); }});
+    const double t_mpi = t[0], t_naive = t[1], t_ring = t[2];
     const double want = size * (size + 1) / 2.0;
     if (a[n - 1] != want || b[n - 1] != want || out[n - 1] != want) {
       std::fprintf(

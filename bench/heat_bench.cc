@@ -16,28 +16,12 @@
 #include <functional>
 
 #include "adgraph.h"
+#include "bench/bench_timing.h"
 #include "bench/heat_baseline.h"
 
 using namespace adgraph;
 
 namespace {
-
-double timed(int reps, const std::function<void()>& f) {
-  f();  // warm-up
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-            .count();
-    MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    t.push_back(s);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 double peak_rss_mb() {
   rusage u;
@@ -119,9 +103,11 @@ int main(int argc, char** argv) {
     base.set_observations(solvers::heat_kappa_true(o.config, p).to_vector());
     std::vector<double> kappa(p.n * p.m, 1.0), grad;
     double loss = 0;
-    const double fwd = timed(reps, [&] { loss = base.run(kappa, nullptr); });
+    const double fwd =
+        bench::median_time(reps, [&] { loss = base.run(kappa, nullptr); });
     const double gs =
-        gradient ? timed(reps, [&] { base.run(kappa, &grad); }) : 0.0;
+        gradient ? bench::median_time(reps, [&] { base.run(kappa, &grad); })
+                 : 0.0;
     double g2 = 0;
     for (double v : grad) g2 += v * v;
     report("handwritten",
@@ -135,14 +121,16 @@ int main(int argc, char** argv) {
     const Tensor kappa = problem.kappa_start();
     double loss = 0;
     Tensor grad;
-    const double fwd = timed(reps, [&] { loss = problem.loss(kappa); });
-    const double gs = gradient
-                          ? timed(reps,
-                                  [&] {
-                                    auto out = problem.loss_and_gradient(kappa);
-                                    grad = std::move(out.second);
-                                  })
-                          : 0.0;
+    const double fwd =
+        bench::median_time(reps, [&] { loss = problem.loss(kappa); });
+    const double gs =
+        gradient
+            ? bench::median_time(reps,
+                                 [&] {
+                                   auto out = problem.loss_and_gradient(kappa);
+                                   grad = std::move(out.second);
+                                 })
+            : 0.0;
     const double g2 =
         gradient ? comm->allreduce_sum(grad.array().square().sum()) : 0.0;
     report("adgraph", fwd, gs, loss, std::sqrt(g2));

@@ -12,6 +12,21 @@ set(ADGRAPH_MPI_TEST_ENV
 set(ADGRAPH_MPIEXEC_EXTRA_FLAGS "--oversubscribe" CACHE STRING
     "Flags added to every MPI test launch (Open MPI: --oversubscribe)")
 
+# Sets `out` to the command that runs target `exe` with `args` on `ranks`
+# ranks through FindMPI's MPIEXEC variables. With PACKED, the list is joined
+# with "|" so it can pass through -D to a cmake -P script (ExpectFailure,
+# ExpectMessage split it again).
+function(adgraph_mpi_launch out ranks exe)
+  cmake_parse_arguments(ARG "PACKED" "" "ARGS" ${ARGN})
+  set(command ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks}
+      ${ADGRAPH_MPIEXEC_EXTRA_FLAGS} ${MPIEXEC_PREFLAGS} $<TARGET_FILE:${exe}>
+      ${MPIEXEC_POSTFLAGS} ${ARG_ARGS})
+  if(ARG_PACKED)
+    string(REPLACE ";" "|" command "${command}")
+  endif()
+  set(${out} "${command}" PARENT_SCOPE)
+endfunction()
+
 function(adgraph_target_name path out)
   string(REPLACE "/" "_" name "${path}")
   set(${out} "${name}" PARENT_SCOPE)
@@ -40,10 +55,9 @@ function(adgraph_add_mpi_command name)
   endif()
   list(POP_FRONT ARG_COMMAND exe)
   foreach(n IN LISTS ARG_RANKS)
+    adgraph_mpi_launch(command ${n} ${exe} ARGS ${ARG_COMMAND})
     add_test(NAME ${name}.np${n}
-             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n}
-                     ${ADGRAPH_MPIEXEC_EXTRA_FLAGS} ${MPIEXEC_PREFLAGS}
-                     $<TARGET_FILE:${exe}> ${MPIEXEC_POSTFLAGS} ${ARG_COMMAND})
+             COMMAND ${command})
     set_tests_properties(${name}.np${n} PROPERTIES
       PROCESSORS ${n} LABELS mpi TIMEOUT ${ARG_TIMEOUT}
       ENVIRONMENT "${ADGRAPH_MPI_TEST_ENV}")
@@ -73,10 +87,7 @@ function(adgraph_add_failure_test name)
   endif()
   list(POP_FRONT ARG_COMMAND exe)
   foreach(n IN LISTS ARG_RANKS)
-    set(command ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n}
-        ${ADGRAPH_MPIEXEC_EXTRA_FLAGS} ${MPIEXEC_PREFLAGS} $<TARGET_FILE:${exe}>
-        ${MPIEXEC_POSTFLAGS} ${ARG_COMMAND})
-    string(REPLACE ";" "|" command "${command}")
+    adgraph_mpi_launch(command ${n} ${exe} PACKED ARGS ${ARG_COMMAND})
     add_test(NAME ${name}.np${n}
              COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${command}" "-DREGEX=${ARG_REGEX}"
                      -P ${PROJECT_SOURCE_DIR}/cmake/ExpectFailure.cmake)

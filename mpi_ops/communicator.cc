@@ -179,12 +179,19 @@ void Communicator::watchdog_loop() {
     const int64_t start = watch_start_ns_.load();
     if (start == 0 || deadline_seconds_ <= 0) continue;
     if (now_ns() - start > static_cast<int64_t>(deadline_seconds_ * 1e9)) {
+      // The label is composed only now: watching a node costs two stores.
+      const Node* node = watch_node_.load();
+      const std::string label =
+          node == nullptr ? watch_label_
+                          : "node \"" + node->name + "\" (" + node->op_name() +
+                                ", communication #" +
+                                std::to_string(node->communication_index) + ")";
       std::fprintf(
           stderr,
           "adgraph: rank %d: communication deadline of %g s exceeded in %s\n",
           rank_,
           deadline_seconds_,
-          watch_label_.c_str());
+          label.c_str());
       std::fflush(stderr);
       std::_Exit(kDeadlineExitCode);
     }
@@ -196,15 +203,19 @@ void Communicator::start_watch(std::string label) {
     std::lock_guard<std::mutex> lock(watch_mutex_);
     watch_label_ = std::move(label);
   }
+  watch_node_.store(nullptr);
+  watch_start_ns_.store(now_ns());
+}
+
+void Communicator::start_watch(const Node& node) {
+  watch_node_.store(&node);
   watch_start_ns_.store(now_ns());
 }
 
 void Communicator::stop_watch() { watch_start_ns_.store(0); }
 
 Communicator::Watch::Watch(Communicator& comm, const Node& node) : comm_(comm) {
-  comm_.start_watch("node \"" + node.name + "\" (" + node.op_name() +
-                    ", communication #" +
-                    std::to_string(node.communication_index) + ")");
+  comm_.start_watch(node);
 }
 
 Communicator::Watch::~Watch() { comm_.stop_watch(); }

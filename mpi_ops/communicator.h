@@ -121,7 +121,9 @@ class Communicator final : public CommContext {
  private:
   Communicator();
   void watchdog_loop();
+  // Watches a call described by `label`, or by the node being run.
   void start_watch(std::string label);
+  void start_watch(const Node& node);
   void stop_watch();
 
   int rank_ = 0;
@@ -135,6 +137,7 @@ class Communicator final : public CommContext {
   std::atomic<int64_t> watch_start_ns_{0};
   std::mutex watch_mutex_;
   std::string watch_label_;
+  std::atomic<const Node*> watch_node_{nullptr};
   std::condition_variable watch_wakeup_;
   bool watch_stop_ = false;
   std::thread watchdog_;

@@ -90,24 +90,20 @@ Tensor HeatInverse::kappa_true() const {
 std::pair<double, Tensor> HeatInverse::loss_and_gradient(const Tensor& kappa) {
   auto out = session_->run({global_loss_, gradient_},
                            {{kappa_, kappa}, {obs_, observations_}});
-  double total = out[0].item();
-  if (options_.replicated) {
-    comm_.bcast(&total, 1, 0);
-  } else {
-    total = comm_.allreduce_sum(total);
-  }
-  return {total, std::move(out[1])};
+  return {global(out[0].item()), std::move(out[1])};
 }
 
 double HeatInverse::loss(const Tensor& kappa) {
-  double total =
+  return global(
       session_->run(global_loss_, {{kappa_, kappa}, {obs_, observations_}})
-          .item();
-  if (options_.replicated) {
-    comm_.bcast(&total, 1, 0);
-    return total;
-  }
-  return comm_.allreduce_sum(total);
+          .item());
+}
+
+double HeatInverse::global(double value) {
+  // Replicated: rank 0 holds the mpi_sum; sharded: every rank its part.
+  if (!options_.replicated) return comm_.allreduce_sum(value);
+  comm_.bcast(&value, 1, 0);
+  return value;
 }
 
 optim::LbfgsSummary HeatInverse::fit(Tensor& kappa,

@@ -64,6 +64,9 @@ class HeatInverse final {
   optim::LbfgsSummary fit(Tensor& kappa, const optim::LbfgsOptions& options);
 
  private:
+  // The global loss from this rank's value of global_loss_. Collective.
+  double global(double value);
+
   HeatInverseOptions options_;
   Communicator& comm_;
   Patch patch_;
