@@ -5,6 +5,7 @@
 #include "core/gradient_checker.h"
 #include "core/gradients.h"
 #include "core/graph.h"
+#include "core/jvp.h"
 #include "core/op.h"
 #include "core/session.h"
 #include "core/tensor.h"

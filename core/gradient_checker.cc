@@ -5,10 +5,12 @@
 #include <limits>
 #include <random>
 #include <sstream>
+#include <utility>
 
 #include "core/comm_context.h"
 #include "core/error.h"
 #include "core/gradients.h"
+#include "core/jvp.h"
 
 namespace adgraph {
 namespace {
@@ -45,6 +47,7 @@ bool GradientCheckOptions::is_valid(std::string* error) const {
   if (!(rate_tolerance > 0 && rate_tolerance <= 1)) {
     return bad("rate_tolerance must be in (0, 1]");
   }
+  if (!(jvp_tolerance > 0)) return bad("jvp_tolerance must be > 0");
   return true;
 }
 
@@ -66,8 +69,28 @@ GradientCheckResult check_gradients(Value y,
   }
   Graph& g = y.graph();
   const std::vector<Value> grads = gradients(y, xs);
-  Session session(g);
   const Reducer reduce{g.comm()};
+  // Taylor directions, drawn before the session runs; each direction's jvp
+  // is built with the direction as a constant, so the graph gains no
+  // placeholder that later runs would have to feed.
+  std::mt19937_64 rng(options.seed +
+                      7919u * static_cast<unsigned>(reduce.rank()));
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  std::vector<std::vector<Tensor>> directions(options.directions);
+  std::vector<Value> y_dots;
+  for (std::vector<Tensor>& d : directions) {
+    std::vector<Value> tangents;
+    for (const Value& x : xs) {
+      Tensor t(x.shape());
+      for (int64_t i = 0; i < t.size(); ++i) t[i] = uniform(rng);
+      if (options.check_jvp) tangents.push_back(g.constant(t));
+      d.push_back(std::move(t));
+    }
+    if (options.check_jvp) {
+      y_dots.push_back(jvp(std::vector<Value>{y}, xs, tangents)[0]);
+    }
+  }
+  Session session(g);
   GradientCheckResult result;
   std::ostringstream failure;
 
@@ -113,20 +136,44 @@ GradientCheckResult check_gradients(Value y,
     result.max_fd_error = reduce.max(result.max_fd_error);
   }
 
-  std::mt19937_64 rng(options.seed +
-                      7919u * static_cast<unsigned>(reduce.rank()));
-  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  // The rate of r(ε) over the steps, nan when it stays at round-off.
+  auto taylor_rate = [&](const std::vector<double>& remainder,
+                         const std::vector<double>& noise) {
+    double rate = std::numeric_limits<double>::quiet_NaN();
+    for (int s = 0; s + 1 < options.taylor_steps; ++s) {
+      if (remainder[s + 1] > kSignalOverNoise * noise[s + 1]) {
+        rate = std::log(remainder[s] / remainder[s + 1]) / std::log(4.0);
+      }
+    }
+    const bool linear = remainder[0] <= kSignalOverNoise * noise[0];
+    const bool ok = std::isnan(rate)
+                        ? linear
+                        : std::fabs(rate - 2.0) <= options.rate_tolerance;
+    return std::make_pair(rate, ok);
+  };
+
   for (int dir = 0; dir < options.directions; ++dir) {
-    std::vector<Tensor> d;
+    const std::vector<Tensor>& d = directions[dir];
     double local_slope = 0.0;
     for (std::size_t k = 0; k < xs.size(); ++k) {
-      Tensor t(xs[k].shape());
-      for (int64_t i = 0; i < t.size(); ++i) t[i] = uniform(rng);
-      local_slope += (t.array() * at_x[k].array()).sum();
-      d.push_back(std::move(t));
+      local_slope += (d[k].array() * at_x[k].array()).sum();
     }
     const double slope = reduce.sum(local_slope);
-    std::vector<double> remainder, noise;
+    double jvp_slope = slope;
+    if (options.check_jvp) {
+      jvp_slope = reduce.sum(session.run(y_dots[dir], feeds).item());
+      const double err =
+          std::fabs(jvp_slope - slope) / std::max(1.0, std::fabs(slope));
+      if (!(err <= result.max_jvp_error)) {
+        result.max_jvp_error = std::isnan(err) ? INFINITY : err;
+      }
+      if (!(err <= options.jvp_tolerance) && failure.str().empty()) {
+        failure << "direction " << dir << ": jvp " << jvp_slope
+                << ", gradient . direction " << slope << " (error " << err
+                << ")";
+      }
+    }
+    std::vector<double> remainder, jvp_remainder, noise;
     double eps = options.taylor_epsilon;
     for (int s = 0; s < options.taylor_steps; ++s, eps /= 4) {
       FeedMap at = feeds;
@@ -135,27 +182,30 @@ GradientCheckResult check_gradients(Value y,
       }
       const double j = loss_at(at);
       remainder.push_back(std::fabs(j - j0 - eps * slope));
+      jvp_remainder.push_back(std::fabs(j - j0 - eps * jvp_slope));
       noise.push_back(kNoiseFactor * (std::fabs(j) + std::fabs(j0) +
                                       std::fabs(eps * slope)) +
                       std::numeric_limits<double>::min());
     }
-    double rate = std::numeric_limits<double>::quiet_NaN();
-    for (int s = 0; s + 1 < options.taylor_steps; ++s) {
-      if (remainder[s + 1] > kSignalOverNoise * noise[s + 1]) {
-        rate = std::log(remainder[s] / remainder[s + 1]) / std::log(4.0);
-      }
-    }
+    auto [rate, rate_ok] = taylor_rate(remainder, noise);
     result.taylor_rates.push_back(rate);
-    const bool linear = remainder[0] <= kSignalOverNoise * noise[0];
-    const bool rate_ok = std::isnan(rate)
-                             ? linear
-                             : std::fabs(rate - 2.0) <= options.rate_tolerance;
     if (!rate_ok && failure.str().empty()) {
       failure << "Taylor test direction " << dir << ": remainder rate " << rate
               << " (expected 2 ± " << options.rate_tolerance << "); remainders";
       for (double r : remainder) failure << " " << r;
     }
+    if (options.check_jvp) {
+      auto [jvp_rate, jvp_ok] = taylor_rate(jvp_remainder, noise);
+      result.jvp_taylor_rates.push_back(jvp_rate);
+      if (!jvp_ok && failure.str().empty()) {
+        failure << "Taylor test of jvp, direction " << dir
+                << ": remainder rate " << jvp_rate << " (expected 2 ± "
+                << options.rate_tolerance << "); remainders";
+        for (double r : jvp_remainder) failure << " " << r;
+      }
+    }
   }
+  result.max_jvp_error = reduce.max(result.max_jvp_error);
 
   const double local_fail = failure.str().empty() ? 0.0 : 1.0;
   result.ok = reduce.max(local_fail) == 0.0;

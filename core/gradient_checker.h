@@ -7,6 +7,9 @@
 // round-off. A wrong gradient leaves an O(ε) remainder (rate 1), which the
 // rate test catches even when finite differences are too noisy to tell.
 //
+// It also checks forward mode: for each Taylor direction d, jvp() of y must
+// equal ∇J·d (both summed over ranks) and pass the same Taylor test.
+//
 // With communication nodes the checked function is J = Σ_ranks y_rank (the
 // loss is the sum of per-rank losses); every rank must call the checker.
 #pragma once
@@ -39,6 +42,12 @@ struct GradientCheckOptions {
   unsigned seed = 20261122;
   // Skip the finite-difference comparison (e.g. for large inputs).
   bool finite_differences = true;
+  // Also check jvp() in every Taylor direction. Needs a tangent rule for
+  // every op between xs and y.
+  bool check_jvp = true;
+  // Largest allowed |jvp·d − ∇J·d| / max(1, |∇J·d|). Range: > 0.
+  // Default 1e-9.
+  double jvp_tolerance = 1e-9;
 
   bool is_valid(std::string* error) const;
 };
@@ -48,16 +57,20 @@ struct GradientCheckResult {
   bool ok = true;
   // Largest finite-difference error over all entries and ranks.
   double max_fd_error = 0.0;
+  // Largest relative difference between jvp() and ∇J·d over directions.
+  double max_jvp_error = 0.0;
   // Rate measured per direction (nan for a direction on which J is linear).
   std::vector<double> taylor_rates;
+  // The same with jvp() as the linear term (empty without check_jvp).
+  std::vector<double> jvp_taylor_rates;
   // Human-readable description of the first failure, empty when ok.
   std::string message;
 };
 
 // Checks ∂y/∂xs at the point given by `feeds`. `y` must have one element;
-// every x must be a placeholder fed in `feeds`. Builds gradients(y, xs) in
-// y's graph. Throws OptionsError for invalid options, GraphError for a bad y
-// or x. The result is the same on every rank.
+// every x must be a placeholder fed in `feeds`. Builds gradients(y, xs) and
+// (with check_jvp) jvp(y, xs, ·) in y's graph. Throws OptionsError for invalid
+// options, GraphError for a bad y or x. The result is the same on every rank.
 GradientCheckResult check_gradients(Value y,
                                     const std::vector<Value>& xs,
                                     const FeedMap& feeds,

@@ -13,11 +13,10 @@ Value zeros_of(Graph& g, const Shape& shape) {
   return g.add_node("zeros", {}, {{"shape", shape}});
 }
 
-}  // namespace
-
-std::vector<Value> gradients(Value y,
-                             const std::vector<Value>& xs,
-                             Value grad_y) {
+std::vector<Value> reverse_sweep(Value y,
+                                 const std::vector<Value>& xs,
+                                 Value grad_y,
+                                 bool pair_communication) {
   if (!y.valid()) throw GraphError("gradients() of an invalid value");
   Graph& g = y.graph();
   for (const Value& x : xs) {
@@ -89,7 +88,8 @@ std::vector<Value> gradients(Value y,
     for (const Value& in : node.inputs) {
       any_input_from_x = any_input_from_x || from_x[in.node_id()];
     }
-    const bool communicates = node.op->communication && !node.inputs.empty();
+    const bool communicates =
+        pair_communication && node.op->communication && !node.inputs.empty();
     if (!any_input_from_x && !communicates) continue;
     const int n_out = node.op->num_outputs;
     Values outputs, output_grads;
@@ -162,6 +162,20 @@ std::vector<Value> gradients(Value y,
     }
   }
   return result;
+}
+
+}  // namespace
+
+std::vector<Value> gradients(Value y,
+                             const std::vector<Value>& xs,
+                             Value grad_y) {
+  return reverse_sweep(y, xs, grad_y, true);
+}
+
+std::vector<Value> detail::local_gradients(Value y,
+                                           const std::vector<Value>& xs,
+                                           Value grad_y) {
+  return reverse_sweep(y, xs, grad_y, false);
 }
 
 Value gradient(Value y, Value x, Value grad_y) {

@@ -28,4 +28,13 @@ std::vector<Value> gradients(Value y,
 // Single-variable convenience form.
 Value gradient(Value y, Value x, Value grad_y = {});
 
+namespace detail {
+// gradients() restricted to the paths from xs to y: no adjoints for
+// communication nodes off those paths and no waiting for them. Used where a
+// purely local adjoint is needed (jvp()'s transpose-of-the-adjoint rule).
+std::vector<Value> local_gradients(Value y,
+                                   const std::vector<Value>& xs,
+                                   Value grad_y = {});
+}  // namespace detail
+
 }  // namespace adgraph

@@ -102,6 +102,62 @@ int GradientContext::num_inputs() const {
 
 const Value& GradientContext::input(int i) const { return node_.inputs[i]; }
 
+TangentContext::TangentContext(const Node& node,
+                               Values outputs,
+                               Values input_tangents)
+    : node_(node),
+      outputs_(std::move(outputs)),
+      input_tangents_(std::move(input_tangents)) {}
+
+Graph& TangentContext::graph() const { return outputs_[0].graph(); }
+
+int TangentContext::num_inputs() const {
+  return static_cast<int>(node_.inputs.size());
+}
+
+const Value& TangentContext::input(int i) const { return node_.inputs[i]; }
+
+Value TangentContext::tangent_or_zeros(int i) const {
+  if (input_tangents_[i].valid()) return input_tangents_[i];
+  return graph().add_node("zeros", {}, {{"shape", node_.inputs[i].shape()}});
+}
+
+bool TangentContext::any_tangent() const {
+  for (const Value& t : input_tangents_) {
+    if (t.valid()) return true;
+  }
+  return false;
+}
+
+Values linear_tangent(const TangentContext& c) {
+  const Node& node = c.node();
+  if (!c.any_tangent() && !node.op->communication) {
+    return Values(node.op->num_outputs);
+  }
+  Values inputs;
+  for (int i = 0; i < c.num_inputs(); ++i) {
+    inputs.push_back(c.tangent_or_zeros(i));
+  }
+  NodeOptions options;
+  options.tensors = node.tensors;
+  return c.graph().add_node_outputs(
+      node.op_name(), std::move(inputs), node.attrs, std::move(options));
+}
+
+Values bilinear_tangent(const TangentContext& c) {
+  const Node& node = c.node();
+  Graph& g = c.graph();
+  Value t;
+  for (int i = 0; i < 2; ++i) {
+    if (!c.tangent(i).valid()) continue;
+    std::vector<Value> inputs = {c.input(0), c.input(1)};
+    inputs[i] = c.tangent(i);
+    Value term = g.add_node(node.op_name(), std::move(inputs), node.attrs);
+    t = t.valid() ? g.add_node("add", {t, term}) : term;
+  }
+  return {t};
+}
+
 void OpRegistry::add(OpDef def) {
   if (def.name.empty()) throw GraphError("an op needs a name");
   if (ops_.count(def.name)) {

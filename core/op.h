@@ -16,6 +16,9 @@
 //   def.gradient = [](const GradientContext& c) {
 //     return Values{c.grad(0) * c.node().attr_float("alpha")};
 //   };
+//   def.tangent = [](const TangentContext& c) {
+//     return Values{c.tangent(0) * c.node().attr_float("alpha")};
+//   };
 //   register_op(std::move(def));
 #pragma once
 
@@ -123,11 +126,45 @@ class GradientContext final {
   std::vector<bool> needed_;
 };
 
+// What a tangent (forward-mode) rule sees: the node's inputs and outputs as
+// handles and the tangent of each input (invalid where it is zero).
+class TangentContext final {
+ public:
+  TangentContext(const Node& node, Values outputs, Values input_tangents);
+  const Node& node() const { return node_; }
+  Graph& graph() const;
+  int num_inputs() const;
+  const Value& input(int i) const;
+  const Value& output(int k = 0) const { return outputs_[k]; }
+  // Tangent of input `i`; invalid when it is zero.
+  const Value& tangent(int i = 0) const { return input_tangents_[i]; }
+  // Tangent of input `i`, with a zeros node built when it is zero.
+  Value tangent_or_zeros(int i) const;
+  // Whether any input has a (non-zero) tangent.
+  bool any_tangent() const;
+
+ private:
+  const Node& node_;
+  Values outputs_;
+  Values input_tangents_;
+};
+
 using ShapeFn = std::function<Shapes(const ShapeContext&)>;
 using ComputeFn = std::function<void(KernelContext&)>;
 // Returns one handle per input: its cotangent contribution, or an invalid
 // Value for "no contribution" (a zero gradient).
 using GradientFn = std::function<Values(const GradientContext&)>;
+// Returns one handle per output: its tangent, or an invalid Value for zero.
+using TangentFn = std::function<Values(const TangentContext&)>;
+
+// The tangent rule of an op that is linear in all its inputs jointly (a
+// reshape, a sum, a halo exchange): the op itself applied to the tangents,
+// with the node's attributes. For a communication op it always builds the
+// node (zeros in, zeros out), so the messages pair up on every rank.
+Values linear_tangent(const TangentContext& c);
+// The tangent rule of a one-output op linear in each of its two inputs (a
+// product): op(ȧ, b) + op(a, ḃ), zero terms skipped.
+Values bilinear_tangent(const TangentContext& c);
 
 struct OpDef {
   std::string name;
@@ -143,6 +180,11 @@ struct OpDef {
   ComputeFn compute;
   // Empty: the op has no adjoint and gradients() fails at it, naming it.
   GradientFn gradient;
+  // Forward-mode rule used by jvp(). Empty: jvp() fails at the op, naming
+  // it. Every built-in op with a gradient has one. A communication op's rule
+  // is called on every rank for every such node, also with all tangents
+  // zero, and must build the same communication nodes whatever is zero.
+  TangentFn tangent;
   // Communication nodes are chained by ghost dependencies (control edges in
   // creation order) so every rank issues its MPI calls in one order.
   bool communication = false;

@@ -109,6 +109,7 @@ void register_collective_ops(OpRegistry& r) {
   sum.gradient = [](const GradientContext& c) {
     return Values{mpi_bcast(c.grad(), root_of(c.node()))};
   };
+  sum.tangent = linear_tangent;
   r.add(std::move(sum));
 
   // y = ⊕_r x_r;  x̄_r = Σ_q ȳ_q (sum), masked (max/min), · Π_{q≠r} x_q (prod)
@@ -145,6 +146,18 @@ void register_collective_ops(OpRegistry& r) {
     }
     return Values{total * allreduce_owner(c.input(0), c.output(0))};
   };
+  // ẏ = Σ_r ẋ_r (sum), ẋ of the owning rank (max/min),
+  // Σ_r ẋ_r·Π_{q≠r} x_q (prod)
+  all.tangent = [](const TangentContext& c) {
+    const std::string op = c.node().attr_string("op");
+    Value t = c.tangent_or_zeros(0);
+    if (op == "prod") {
+      t = t * c.graph().add_node("mpi_allreduce_prod_others", {c.input(0)});
+    } else if (op != "sum") {
+      t = t * allreduce_owner(c.input(0), c.output(0));
+    }
+    return Values{mpi_allreduce(t, "sum")};
+  };
   r.add(std::move(all));
 
   // mask = 1 where this rank is the lowest holding x == y;  no derivative
@@ -178,6 +191,7 @@ void register_collective_ops(OpRegistry& r) {
   owner.gradient = [](const GradientContext&) {
     return Values{Value(), Value()};
   };
+  owner.tangent = [](const TangentContext&) { return Values{Value()}; };
   r.add(std::move(owner));
 
   // z_r = Π_{q≠r} x_q, multiplied in rank order (no division: zero-safe).
@@ -222,6 +236,7 @@ void register_collective_ops(OpRegistry& r) {
   bcast.gradient = [](const GradientContext& c) {
     return Values{mpi_sum(c.grad(), root_of(c.node()))};
   };
+  bcast.tangent = linear_tangent;
   r.add(std::move(bcast));
 
   // y = [x_0; …; x_{P−1}] on root, 0 elsewhere;  x̄_r = scatter(ȳ, root)[r]
@@ -244,6 +259,7 @@ void register_collective_ops(OpRegistry& r) {
   gather.gradient = [](const GradientContext& c) {
     return Values{mpi_scatter(c.grad(), root_of(c.node()))};
   };
+  gather.tangent = linear_tangent;
   r.add(std::move(gather));
 
   // y_r = x_root[r];  x̄ = gather(ȳ, root) (zeros off root)
@@ -262,6 +278,7 @@ void register_collective_ops(OpRegistry& r) {
   scatter.gradient = [](const GradientContext& c) {
     return Values{mpi_gather(c.grad(), root_of(c.node()))};
   };
+  scatter.tangent = linear_tangent;
   r.add(std::move(scatter));
 
   // y = [x_0; …; x_{P−1}];  x̄_r = reduce_scatter(ȳ)
@@ -278,6 +295,7 @@ void register_collective_ops(OpRegistry& r) {
   allgather.gradient = [](const GradientContext& c) {
     return Values{mpi_reduce_scatter(c.grad())};
   };
+  allgather.tangent = linear_tangent;
   r.add(std::move(allgather));
 
   // y_r = Σ_q x_q[r];  x̄ = allgather(ȳ)
@@ -297,6 +315,7 @@ void register_collective_ops(OpRegistry& r) {
   reduce_scatter.gradient = [](const GradientContext& c) {
     return Values{mpi_allgather(c.grad())};
   };
+  reduce_scatter.tangent = linear_tangent;
   r.add(std::move(reduce_scatter));
 
   // y_r[q] = x_q[r];  x̄ = alltoall(ȳ)
@@ -315,6 +334,7 @@ void register_collective_ops(OpRegistry& r) {
   alltoall.gradient = [](const GradientContext& c) {
     return Values{mpi_alltoall(c.grad())};
   };
+  alltoall.tangent = linear_tangent;
   r.add(std::move(alltoall));
 
   // Local queries; no communication and no inputs.

@@ -93,6 +93,7 @@ void register_halo_ops(OpRegistry& r) {
                              static_cast<int>(c.node().attr_int("cols")));
     return Values{adj[0], adj[1], adj[2], adj[3]};
   };
+  def.tangent = linear_tangent;
   r.add(std::move(def));
 }
 

@@ -83,6 +83,7 @@ OpDef sendrecv_def(std::string name, std::string doc, bool transpose) {
     return Values{transpose ? mpi_sendrecv(c.grad(), src, dest, tag)
                             : mpi_sendrecv_adjoint(c.grad(), src, dest, tag)};
   };
+  def.tangent = linear_tangent;
   return def;
 }
 
@@ -130,6 +131,7 @@ void register_point_to_point_ops(OpRegistry& r) {
     return Values{c.grad() +
                   mpi_recv(c.grad(), attr(n, "dest"), attr(n, "tag"))};
   };
+  send.tangent = linear_tangent;
   r.add(std::move(send));
 
   // y = message from src;  ȳ goes back to src, like gets nothing
@@ -155,6 +157,7 @@ void register_point_to_point_ops(OpRegistry& r) {
     mpi_send(c.grad(), attr(c.node(), "src"), attr(c.node(), "tag"));
     return Values{Value()};
   };
+  recv.tangent = linear_tangent;
   r.add(std::move(recv));
 
   // src: y = x (and sends x);  dest: y = x_src;  others: y = x

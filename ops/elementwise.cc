@@ -48,7 +48,11 @@ void binary_kernel(KernelContext& c, F f) {
 }
 
 template <class F>
-OpDef binary(std::string name, std::string doc, F f, GradientFn gradient) {
+OpDef binary(std::string name,
+             std::string doc,
+             F f,
+             GradientFn gradient,
+             TangentFn tangent) {
   OpDef def;
   def.name = std::move(name);
   def.doc = std::move(doc);
@@ -56,11 +60,16 @@ OpDef binary(std::string name, std::string doc, F f, GradientFn gradient) {
   def.shape = broadcast_shape;
   def.compute = [f](KernelContext& c) { binary_kernel(c, f); };
   def.gradient = std::move(gradient);
+  def.tangent = std::move(tangent);
   return def;
 }
 
 template <class F>
-OpDef unary(std::string name, std::string doc, F f, GradientFn gradient) {
+OpDef unary(std::string name,
+            std::string doc,
+            F f,
+            GradientFn gradient,
+            TangentFn tangent) {
   OpDef def;
   def.name = std::move(name);
   def.doc = std::move(doc);
@@ -70,7 +79,24 @@ OpDef unary(std::string name, std::string doc, F f, GradientFn gradient) {
     c.output(0).array() = f(c.input(0).array());
   };
   def.gradient = std::move(gradient);
+  def.tangent = std::move(tangent);
   return def;
+}
+
+// The tangent of a binary op, ȧ·∂y/∂a + ḃ·∂y/∂b, broadcast to y's shape.
+// `da` and `db` build the products from a valid tangent; a zero tangent
+// skips its term.
+template <class Da, class Db>
+Values binary_tangent(const TangentContext& c, Da da, Db db) {
+  Value t;
+  if (c.tangent(0).valid()) t = da(c.tangent(0));
+  if (c.tangent(1).valid()) {
+    Value term = db(c.tangent(1));
+    t = t.valid() ? t + term : term;
+  }
+  const Shape& shape = c.output(0).shape();
+  if (t.shape() != shape) t = broadcast_to(t, shape);
+  return {t};
 }
 
 Value binary_node(const char* op, Value a, Value b) {
@@ -125,6 +151,10 @@ void register_elementwise_ops(OpRegistry& r) {
       [](const GradientContext& c) {
         return Values{unbroadcast(c.grad(), c.input(0).shape()),
                       unbroadcast(c.grad(), c.input(1).shape())};
+      },
+      [](const TangentContext& c) {
+        return binary_tangent(
+            c, [](Value ta) { return ta; }, [](Value tb) { return tb; });
       }));
   // y = a − b;  ā += ȳ,  b̄ −= ȳ
   r.add(binary(
@@ -134,6 +164,10 @@ void register_elementwise_ops(OpRegistry& r) {
       [](const GradientContext& c) {
         return Values{unbroadcast(c.grad(), c.input(0).shape()),
                       unbroadcast(-c.grad(), c.input(1).shape())};
+      },
+      [](const TangentContext& c) {
+        return binary_tangent(
+            c, [](Value ta) { return ta; }, [](Value tb) { return -tb; });
       }));
   // y = a·b;  ā += ȳ·b,  b̄ += ȳ·a
   r.add(binary(
@@ -143,6 +177,12 @@ void register_elementwise_ops(OpRegistry& r) {
       [](const GradientContext& c) {
         return Values{unbroadcast(c.grad() * c.input(1), c.input(0).shape()),
                       unbroadcast(c.grad() * c.input(0), c.input(1).shape())};
+      },
+      [](const TangentContext& c) {
+        return binary_tangent(
+            c,
+            [&](Value ta) { return ta * c.input(1); },
+            [&](Value tb) { return c.input(0) * tb; });
       }));
   // y = a/b;  ā += ȳ/b,  b̄ −= ȳ·y/b
   r.add(binary(
@@ -153,6 +193,12 @@ void register_elementwise_ops(OpRegistry& r) {
         Value gb = -(c.grad() * c.output(0) / c.input(1));
         return Values{unbroadcast(c.grad() / c.input(1), c.input(0).shape()),
                       unbroadcast(gb, c.input(1).shape())};
+      },
+      [](const TangentContext& c) {
+        return binary_tangent(
+            c,
+            [&](Value ta) { return ta / c.input(1); },
+            [&](Value tb) { return -(c.output(0) * tb / c.input(1)); });
       }));
   // y = a^b;  ā += ȳ·pow_base_derivative(a, b),  b̄ += ȳ·y·log(a)
   r.add(binary(
@@ -164,6 +210,15 @@ void register_elementwise_ops(OpRegistry& r) {
         Value ga = c.grad() * a.graph().add_node("pow_base_derivative", {a, b});
         Value gb = c.grad() * c.output(0) * log(a);
         return Values{unbroadcast(ga, a.shape()), unbroadcast(gb, b.shape())};
+      },
+      [](const TangentContext& c) {
+        Value a = c.input(0), b = c.input(1);
+        return binary_tangent(
+            c,
+            [&](Value ta) {
+              return ta * a.graph().add_node("pow_base_derivative", {a, b});
+            },
+            [&](Value tb) { return tb * c.output(0) * log(a); });
       }));
   // y = b·a^(b−1), exactly 0 where b = 0 (so a = 0 gives 0, not 0·∞);
   // ā += ȳ·b·pow_base_derivative(a, b − 1),  b̄ += ȳ·(a^(b−1) + y·log(a))
@@ -181,6 +236,18 @@ void register_elementwise_ops(OpRegistry& r) {
             c.grad() * b * g.add_node("pow_base_derivative", {a, b - 1.0});
         Value gb = c.grad() * (pow(a, b - 1.0) + c.output(0) * log(a));
         return Values{unbroadcast(ga, a.shape()), unbroadcast(gb, b.shape())};
+      },
+      [](const TangentContext& c) {
+        Value a = c.input(0), b = c.input(1);
+        Graph& g = a.graph();
+        return binary_tangent(
+            c,
+            [&](Value ta) {
+              return ta * b * g.add_node("pow_base_derivative", {a, b - 1.0});
+            },
+            [&](Value tb) {
+              return tb * (pow(a, b - 1.0) + c.output(0) * log(a));
+            });
       }));
 
   // y = x^p;  x̄ += ȳ·p·x^(p−1)
@@ -193,6 +260,12 @@ void register_elementwise_ops(OpRegistry& r) {
         if (p == 0.0) return Values{Value()};
         if (p == 1.0) return Values{c.grad()};
         return Values{c.grad() * (p * pow(c.input(0), p - 1.0))};
+      },
+      [](const TangentContext& c) {
+        const double p = c.node().attr_float("exponent");
+        if (p == 0.0) return Values{Value()};
+        if (p == 1.0) return Values{c.tangent(0)};
+        return Values{c.tangent(0) * (p * pow(c.input(0), p - 1.0))};
       });
   pow_scalar.attrs = {{"exponent", AttrType::kFloat, nlohmann::json(), "p"}};
   pow_scalar.compute = [](KernelContext& c) {
@@ -210,19 +283,26 @@ void register_elementwise_ops(OpRegistry& r) {
       "neg",
       "y = -x",
       [](const auto& x) { return -x; },
-      [](const GradientContext& c) { return Values{-c.grad()}; }));
+      [](const GradientContext& c) { return Values{-c.grad()}; },
+      [](const TangentContext& c) { return Values{-c.tangent()}; }));
   // y = exp(x);  x̄ += ȳ·y
   r.add(unary(
       "exp",
       "y = exp(x)",
       [](const auto& x) { return x.exp(); },
-      [](const GradientContext& c) { return Values{c.grad() * c.output(0)}; }));
+      [](const GradientContext& c) { return Values{c.grad() * c.output(0)}; },
+      [](const TangentContext& c) {
+        return Values{c.tangent() * c.output(0)};
+      }));
   // y = log(x);  x̄ += ȳ/x
   r.add(unary(
       "log",
       "y = log(x)",
       [](const auto& x) { return x.log(); },
-      [](const GradientContext& c) { return Values{c.grad() / c.input(0)}; }));
+      [](const GradientContext& c) { return Values{c.grad() / c.input(0)}; },
+      [](const TangentContext& c) {
+        return Values{c.tangent() / c.input(0)};
+      }));
   // y = √x;  x̄ += ȳ/(2y)
   r.add(unary(
       "sqrt",
@@ -230,6 +310,9 @@ void register_elementwise_ops(OpRegistry& r) {
       [](const auto& x) { return x.sqrt(); },
       [](const GradientContext& c) {
         return Values{c.grad() / (2.0 * c.output(0))};
+      },
+      [](const TangentContext& c) {
+        return Values{c.tangent() / (2.0 * c.output(0))};
       }));
   // y = x²;  x̄ += 2xȳ
   r.add(unary(
@@ -238,6 +321,9 @@ void register_elementwise_ops(OpRegistry& r) {
       [](const auto& x) { return x.square(); },
       [](const GradientContext& c) {
         return Values{c.grad() * (2.0 * c.input(0))};
+      },
+      [](const TangentContext& c) {
+        return Values{c.tangent() * (2.0 * c.input(0))};
       }));
   // y = sin(x);  x̄ += ȳ·cos(x)
   r.add(unary(
@@ -246,6 +332,9 @@ void register_elementwise_ops(OpRegistry& r) {
       [](const auto& x) { return x.sin(); },
       [](const GradientContext& c) {
         return Values{c.grad() * cos(c.input(0))};
+      },
+      [](const TangentContext& c) {
+        return Values{c.tangent() * cos(c.input(0))};
       }));
   // y = cos(x);  x̄ −= ȳ·sin(x)
   r.add(unary(
@@ -254,6 +343,9 @@ void register_elementwise_ops(OpRegistry& r) {
       [](const auto& x) { return x.cos(); },
       [](const GradientContext& c) {
         return Values{-(c.grad() * sin(c.input(0)))};
+      },
+      [](const TangentContext& c) {
+        return Values{-(c.tangent() * sin(c.input(0)))};
       }));
   // y = tanh(x);  x̄ += ȳ·(1 − y²)
   r.add(unary(
@@ -262,6 +354,9 @@ void register_elementwise_ops(OpRegistry& r) {
       [](const auto& x) { return x.tanh(); },
       [](const GradientContext& c) {
         return Values{c.grad() * (1.0 - square(c.output(0)))};
+      },
+      [](const TangentContext& c) {
+        return Values{c.tangent() * (1.0 - square(c.output(0)))};
       }));
   // y = |x|;  x̄ += ȳ·sign(x)
   r.add(unary(
@@ -270,13 +365,17 @@ void register_elementwise_ops(OpRegistry& r) {
       [](const auto& x) { return x.abs(); },
       [](const GradientContext& c) {
         return Values{c.grad() * sign(c.input(0))};
+      },
+      [](const TangentContext& c) {
+        return Values{c.tangent() * sign(c.input(0))};
       }));
   // y = sign(x);  x̄ += 0
   r.add(unary(
       "sign",
       "y = sign(x) in {-1, 0, 1} (zero derivative)",
       [](const auto& x) { return x.sign(); },
-      [](const GradientContext&) { return Values{Value()}; }));
+      [](const GradientContext&) { return Values{Value()}; },
+      [](const TangentContext&) { return Values{Value()}; }));
 }
 
 }  // namespace adgraph

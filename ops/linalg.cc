@@ -51,6 +51,7 @@ void register_linalg_ops(OpRegistry& r) {
     return Values{matmul(c.grad(), transpose(c.input(1))),
                   matmul(transpose(c.input(0)), c.grad())};
   };
+  mm.tangent = bilinear_tangent;
   r.add(std::move(mm));
 
   // y = A·x;  Ā += ȳ·xᵀ,  x̄ += Aᵀ·ȳ
@@ -80,6 +81,7 @@ void register_linalg_ops(OpRegistry& r) {
         matmul(reshape(c.grad(), {a[0], 1}), reshape(c.input(1), {1, a[1]}));
     return Values{outer, matvec(transpose(c.input(0)), c.grad())};
   };
+  mv.tangent = bilinear_tangent;
   r.add(std::move(mv));
 
   // Y = Aᵀ;  Ā += Ȳᵀ
@@ -98,6 +100,7 @@ void register_linalg_ops(OpRegistry& r) {
   tr.gradient = [](const GradientContext& c) {
     return Values{transpose(c.grad())};
   };
+  tr.tangent = linear_tangent;
   r.add(std::move(tr));
 }
 

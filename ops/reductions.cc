@@ -146,6 +146,7 @@ OpDef reduction(std::string name, std::string doc, bool mean) {
     }
     return Values{g};
   };
+  def.tangent = linear_tangent;
   return def;
 }
 
@@ -192,6 +193,7 @@ void register_reduction_ops(OpRegistry& r) {
   dot_def.gradient = [](const GradientContext& c) {
     return Values{c.grad() * c.input(1), c.grad() * c.input(0)};
   };
+  dot_def.tangent = bilinear_tangent;
   r.add(std::move(dot_def));
 
   // y = broadcast(x);  x̄ += sum_to(ȳ, shape(x))
@@ -220,6 +222,7 @@ void register_reduction_ops(OpRegistry& r) {
   bcast.gradient = [](const GradientContext& c) {
     return Values{sum_to(c.grad(), c.input(0).shape())};
   };
+  bcast.tangent = linear_tangent;
   r.add(std::move(bcast));
 
   // y = sum_to(x, shape);  x̄ += broadcast_to(ȳ, shape(x))
@@ -244,6 +247,7 @@ void register_reduction_ops(OpRegistry& r) {
   sum_to_def.gradient = [](const GradientContext& c) {
     return Values{broadcast_to(c.grad(), c.input(0).shape())};
   };
+  sum_to_def.tangent = linear_tangent;
   r.add(std::move(sum_to_def));
 }
 

@@ -116,6 +116,7 @@ void register_shape_ops(OpRegistry& r) {
   reshape_def.gradient = [](const GradientContext& c) {
     return Values{reshape(c.grad(), c.input(0).shape())};
   };
+  reshape_def.tangent = linear_tangent;
   r.add(std::move(reshape_def));
 
   // y = x[begin:end] along axis;  x̄ += pad(ȳ, begin, n − end)
@@ -152,6 +153,7 @@ void register_shape_ops(OpRegistry& r) {
     const int64_t end = c.node().attr_int("end");
     return Values{pad(c.grad(), axis, begin, x[axis] - end)};
   };
+  slice_def.tangent = linear_tangent;
   r.add(std::move(slice_def));
 
   // y = [value…, x, value…] along axis;  x̄ += ȳ[before : before + n]
@@ -182,6 +184,7 @@ void register_shape_ops(OpRegistry& r) {
     const int64_t before = c.node().attr_int("before");
     return Values{slice(c.grad(), axis, before, before + x[axis])};
   };
+  pad_def.tangent = linear_tangent;
   r.add(std::move(pad_def));
 
   // y = [x_0, x_1, …] along axis;  x̄_k += ȳ[offset_k : offset_k + n_k]
@@ -230,6 +233,7 @@ void register_shape_ops(OpRegistry& r) {
     }
     return grads;
   };
+  concat_def.tangent = linear_tangent;
   r.add(std::move(concat_def));
 
   // y = x;  x̄ += ȳ
@@ -246,6 +250,7 @@ void register_shape_ops(OpRegistry& r) {
   identity_def.gradient = [](const GradientContext& c) {
     return Values{c.grad()};
   };
+  identity_def.tangent = linear_tangent;
   r.add(std::move(identity_def));
 }
 

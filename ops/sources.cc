@@ -82,6 +82,7 @@ void register_source_ops(OpRegistry& r) {
   like.shape = [](const ShapeContext& c) { return Shapes{c.input_shape(0)}; };
   like.compute = [](KernelContext& c) { c.output(0).array().setZero(); };
   like.gradient = [](const GradientContext&) { return Values{Value()}; };
+  like.tangent = [](const TangentContext&) { return Values{Value()}; };
   r.add(std::move(like));
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/op.h"
+#include "ops/elementwise.h"
 
 namespace adgraph::solvers {
 namespace {
@@ -123,6 +124,7 @@ void register_heat_ops(OpRegistry& registry) {
     return Values{c.graph().add_node(
         "patch_edges_adjoint", {c.grad(0), c.grad(1), c.grad(2), c.grad(3)})};
   };
+  edges.tangent = linear_tangent;
   registry.add(std::move(edges));
 
   // y = 0 with the four strips added onto their edges;  strip̄ = edges of ȳ
@@ -152,6 +154,7 @@ void register_heat_ops(OpRegistry& registry) {
     auto e = patch_edges(c.grad());
     return Values{e[0], e[1], e[2], e[3]};
   };
+  edges_adjoint.tangent = linear_tangent;
   registry.add(std::move(edges_adjoint));
 
   // u⁺ = u + dt·(κ ⊙ stencil(u, halos)/h² + f), and the edges of u⁺;
@@ -211,6 +214,48 @@ void register_heat_ops(OpRegistry& registry) {
     Values grads(out.begin(), out.end());
     if (!c.needs_gradient(2)) grads[2] = Value();
     return grads;
+  };
+  // The step is linear in (u, f, halos) and bilinear in (κ, u-with-halos):
+  // u̇⁺ = heat_step(u̇, κ, ḟ, halȯs) + (heat_step(u, κ̇, 0, halos) − u),
+  // and the edges of u̇⁺.
+  step.tangent = [](const TangentContext& c) {
+    Graph& g = c.graph();
+    const nlohmann::json& attrs = c.node().attrs;
+    Value t;
+    bool state_tangent = false;
+    for (int k : {0, 2, 3, 4, 5, 6}) {
+      state_tangent = state_tangent || c.tangent(k).valid();
+    }
+    Values edges;
+    if (state_tangent) {
+      edges = g.add_node_outputs("heat_step",
+                                 {c.tangent_or_zeros(0),
+                                  c.input(1),
+                                  c.tangent_or_zeros(2),
+                                  c.tangent_or_zeros(3),
+                                  c.tangent_or_zeros(4),
+                                  c.tangent_or_zeros(5),
+                                  c.tangent_or_zeros(6)},
+                                 attrs);
+      t = edges[0];
+    }
+    if (c.tangent(1).valid()) {
+      Value zero_f = g.add_node("zeros", {}, {{"shape", c.input(2).shape()}});
+      Value from_kappa = g.add_node("heat_step",
+                                    {c.input(0),
+                                     c.tangent(1),
+                                     zero_f,
+                                     c.input(3),
+                                     c.input(4),
+                                     c.input(5),
+                                     c.input(6)},
+                                    attrs) -
+                         c.input(0);
+      t = t.valid() ? t + from_kappa : from_kappa;
+      edges = g.add_node_outputs("patch_edges", {t});
+      edges.insert(edges.begin(), t);
+    }
+    return edges;
   };
   registry.add(std::move(step));
 

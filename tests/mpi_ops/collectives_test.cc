@@ -121,6 +121,36 @@ TEST(MpiAllreduce, ProdIsZeroSafe) {
   expect_gradients_ok(rank_weighted_loss(y), {x}, {{x, positive}});
 }
 
+TEST(MpiAllreduce, TangentsFollowTheOwnerAndTheProductRule) {
+  // max/min: ẏ is the tangent of the lowest rank holding the extreme;
+  // prod: ẏ = Σ_r ṫ_r Π_{q≠r} x_q = P!·Σ_r t_r/(r + 1) for x_r = r + 1.
+  const int rank = world_rank(), size = world_size();
+  Graph g;
+  Value x = g.placeholder("x", {3});
+  Value t = g.placeholder("t", {3});
+  Value p = g.placeholder("p", {1});
+  Value tp = g.placeholder("tp", {1});
+  auto tangents = jvp({mpi_allreduce(x, "max"),
+                       mpi_allreduce(x, "min"),
+                       mpi_allreduce(p, "prod")},
+                      {x, p},
+                      {t, tp});
+  Session s(g);
+  auto out = s.run(tangents,
+                   {{x, Tensor({1.0 * rank, 5.0, -1.0 * rank})},
+                    {t, Tensor(Shape{3}, 10.0 + rank)},
+                    {p, Tensor({rank + 1.0})},
+                    {tp, Tensor({2.0 * rank - 1.0})}});
+  EXPECT_EQ(out[0].to_vector(),
+            (std::vector<double>{10.0 + size - 1, 10.0, 10.0}));
+  EXPECT_EQ(out[1].to_vector(),
+            (std::vector<double>{10.0, 10.0, 10.0 + size - 1}));
+  double factorial = 1, weighted = 0;
+  for (int q = 1; q <= size; ++q) factorial *= q;
+  for (int q = 0; q < size; ++q) weighted += (2.0 * q - 1.0) / (q + 1.0);
+  EXPECT_NEAR(out[2][0], factorial * weighted, 1e-12 * factorial);
+}
+
 TEST(MpiAllreduce, UnknownReductionIsABuildError) {
   Graph g;
   EXPECT_THROW(mpi_allreduce(g.placeholder("x", {1}), "avg"), ShapeError);

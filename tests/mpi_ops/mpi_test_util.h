@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -45,6 +46,17 @@ inline void expect_adjoint_identity(const std::function<Value(Value)>& op,
   const double rhs = comm->allreduce_sum((xv.array() * out[1].array()).sum());
   EXPECT_LE(std::fabs(lhs - rhs), kAdjointTolerance * std::fabs(lhs))
       << "<Ax, y> = " << lhs << ", <x, A^T y> = " << rhs;
+  // A is linear, so its tangent map is A itself: jvp(A x, x, t) = A t.
+  Graph h;
+  Value x0 = h.placeholder("x", in_shape);
+  Value t = h.placeholder("t", in_shape);
+  Value a_t = jvp(op(x0), x0, t);
+  Session forward(h);
+  Tensor a_xv = forward.run(a_t, {{x0, random_tensor(in_shape, 3)}, {t, xv}});
+  const double scale = out[0].array().abs().maxCoeff();
+  EXPECT_LE((a_xv.array() - out[0].array()).abs().maxCoeff(),
+            kAdjointTolerance * std::max(1.0, scale))
+      << "jvp of a linear map differs from the map";
 }
 
 // A loss that differs by rank (weights depend on the rank), so a wrong

@@ -62,6 +62,26 @@ TEST(MpiSendRecv, RankDependentGraphsPairTheirAdjointMessages) {
   }
 }
 
+TEST(MpiSendRecv, RankDependentGraphsPairTheirTangentMessages) {
+  // The same graphs in forward mode: every rank calls jvp(); the send's
+  // tangent goes from rank 0 to the last rank whatever is on each rank's
+  // path. J on the last rank is Σ x_0², so J̇ = 2⟨x_0, t_0⟩ = 2(3·1 − 4·2)
+  // there and 0 elsewhere.
+  const int rank = world_rank(), size = world_size();
+  Graph g;
+  Value x = g.placeholder("x", {2});
+  Value t = g.placeholder("t", {2});
+  Value loss = sum(x) * 0.0;
+  if (rank == 0) mpi_send(x, size - 1, 6);
+  if (rank == size - 1) loss = sum(square(mpi_recv(x, 0, 6)));
+  Value loss_dot = jvp(loss, x, t);
+  Session s(g);
+  const double out =
+      s.run(loss_dot, {{x, Tensor({3.0, -4.0})}, {t, Tensor({1.0 + rank, 2})}})
+          .item();
+  EXPECT_EQ(out, rank == size - 1 ? -10.0 : 0.0);
+}
+
 TEST(MpiSendRecv, AdcmeSendrecvFromRankZero) {
   // ADCME's mpi_sendrecv(a, 0, 2), with dest = min(2, P − 1): dest returns
   // a_0. J = Σ_r Σ y_r², so ∂J/∂a_0 = 2a_0 + 2a_0, ∂J/∂a_dest = 0 and

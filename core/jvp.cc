@@ -1,0 +1,184 @@
+#include "core/jvp.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "core/error.h"
+#include "core/gradients.h"
+#include "core/op.h"
+
+namespace adgraph {
+namespace {
+
+// The tangent of a local node whose op has a gradient but no tangent rule:
+// the transpose of its adjoint. With dummy cotangents w of the outputs, the
+// adjoint gives x̄_i(w), linear in w, so ẏ = ∂(Σ_i ⟨x̄_i(w), ẋ_i⟩)/∂w. Needs
+// the op's adjoint to be differentiable.
+Values transposed_adjoint(const Node& node,
+                          const Values& outputs,
+                          const Values& input_tangents) {
+  Graph& g = outputs[0].graph();
+  Values w;
+  for (const Shape& shape : node.output_shapes) {
+    w.push_back(g.add_node("zeros", {}, {{"shape", shape}}));
+  }
+  std::vector<bool> needed;
+  for (const Value& t : input_tangents) needed.push_back(t.valid());
+  Values adjoints =
+      node.op->gradient(GradientContext(node, outputs, w, std::move(needed)));
+  Value pairing;
+  for (std::size_t i = 0; i < input_tangents.size(); ++i) {
+    if (!input_tangents[i].valid() || i >= adjoints.size() ||
+        !adjoints[i].valid()) {
+      continue;
+    }
+    Value term = g.add_node("dot", {adjoints[i], input_tangents[i]});
+    pairing = pairing.valid() ? g.add_node("add", {pairing, term}) : term;
+  }
+  if (!pairing.valid()) return Values(w.size());
+  return detail::local_gradients(pairing, w);
+}
+
+}  // namespace
+
+std::vector<Value> jvp(const std::vector<Value>& ys,
+                       const std::vector<Value>& xs,
+                       const std::vector<Value>& tangents) {
+  if (ys.empty() || !ys[0].valid()) {
+    throw GraphError("jvp() needs at least one valid output");
+  }
+  Graph& g = ys[0].graph();
+  for (const Value& y : ys) {
+    if (!y.valid() || &y.graph() != &g) {
+      throw GraphError("jvp() of a value of another graph", ys[0].name());
+    }
+  }
+  if (xs.size() != tangents.size()) {
+    throw GraphError("jvp() got " + std::to_string(xs.size()) + " inputs but " +
+                     std::to_string(tangents.size()) + " tangents");
+  }
+  for (std::size_t k = 0; k < xs.size(); ++k) {
+    const Value &x = xs[k], &t = tangents[k];
+    if (!x.valid() || &x.graph() != &g || !t.valid() || &t.graph() != &g) {
+      throw GraphError("jvp() with respect to a value of another graph");
+    }
+    if (t.shape() != x.shape()) {
+      throw ShapeError("tangent of shape " + shape_string(t.shape()) +
+                           " for a value of shape " + shape_string(x.shape()),
+                       x.name(),
+                       x.node().op_name(),
+                       "tangent");
+    }
+  }
+
+  const int top = g.num_nodes() - 1;
+  // Nodes the ys depend on through data edges.
+  std::vector<char> to_y(top + 1, 0);
+  for (const Value& y : ys) to_y[y.node_id()] = 1;
+  for (int id = top; id >= 0; --id) {
+    if (!to_y[id]) continue;
+    for (const Value& in : g.node(id).inputs) to_y[in.node_id()] = 1;
+  }
+
+  std::map<std::pair<int, int>, Value> tangent;
+  std::vector<char> is_x(top + 1, 0);
+  for (std::size_t k = 0; k < xs.size(); ++k) {
+    is_x[xs[k].node_id()] = 1;
+    auto key = std::make_pair(xs[k].node_id(), xs[k].output());
+    auto it = tangent.find(key);
+    if (it == tangent.end()) {
+      tangent.emplace(key, tangents[k]);
+    } else {
+      it->second = g.add_node("add", {it->second, tangents[k]});
+    }
+  }
+
+  // Creation order is topological, and it creates the tangents of
+  // communication nodes in their forward order, which pairs the tangent
+  // messages as the forward ones pair.
+  const int last_forward_communication = g.last_communication();
+  for (int id = 0; id <= top; ++id) {
+    const Node& node = g.node(id);
+    const bool communicates = node.op->communication && !node.inputs.empty();
+    // An x keeps its given tangent; a communicating x still builds its
+    // tangent node so that the partners' messages pair up.
+    if (is_x[id] && !communicates) continue;
+    Values input_tangents;
+    bool any_tangent = false;
+    for (const Value& in : node.inputs) {
+      auto it = tangent.find({in.node_id(), in.output()});
+      any_tangent = any_tangent || it != tangent.end();
+      input_tangents.push_back(it != tangent.end() ? it->second : Value());
+    }
+    if (!communicates && !(any_tangent && to_y[id])) continue;
+    const int n_out = node.op->num_outputs;
+    Values outputs;
+    for (int k = 0; k < n_out; ++k) outputs.emplace_back(&g, id, k);
+    Values out;
+    if (node.op->tangent) {
+      out = node.op->tangent(
+          TangentContext(node, std::move(outputs), std::move(input_tangents)));
+    } else if (!any_tangent || !to_y[id]) {
+      // A communication node without a rule is fine while no tangent that
+      // matters flows through it (e.g. the helpers of an adjoint).
+      continue;
+    } else if (node.op->gradient && !node.op->communication) {
+      out = transposed_adjoint(node, outputs, input_tangents);
+    } else {
+      throw GraphError(
+          "op has no tangent rule" +
+              std::string(node.op->communication ? "" : " and no gradient") +
+              ", but jvp() of \"" + ys[0].name() + "\" goes through it",
+          node.name,
+          node.op_name(),
+          "tangent");
+    }
+    if (static_cast<int>(out.size()) != n_out) {
+      throw GraphError("tangent rule returned " + std::to_string(out.size()) +
+                           " values for " + std::to_string(n_out) + " outputs",
+                       node.name,
+                       node.op_name(),
+                       "tangent");
+    }
+    for (int k = 0; k < n_out; ++k) {
+      if (!out[k].valid()) continue;
+      if (out[k].shape() != node.output_shapes[k]) {
+        throw ShapeError("tangent rule returned shape " +
+                             shape_string(out[k].shape()) +
+                             " for an output of shape " +
+                             shape_string(node.output_shapes[k]),
+                         node.name,
+                         node.op_name(),
+                         "tangent of output " + std::to_string(k));
+      }
+      tangent.emplace(std::make_pair(id, k), out[k]);  // keeps an x's seed
+    }
+  }
+
+  std::vector<Value> result;
+  for (const Value& y : ys) {
+    auto it = tangent.find({y.node_id(), y.output()});
+    result.push_back(it != tangent.end()
+                         ? it->second
+                         : g.add_node("zeros", {}, {{"shape", y.shape()}}));
+  }
+  // Tangent messages are side effects (a tangent send feeds nothing on its
+  // own rank), so every result waits for the whole tangent chain.
+  if (g.last_communication() != last_forward_communication) {
+    const Value last(&g, g.last_communication(), 0);
+    for (Value& r : result) {
+      NodeOptions options;
+      options.after = {last};
+      r = g.add_node(
+          "identity", {r}, nlohmann::json::object(), std::move(options));
+    }
+  }
+  return result;
+}
+
+Value jvp(Value y, Value x, Value tangent) {
+  return jvp(std::vector<Value>{y}, {x}, {tangent})[0];
+}
+
+}  // namespace adgraph
