@@ -1,0 +1,396 @@
+// async_parameter_server: asynchronous data-parallel SGD with parameter
+// servers.
+//
+//   mpirun -n 4 async_parameter_server              # 2 masters, 2 workers
+//   mpirun -n 6 async_parameter_server --masters 2  # 2 masters, 4 workers
+//
+// Ranks 0 … M−1 are masters: master m owns a contiguous slice of the
+// parameters θ. The other ranks are workers: each holds a shard of the
+// synthetic data set (examples/data_parallel.h) and a Session on the loss
+// graph of its shard. A worker waits for the newest slices from every
+// master, computes the gradient of the mean loss over its shard (or over a
+// mini-batch of it), sends each master its slice of the gradient and waits
+// for the reply. Masters wait on all workers at once (MPI_Waitany) and
+// apply a gradient as soon as it arrives, θ_m ← θ_m − lr·g_m, then send
+// the updated slice back to that worker only. Nobody waits for the slowest
+// worker, and a gradient is applied to parameters that other workers have
+// moved since it was computed: its staleness, which the masters count.
+//
+// At the end rank 0 compares the final loss with the optimum (L-BFGS on
+// the whole data set), with the same updates applied in turn without
+// staleness, and with synchronous SGD over the same samples (one
+// full-batch step per round of worker gradients), and reports the
+// staleness. With
+// --tolerance it exits 1 when the final loss is further than that from the
+// optimum.
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "examples/data_parallel.h"
+
+using namespace adgraph;
+using namespace adgraph::examples;
+
+namespace {
+
+constexpr int kGradientTag = 101;
+constexpr int kParameterTag = 102;
+
+struct Slice {
+  int64_t first, last;
+  int count() const { return static_cast<int>(last - first); }
+};
+
+Tensor as_tensor(const Eigen::VectorXd& v) {
+  return Tensor(Shape{v.size()},
+                std::vector<double>(v.data(), v.data() + v.size()));
+}
+
+struct MasterStats {
+  int64_t updates = 0;
+  int64_t staleness_sum = 0;
+  int64_t staleness_max = 0;
+};
+
+// Applies every worker's gradients as they arrive until each worker has
+// sent `steps` of them; answers each with the updated slice.
+MasterStats run_master(Eigen::VectorXd& theta,
+                       const Slice& mine,
+                       int masters,
+                       int workers,
+                       int steps,
+                       double lr) {
+  MasterStats stats;
+  Eigen::VectorXd slice = theta.segment(mine.first, mine.count());
+  std::vector<Eigen::VectorXd> incoming(workers, Eigen::VectorXd(mine.count()));
+  std::vector<Eigen::VectorXd> outgoing(workers, slice);
+  std::vector<MPI_Request> recv(workers, MPI_REQUEST_NULL);
+  std::vector<MPI_Request> send(workers, MPI_REQUEST_NULL);
+  std::vector<int> received(workers, 0);
+  std::vector<int64_t> sent_version(workers, 0);
+  int64_t version = 0;
+  for (int w = 0; w < workers; ++w) {
+    const int worker = masters + w;
+    MPI_Isend(outgoing[w].data(),
+              mine.count(),
+              MPI_DOUBLE,
+              worker,
+              kParameterTag,
+              MPI_COMM_WORLD,
+              &send[w]);
+    if (steps > 0) {
+      MPI_Irecv(incoming[w].data(),
+                mine.count(),
+                MPI_DOUBLE,
+                worker,
+                kGradientTag,
+                MPI_COMM_WORLD,
+                &recv[w]);
+    }
+  }
+  int64_t pending = static_cast<int64_t>(workers) * steps;
+  while (pending > 0) {
+    int w = MPI_UNDEFINED;
+    MPI_Waitany(workers, recv.data(), &w, MPI_STATUS_IGNORE);
+    const int64_t staleness = version - sent_version[w];
+    stats.staleness_sum += staleness;
+    stats.staleness_max = std::max(stats.staleness_max, staleness);
+    slice -= lr * incoming[w];
+    ++version;
+    ++stats.updates;
+    --pending;
+    // The previous reply to this worker has been received (it computed
+    // this gradient from it), so its buffer is free again.
+    MPI_Wait(&send[w], MPI_STATUS_IGNORE);
+    outgoing[w] = slice;
+    sent_version[w] = version;
+    MPI_Isend(outgoing[w].data(),
+              mine.count(),
+              MPI_DOUBLE,
+              masters + w,
+              kParameterTag,
+              MPI_COMM_WORLD,
+              &send[w]);
+    if (++received[w] < steps) {
+      MPI_Irecv(incoming[w].data(),
+                mine.count(),
+                MPI_DOUBLE,
+                masters + w,
+                kGradientTag,
+                MPI_COMM_WORLD,
+                &recv[w]);
+    }
+  }
+  MPI_Waitall(workers, send.data(), MPI_STATUSES_IGNORE);
+  theta.segment(mine.first, mine.count()) = slice;
+  return stats;
+}
+
+// Receives the slices of every master into theta.
+void receive_parameters(Eigen::VectorXd& theta,
+                        const std::vector<Slice>& slices) {
+  std::vector<MPI_Request> requests(slices.size());
+  for (std::size_t m = 0; m < slices.size(); ++m) {
+    MPI_Irecv(theta.data() + slices[m].first,
+              slices[m].count(),
+              MPI_DOUBLE,
+              static_cast<int>(m),
+              kParameterTag,
+              MPI_COMM_WORLD,
+              &requests[m]);
+  }
+  MPI_Waitall(
+      static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+}
+
+// `steps` rounds of: newest parameters in, gradient of this shard out.
+void run_worker(Eigen::VectorXd& theta,
+                const std::vector<Slice>& slices,
+                TrainingGraph& t,
+                int64_t shard_size,
+                int64_t batch,
+                int steps) {
+  Session session(*t.graph);
+  Eigen::VectorXd grad(theta.size());
+  std::vector<MPI_Request> requests(slices.size(), MPI_REQUEST_NULL);
+  for (int step = 0; step < steps; ++step) {
+    receive_parameters(theta, slices);
+    const Tensor w = batch_weights(shard_size, batch, step, 0, shard_size);
+    Tensor g =
+        session.run(t.grad, {{t.theta, as_tensor(theta)}, {t.weight, w}});
+    // The previous gradient's sends completed before the masters answered.
+    MPI_Waitall(static_cast<int>(requests.size()),
+                requests.data(),
+                MPI_STATUSES_IGNORE);
+    grad = Eigen::Map<const Eigen::VectorXd>(g.data(), g.size());
+    for (std::size_t m = 0; m < slices.size(); ++m) {
+      MPI_Isend(grad.data() + slices[m].first,
+                slices[m].count(),
+                MPI_DOUBLE,
+                static_cast<int>(m),
+                kGradientTag,
+                MPI_COMM_WORLD,
+                &requests[m]);
+    }
+  }
+  receive_parameters(theta, slices);  // the answer to the last gradient
+  MPI_Waitall(
+      static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MpiEnvironment env(&argc, &argv);
+  auto comm = Communicator::world();
+  const int rank = comm->rank(), size = comm->size();
+  const bool root = rank == 0;
+
+  CLI::App app{"Asynchronous SGD with parameter servers (masters) and workers"};
+  std::string model_name = "logistic", output;
+  int masters = 2, steps = 300, features = 4, hidden = 8;
+  int64_t samples = 400, batch = 0;
+  double lr = 0.5, tolerance = -1;
+  app.add_option("--masters", masters, "ranks 0 .. M-1 hold the parameters")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--model", model_name, "logistic or mlp")
+      ->check(CLI::IsMember({"logistic", "mlp"}))
+      ->capture_default_str();
+  app.add_option("--steps", steps, "gradients each worker sends")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  app.add_option("--lr", lr, "learning rate")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--batch", batch, "mini-batch per worker (0: its shard)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
+      ->capture_default_str();
+  app.add_option("--samples", samples, "data set size")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->capture_default_str();
+  app.add_option("--tolerance",
+                 tolerance,
+                 "exit 1 when final loss - optimum exceeds this");
+  app.add_option("--output", output, "write a JSON result");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return root ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 2);
+  }
+  const int workers = size - masters;
+  const Model model = model_name == "mlp" ? Model::kMlp : Model::kLogistic;
+  const int64_t p = num_parameters(model, features, hidden);
+  std::string error;
+  if (workers < 1) {
+    error = "needs at least one worker: " + std::to_string(size) +
+            " ranks for --masters " + std::to_string(masters);
+  } else if (masters > p) {
+    error = "--masters " + std::to_string(masters) + " exceeds the " +
+            std::to_string(p) + " parameters";
+  } else if (samples < workers) {
+    error = "--samples " + std::to_string(samples) + " is below the " +
+            std::to_string(workers) + " workers";
+  }
+  if (!error.empty()) {
+    if (root)
+      std::fprintf(stderr, "async_parameter_server: %s\n", error.c_str());
+    return 2;
+  }
+
+  const DataSet data = synthetic_data(samples, features);
+  std::vector<Slice> slices;
+  for (int m = 0; m < masters; ++m) {
+    auto [first, last] = shard_range(p, m, masters);
+    slices.push_back({first, last});
+  }
+  Eigen::VectorXd theta = initial_parameters(model, features, hidden);
+
+  const double start = MPI_Wtime();
+  MasterStats stats;
+  if (rank < masters) {
+    stats = run_master(theta, slices[rank], masters, workers, steps, lr);
+  } else {
+    const auto [first, last] = shard_range(samples, rank - masters, workers);
+    const DataSet shard{data.x.middleRows(first, last - first),
+                        data.y.segment(first, last - first)};
+    TrainingGraph t = build_training_graph(model, shard, hidden, false);
+    run_worker(theta, slices, t, last - first, batch, steps);
+  }
+  const double seconds = MPI_Wtime() - start;
+
+  // Every rank ends with the masters' final θ (workers hold it already).
+  std::vector<int> counts(size, 0), displs(size, 0);
+  for (int m = 0; m < masters; ++m) {
+    counts[m] = slices[m].count();
+    displs[m] = static_cast<int>(slices[m].first);
+  }
+  Eigen::VectorXd final_theta(p);
+  MPI_Allgatherv(rank < masters ? theta.data() + slices[rank].first : nullptr,
+                 counts[rank],
+                 MPI_DOUBLE,
+                 final_theta.data(),
+                 counts.data(),
+                 displs.data(),
+                 MPI_DOUBLE,
+                 MPI_COMM_WORLD);
+  int64_t totals[3] = {stats.updates, stats.staleness_sum, stats.staleness_max};
+  int64_t summed[2], worst = 0;
+  MPI_Allreduce(totals, summed, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&totals[2], &worst, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+
+  if (!root) return 0;
+  // Reference points on the whole data set, on rank 0 alone.
+  TrainingGraph whole = build_training_graph(model, data, hidden, false);
+  Session session(*whole.graph);
+  const Tensor all = batch_weights(samples, 0, 0, 0, samples);
+  auto loss_at = [&](const Eigen::VectorXd& x) {
+    return session
+        .run(whole.loss, {{whole.theta, as_tensor(x)}, {whole.weight, all}})
+        .item();
+  };
+  TrainOptions optimum_options{"lbfgs", 500, 0.0, 0};
+  const TrainResult optimum = train(whole,
+                                    samples,
+                                    0,
+                                    initial_parameters(model, features, hidden),
+                                    optimum_options,
+                                    nullptr);
+  // Synchronous SGD with the same gradient evaluations: each step averages
+  // the workers' shard gradients (here: one full-batch gradient, which is
+  // their average weighted by shard size).
+  TrainOptions sync_options{"sgd", steps, lr, 0};
+  const TrainResult sync = train(whole,
+                                 samples,
+                                 0,
+                                 initial_parameters(model, features, hidden),
+                                 sync_options,
+                                 nullptr);
+  // The same updates without staleness: the workers' shard gradients
+  // applied in turn, each at the current parameters.
+  Eigen::VectorXd in_turn = initial_parameters(model, features, hidden);
+  {
+    std::vector<TrainingGraph> shards;
+    std::vector<std::unique_ptr<Session>> sessions;
+    std::vector<int64_t> shard_sizes;
+    for (int w = 0; w < workers; ++w) {
+      const auto [first, last] = shard_range(samples, w, workers);
+      shards.push_back(
+          build_training_graph(model,
+                               {data.x.middleRows(first, last - first),
+                                data.y.segment(first, last - first)},
+                               hidden,
+                               false));
+      sessions.push_back(std::make_unique<Session>(*shards.back().graph));
+      shard_sizes.push_back(last - first);
+    }
+    for (int64_t u = 0; u < static_cast<int64_t>(workers) * steps; ++u) {
+      const int w = static_cast<int>(u % workers);
+      const Tensor weights =
+          batch_weights(shard_sizes[w], batch, u / workers, 0, shard_sizes[w]);
+      const Tensor g = sessions[w]->run(
+          shards[w].grad,
+          {{shards[w].theta, as_tensor(in_turn)}, {shards[w].weight, weights}});
+      in_turn -= lr * Eigen::Map<const Eigen::VectorXd>(g.data(), g.size());
+    }
+  }
+  const double in_turn_loss = loss_at(in_turn);
+  const double final_loss = loss_at(final_theta);
+  const double gap = final_loss - optimum.final_loss;
+  const double mean_staleness =
+      summed[0] > 0 ? static_cast<double>(summed[1]) / summed[0] : 0.0;
+
+  std::printf("%s, %d masters, %d workers, %d gradients per worker, lr %g\n",
+              model_name.c_str(),
+              masters,
+              workers,
+              steps,
+              lr);
+  std::printf(
+      "gradients applied per master: %lld, staleness mean %.2f "
+      "max %lld\n",
+      static_cast<long long>(summed[0] / masters),
+      mean_staleness,
+      static_cast<long long>(worst));
+  std::printf("final loss (async)        %.10f\n", final_loss);
+  std::printf("same updates, no staleness %.10f\n", in_turn_loss);
+  std::printf("synchronous SGD, %d steps %.10f\n", steps, sync.final_loss);
+  std::printf("optimum (L-BFGS)          %.10f\n", optimum.final_loss);
+  std::printf("async - optimum = %.3g, sync - optimum = %.3g, %.3f s\n",
+              gap,
+              sync.final_loss - optimum.final_loss,
+              seconds);
+  const bool converged = tolerance < 0 || gap <= tolerance;
+  if (tolerance >= 0) {
+    std::printf(
+        "converged within %g: %s\n", tolerance, converged ? "yes" : "no");
+  }
+  if (!output.empty()) {
+    nlohmann::json doc = {{"model", model_name},
+                          {"masters", masters},
+                          {"workers", workers},
+                          {"steps", steps},
+                          {"updates_per_master", summed[0] / masters},
+                          {"staleness_mean", mean_staleness},
+                          {"staleness_max", worst},
+                          {"final_loss", final_loss},
+                          {"sync_sgd_loss", sync.final_loss},
+                          {"no_staleness_loss", in_turn_loss},
+                          {"optimum_loss", optimum.final_loss},
+                          {"seconds", seconds}};
+    std::ofstream file(output);
+    file << doc.dump(2) << "\n";
+    if (!file) {
+      std::fprintf(
+          stderr, "async_parameter_server: cannot write %s\n", output.c_str());
+      return 1;
+    }
+  }
+  return converged ? 0 : 1;
+}
