@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/gradients.h"
+#include "core/jvp.h"
 #include "core/op.h"
 #include "core/tensor_json.h"
 
@@ -436,7 +437,14 @@ class Loader {
     if (!doc.is_object())
       fail({}, {}, "document", "expected an object, found " + type_of(doc));
     only(doc,
-         {"adgraph", "nodes", "gradients", "feeds", "fetch", "optimize", "doc"},
+         {"adgraph",
+          "nodes",
+          "gradients",
+          "tangents",
+          "feeds",
+          "fetch",
+          "optimize",
+          "doc"},
          {},
          "");
     const json& version =
@@ -495,6 +503,65 @@ class Loader {
             d.values[key + ":" + std::to_string(i)] = result[i];
         } else {
           d.values[key] = result[0];
+        }
+      }
+    }
+
+    if (doc.contains("tangents")) {
+      const json& tangents =
+          require(doc, "tangents", &json::is_object, "an object", {}, "");
+      for (const auto& [key, spec] : tangents.items()) {
+        const std::string field = "tangents." + key;
+        if (d.values.count(key))
+          fail(key, {}, field, "a node of this name exists already");
+        if (!spec.is_object())
+          fail(
+              key, {}, field, "expected {\"of\": …, \"wrt\": …, \"along\": …}");
+        only(spec, {"of", "wrt", "along"}, key, field);
+        const json& of =
+            require(spec, "of", &json::is_string, "a node name", key, field);
+        for (const char* part : {"wrt", "along"}) {
+          if (!spec.contains(part))
+            fail(key, {}, field + "." + part, "required field is missing");
+        }
+        const Value y = resolve(d.values, of, key, {}, field + ".of");
+        const json& wrt = spec.at("wrt");
+        const json& along = spec.at("along");
+        if (wrt.is_array() != along.is_array() ||
+            (wrt.is_array() && wrt.size() != along.size())) {
+          fail(key,
+               {},
+               field + ".along",
+               "expected one tangent per \"wrt\" entry, in the same form");
+        }
+        std::vector<Value> xs, ts;
+        auto add = [&](const json& x, const json& t, const std::string& at) {
+          xs.push_back(resolve(d.values, x, key, {}, field + ".wrt" + at));
+          ts.push_back(resolve(d.values, t, key, {}, field + ".along" + at));
+          if (ts.back().shape() != xs.back().shape()) {
+            fail(key,
+                 {},
+                 field + ".along" + at,
+                 "shape " + shape_string(ts.back().shape()) +
+                     " differs from the shape " +
+                     shape_string(xs.back().shape()) + " of \"" +
+                     xs.back().name() + "\"");
+          }
+        };
+        if (wrt.is_array()) {
+          for (std::size_t i = 0; i < wrt.size(); ++i)
+            add(wrt[i], along[i], "[" + std::to_string(i) + "]");
+        } else {
+          add(wrt, along, "");
+        }
+        try {
+          d.values[key] = jvp(std::vector<Value>{y}, xs, ts)[0];
+        } catch (const Error& e) {
+          throw JsonError(e.detail(),
+                          e.node(),
+                          e.op(),
+                          e.field().empty() ? field : field + ": " + e.field(),
+                          file_);
         }
       }
     }

@@ -4,6 +4,12 @@
 //   "adgraph": 1                       format version (required)
 //   "nodes": [ {node}, … ]             required; see below
 //   "gradients": {"g": {"of": "L", "wrt": "theta" | ["a", "b"]}}
+//   "tangents": {"dL": {"of": "L", "wrt": "x" | ["a", "b"],
+//                       "along": "t" | ["ta", "tb"]}}
+//                                      forward mode: jvp() of "of" with
+//                                      respect to "wrt" in the direction of
+//                                      the "along" values (after gradients,
+//                                      so "of" may be a gradient: an HVP)
 //   "feeds": {"theta": value}          number, flat list in the node's shape,
 //                                      nested lists, or {"fill": v, "shape":
 //                                      [..]}
@@ -14,7 +20,8 @@
 //                            "tolerance_gradient", "tolerance_function"}}
 // A node is {"name", "op", "inputs": [refs], "attrs": {..}, "shape": [..]
 // (placeholders), "after": [names] (control inputs)}. A reference is a node
-// name, or "name:k" for output k; gradients are referenced by their key, and
+// name, or "name:k" for output k; gradients and tangents are referenced by
+// their key, and
 // "g:k" is the k-th of a list of "wrt". Inputs must name earlier nodes;
 // "after" may name any node, as long as no cycle forms.
 //
