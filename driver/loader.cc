@@ -535,11 +535,12 @@ class Loader {
                "expected one tangent per \"wrt\" entry, in the same form");
         }
         std::vector<Value> xs, ts;
+        const std::string& name = key;  // lambdas cannot capture bindings
         auto add = [&](const json& x, const json& t, const std::string& at) {
-          xs.push_back(resolve(d.values, x, key, {}, field + ".wrt" + at));
-          ts.push_back(resolve(d.values, t, key, {}, field + ".along" + at));
+          xs.push_back(resolve(d.values, x, name, {}, field + ".wrt" + at));
+          ts.push_back(resolve(d.values, t, name, {}, field + ".along" + at));
           if (ts.back().shape() != xs.back().shape()) {
-            fail(key,
+            fail(name,
                  {},
                  field + ".along" + at,
                  "shape " + shape_string(ts.back().shape()) +
