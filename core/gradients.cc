@@ -150,17 +150,7 @@ std::vector<Value> reverse_sweep(Value y,
     auto it = adjoint.find({x.node_id(), x.output()});
     result.push_back(it != adjoint.end() ? it->second : zeros_of(g, x.shape()));
   }
-  // Adjoint messages are side effects (an adjoint send feeds no gradient on
-  // its own rank), so every result waits for the whole adjoint chain.
-  if (g.last_communication() != last_forward_communication) {
-    const Value last(&g, g.last_communication(), 0);
-    for (Value& r : result) {
-      NodeOptions options;
-      options.after = {last};
-      r = g.add_node(
-          "identity", {r}, nlohmann::json::object(), std::move(options));
-    }
-  }
+  detail::wait_for_messages(g, last_forward_communication, result);
   return result;
 }
 
@@ -176,6 +166,19 @@ std::vector<Value> detail::local_gradients(Value y,
                                            const std::vector<Value>& xs,
                                            Value grad_y) {
   return reverse_sweep(y, xs, grad_y, false);
+}
+
+void detail::wait_for_messages(Graph& g,
+                               int last_before,
+                               std::vector<Value>& results) {
+  if (g.last_communication() == last_before) return;
+  const Value last(&g, g.last_communication(), 0);
+  for (Value& r : results) {
+    NodeOptions options;
+    options.after = {last};
+    r = g.add_node(
+        "identity", {r}, nlohmann::json::object(), std::move(options));
+  }
 }
 
 Value gradient(Value y, Value x, Value grad_y) {

@@ -35,6 +35,12 @@ namespace detail {
 std::vector<Value> local_gradients(Value y,
                                    const std::vector<Value>& xs,
                                    Value grad_y = {});
+
+// Derivative messages (adjoint or tangent) are side effects: a send feeds
+// nothing on its own rank. When communication nodes were added after node
+// `last_before`, wraps each result in an identity that runs after the
+// newest of them, so fetching any result runs the whole message chain.
+void wait_for_messages(Graph& g, int last_before, std::vector<Value>& results);
 }  // namespace detail
 
 }  // namespace adgraph

@@ -163,17 +163,7 @@ std::vector<Value> jvp(const std::vector<Value>& ys,
                          ? it->second
                          : g.add_node("zeros", {}, {{"shape", y.shape()}}));
   }
-  // Tangent messages are side effects (a tangent send feeds nothing on its
-  // own rank), so every result waits for the whole tangent chain.
-  if (g.last_communication() != last_forward_communication) {
-    const Value last(&g, g.last_communication(), 0);
-    for (Value& r : result) {
-      NodeOptions options;
-      options.after = {last};
-      r = g.add_node(
-          "identity", {r}, nlohmann::json::object(), std::move(options));
-    }
-  }
+  detail::wait_for_messages(g, last_forward_communication, result);
   return result;
 }
 

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "examples/command_line.h"
 #include "examples/data_parallel.h"
 
 using namespace adgraph;
@@ -219,10 +220,8 @@ int main(int argc, char** argv) {
                  tolerance,
                  "exit 1 when final loss - optimum exceeds this");
   app.add_option("--output", output, "write a JSON result");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return root ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 2);
+  if (auto code = examples::parse_command_line(app, argc, argv, root)) {
+    return *code;
   }
   const int workers = size - masters;
   const Model model = model_name == "mlp" ? Model::kMlp : Model::kLogistic;

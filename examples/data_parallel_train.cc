@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "examples/command_line.h"
 #include "examples/data_parallel.h"
 
 using namespace adgraph;
@@ -60,10 +61,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 10000))
       ->capture_default_str();
   app.add_option("--output", output, "write a JSON result");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return root ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 2);
+  if (auto code = examples::parse_command_line(app, argc, argv, root)) {
+    return *code;
   }
   if (samples < size) {
     if (root) {

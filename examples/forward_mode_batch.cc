@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "adgraph.h"
+#include "examples/command_line.h"
 #include "examples/example_check.h"
 
 using namespace adgraph;
@@ -138,10 +139,8 @@ int main(int argc, char** argv) {
                  inputs,
                  "JSON {\"x\": [[value, tangent], ...], \"y\": [...]}");
   app.add_option("--output", output, "write the (value, derivative) pairs");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return root ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 2);
+  if (auto code = examples::parse_command_line(app, argc, argv, root)) {
+    return *code;
   }
 
   try {

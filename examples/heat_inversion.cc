@@ -20,6 +20,7 @@
 #include <stb/stb_image_write.h>
 
 #include "adgraph.h"
+#include "examples/command_line.h"
 
 using namespace adgraph;
 
@@ -146,11 +147,8 @@ int main(int argc, char** argv) {
   app.add_flag("--replicated",
                replicated,
                "replicate kappa on every rank (ADCME mpi_bcast style)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = root ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 2);
-    return code;
+  if (auto code = examples::parse_command_line(app, argc, argv, root)) {
+    return *code;
   }
   problem_options.replicated = replicated;
   if (resume && checkpoint.empty()) {

@@ -8,25 +8,12 @@
 #include "core/op.h"
 #include "ops/elementwise.h"
 #include "ops/reductions.h"
+#include "tests/test_util.h"
 
 namespace adgraph {
 namespace {
 
-// y = x³ with a selectable (right or wrong) gradient: a user-style custom op.
-void register_cube(const std::string& name, double factor) {
-  if (OpRegistry::global().find(name)) return;
-  OpDef def;
-  def.name = name;
-  def.inputs = {"x"};
-  def.shape = [](const ShapeContext& c) { return Shapes{c.input_shape(0)}; };
-  def.compute = [](KernelContext& c) {
-    c.output(0).array() = c.input(0).array().cube();
-  };
-  def.gradient = [factor](const GradientContext& c) {
-    return Values{c.grad() * (factor * square(c.input(0)))};
-  };
-  register_op(def);
-}
+using testing::register_cube;
 
 TEST(GradientChecker, AcceptsACorrectCustomOp) {
   register_cube("test_cube_right", 3.0);

@@ -14,30 +14,12 @@
 #include "ops/reductions.h"
 #include "ops/shape_ops.h"
 #include "solvers/heat_step.h"
+#include "tests/test_util.h"
 
 namespace adgraph {
 namespace {
 
-// y = x³ with a gradient and, optionally, a (right or wrong) tangent rule.
-void register_cube(const std::string& name, bool with_tangent, double factor) {
-  if (OpRegistry::global().find(name)) return;
-  OpDef def;
-  def.name = name;
-  def.inputs = {"x"};
-  def.shape = [](const ShapeContext& c) { return Shapes{c.input_shape(0)}; };
-  def.compute = [](KernelContext& c) {
-    c.output(0).array() = c.input(0).array().cube();
-  };
-  def.gradient = [](const GradientContext& c) {
-    return Values{c.grad() * (3.0 * square(c.input(0)))};
-  };
-  if (with_tangent) {
-    def.tangent = [factor](const TangentContext& c) {
-      return Values{c.tangent() * (factor * square(c.input(0)))};
-    };
-  }
-  register_op(def);
-}
+using testing::register_cube;
 
 TEST(Jvp, MatchesHandDerivedDirectionalDerivatives) {
   // f(x, y) = x·y + sin(x) elementwise:  ḟ = y·ẋ + x·ẏ + cos(x)·ẋ
@@ -123,7 +105,7 @@ TEST(Jvp, UnrelatedOutputGetsZerosAndIntermediateInputsWork) {
 }
 
 TEST(Jvp, UserOpWithoutTangentRuleUsesTheTransposedAdjoint) {
-  register_cube("jvp_test_cube_no_tangent", false, 0.0);
+  register_cube("jvp_test_cube_no_tangent", 3.0);
   Graph g;
   Value x = g.placeholder("x", {3});
   Value t = g.placeholder("t", {3});
@@ -137,8 +119,8 @@ TEST(Jvp, UserOpWithoutTangentRuleUsesTheTransposedAdjoint) {
 }
 
 TEST(Jvp, CheckerRejectsAWrongTangentRule) {
-  register_cube("jvp_test_cube_right", true, 3.0);
-  register_cube("jvp_test_cube_wrong", true, 3.01);
+  register_cube("jvp_test_cube_right", 3.0, 3.0);
+  register_cube("jvp_test_cube_wrong", 3.0, 3.01);
   for (const char* op : {"jvp_test_cube_right", "jvp_test_cube_wrong"}) {
     Graph g;
     Value x = g.placeholder("x", {3});
