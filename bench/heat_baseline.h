@@ -83,6 +83,38 @@ class HeatBaseline {
     return loss;
   }
 
+  // This rank's part of the directional derivative L̇ of L along κ̇ (forward
+  // mode): u̇⁺ = u̇ + c·(κ·lap(u̇) + κ̇·lap(u)), L̇ = Σ 2(u^NT − obs)·u̇^NT.
+  // Two states and two tangents, whatever NT.
+  double tangent(const std::vector<double>& kappa,
+                 const std::vector<double>& kappa_dot) {
+    std::vector<double> u(ghosted(), 0.0), next(ghosted(), 0.0);
+    std::vector<double> ud(ghosted(), 0.0), ud_next(ghosted(), 0.0);
+    load(u0_, u);
+    for (int n = 0; n < c_.nt; ++n) {
+      exchange(u, false);
+      exchange(ud, false);
+      for (int64_t i = 0; i < n_; ++i) {
+        for (int64_t j = 0; j < m_; ++j) {
+          const int64_t k = i * m_ + j;
+          const double lap_u = lap(u, i, j);
+          next[at(i, j)] = u[at(i, j)] + coef_ * kappa[k] * lap_u + dt_ * f_[k];
+          ud_next[at(i, j)] = ud[at(i, j)] + coef_ * (kappa[k] * lap(ud, i, j) +
+                                                      kappa_dot[k] * lap_u);
+        }
+      }
+      std::swap(u, next);
+      std::swap(ud, ud_next);
+    }
+    double derivative = 0;
+    for (int64_t i = 0; i < n_; ++i) {
+      for (int64_t j = 0; j < m_; ++j) {
+        derivative += 2 * (u[at(i, j)] - obs_[i * m_ + j]) * ud[at(i, j)];
+      }
+    }
+    return derivative;
+  }
+
  private:
   int64_t ghosted() const { return (n_ + 2) * (m_ + 2); }
   int64_t at(int64_t i, int64_t j) const { return (i + 1) * (m_ + 2) + j + 1; }

@@ -22,8 +22,12 @@ namespace adgraph {
 // - With communication ops, every communication node of the graph gets its
 //   tangent node (exchanging zeros off the path), so the tangent messages
 //   pair up on every rank; the results wait for the last of them.
-//   Summed over ranks, Σ_r ⟨w_r, jvp(y_r)⟩ = Σ_r ⟨∂(Σ_q ⟨w_q, y_q⟩)/∂x_r,
-//   tangent_r⟩: the transpose of gradients().
+//   Those tangent messages are ordered after every forward message, so a
+//   jvp through communication keeps the forward values it needs alive until
+//   the tangent pass (memory like a gradient run); a local jvp runs each
+//   tangent step right after its forward step (the session runs nodes when
+//   first needed). Summed over ranks, Σ_r ⟨w_r, jvp(y_r)⟩ = Σ_r ⟨∂(Σ_q ⟨w_q,
+//   y_q⟩)/∂x_r, tangent_r⟩: the transpose of gradients().
 //
 // Throws GraphError naming the node when an op between an x and a y has
 // neither a tangent rule nor (for a local op) a gradient, and ShapeError for a

@@ -78,17 +78,45 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
   }
   stats_.plan_cached = false;
 
-  // Everything the fetches need, through data and control edges. Creation
-  // order is topological, so the plan is the needed ids in ascending order.
+  // Everything the fetches need, through data and control edges, in
+  // demand order: a depth-first post-order from the fetches, which runs a
+  // node just before its first consumer needs it. Creation order would also
+  // be topological, but it runs a whole chain before anything that was
+  // appended to the graph later and consumes the chain step by step (jvp()'s
+  // tangent nodes), keeping every step alive. Communication nodes are
+  // totally ordered by their ghost dependencies, so every order keeps their
+  // sequence.
   int top = -1;
   for (const auto& [id, out] : key) top = std::max(top, id);
-  std::vector<char> needed(top + 1, 0);
-  for (const auto& [id, out] : key) needed[id] = 1;
-  for (int id = top; id >= 0; --id) {
-    if (!needed[id]) continue;
-    const Node& n = graph_.node(id);
-    for (const Value& in : n.inputs) needed[in.node_id()] = 1;
-    for (int c : n.control_inputs) needed[c] = 1;
+  std::vector<int> order;
+  {
+    std::vector<char> state(top + 1, 0);  // 0 new, 1 on the stack, 2 done
+    std::vector<std::pair<int, std::size_t>> stack;
+    auto dependency = [&](const Node& n, std::size_t k) {
+      return k < n.control_inputs.size()
+                 ? n.control_inputs[k]
+                 : n.inputs[k - n.control_inputs.size()].node_id();
+    };
+    for (const auto& [root, out] : key) {
+      if (state[root]) continue;
+      state[root] = 1;
+      stack.emplace_back(root, 0);
+      while (!stack.empty()) {
+        auto& [id, next] = stack.back();
+        const Node& n = graph_.node(id);
+        if (next < n.control_inputs.size() + n.inputs.size()) {
+          const int dep = dependency(n, next++);
+          if (!state[dep]) {
+            state[dep] = 1;
+            stack.emplace_back(dep, 0);
+          }
+          continue;
+        }
+        state[id] = 2;
+        order.push_back(id);
+        stack.pop_back();
+      }
+    }
   }
 
   auto plan = std::make_unique<Plan>();
@@ -97,8 +125,7 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
   std::vector<int> slot_owner;
   std::vector<int> last_use;
   std::vector<std::string> collectives;
-  for (int id = 0; id <= top; ++id) {
-    if (!needed[id]) continue;
+  for (int id : order) {
     const Node& n = graph_.node(id);
     Plan::Step step;
     step.node = &n;

@@ -104,6 +104,30 @@ TEST(Jvp, UnrelatedOutputGetsZerosAndIntermediateInputsWork) {
   }
 }
 
+TEST(Jvp, TangentOfALocalChainRunsInConstantMemory) {
+  // x_{k+1} = sin(x_k), 200 steps of 10⁴ values. The tangent nodes are
+  // appended after the whole chain, but the session runs each node when it
+  // is first needed, so x_k dies once its tangent step has used it: the
+  // live bytes stay at a few arrays, not 200. ẋ_K = Π cos(x_k)·ẋ_0.
+  constexpr int kSteps = 200, kSize = 10000;
+  Graph g;
+  Value x0 = g.placeholder("x", {kSize});
+  Value t = g.placeholder("t", {kSize});
+  Value x = x0;
+  for (int k = 0; k < kSteps; ++k) x = sin(x);
+  Value x_dot = jvp(x, x0, t);
+  Session session(g);
+  Tensor xv(Shape{kSize}, 0.5), tv(Shape{kSize}, 2.0);
+  Tensor out = session.run(x_dot, {{x0, xv}, {t, tv}});
+  double value = 0.5, derivative = 2.0;
+  for (int k = 0; k < kSteps; ++k) {
+    derivative *= std::cos(value);
+    value = std::sin(value);
+  }
+  EXPECT_NEAR(out[0], derivative, 1e-14);
+  EXPECT_LE(session.stats().peak_live_bytes, 8u * sizeof(double) * kSize);
+}
+
 TEST(Jvp, UserOpWithoutTangentRuleUsesTheTransposedAdjoint) {
   register_cube("jvp_test_cube_no_tangent", 3.0);
   Graph g;
