@@ -34,6 +34,7 @@ json list_ops() {
                    {"outputs", op->num_outputs},
                    {"attrs", attrs},
                    {"gradient", static_cast<bool>(op->gradient)},
+                   {"tangent", static_cast<bool>(op->tangent)},
                    {"communication", op->communication},
                    {"doc", op->doc}});
   }
