@@ -90,31 +90,29 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
   for (const auto& [id, out] : key) top = std::max(top, id);
   std::vector<int> order;
   {
-    std::vector<char> state(top + 1, 0);  // 0 new, 1 on the stack, 2 done
+    std::vector<char> seen(top + 1, 0);
+    // (node, index of its next dependency: control inputs, then inputs)
     std::vector<std::pair<int, std::size_t>> stack;
-    auto dependency = [&](const Node& n, std::size_t k) {
-      return k < n.control_inputs.size()
-                 ? n.control_inputs[k]
-                 : n.inputs[k - n.control_inputs.size()].node_id();
-    };
     for (const auto& [root, out] : key) {
-      if (state[root]) continue;
-      state[root] = 1;
+      if (seen[root]) continue;
+      seen[root] = 1;
       stack.emplace_back(root, 0);
       while (!stack.empty()) {
-        auto& [id, next] = stack.back();
+        const int id = stack.back().first;
+        const std::size_t k = stack.back().second++;
         const Node& n = graph_.node(id);
-        if (next < n.control_inputs.size() + n.inputs.size()) {
-          const int dep = dependency(n, next++);
-          if (!state[dep]) {
-            state[dep] = 1;
-            stack.emplace_back(dep, 0);
-          }
+        const std::size_t controls = n.control_inputs.size();
+        if (k == controls + n.inputs.size()) {
+          order.push_back(id);
+          stack.pop_back();
           continue;
         }
-        state[id] = 2;
-        order.push_back(id);
-        stack.pop_back();
+        const int dep = k < controls ? n.control_inputs[k]
+                                     : n.inputs[k - controls].node_id();
+        if (!seen[dep]) {
+          seen[dep] = 1;
+          stack.emplace_back(dep, 0);
+        }
       }
     }
   }
