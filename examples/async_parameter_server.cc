@@ -15,6 +15,8 @@
 // the updated slice back to that worker only. Nobody waits for the slowest
 // worker, and a gradient is applied to parameters that other workers have
 // moved since it was computed: its staleness, which the masters count.
+// --max-lead L (default 1) bounds the asynchrony: a worker more than L
+// gradients ahead of the slowest waits for its reply; -1 removes the bound.
 //
 // At the end rank 0 compares the final loss with the optimum (L-BFGS on
 // the whole data set), with the same updates applied in turn without
@@ -26,6 +28,7 @@
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -60,13 +63,17 @@ struct MasterStats {
 };
 
 // Applies every worker's gradients as they arrive until each worker has
-// sent `steps` of them; answers each with the updated slice.
+// sent `steps` of them; answers each with the updated slice. With
+// max_lead >= 0 a worker that is more than max_lead gradients ahead of the
+// slowest one waits for its reply (bounded asynchrony); the slowest worker
+// is always answered at once, so nobody waits forever.
 MasterStats run_master(Eigen::VectorXd& theta,
                        const Slice& mine,
                        int masters,
                        int workers,
                        int steps,
-                       double lr) {
+                       double lr,
+                       int max_lead) {
   MasterStats stats;
   Eigen::VectorXd slice = theta.segment(mine.first, mine.count());
   std::vector<Eigen::VectorXd> incoming(workers, Eigen::VectorXd(mine.count()));
@@ -74,26 +81,35 @@ MasterStats run_master(Eigen::VectorXd& theta,
   std::vector<MPI_Request> recv(workers, MPI_REQUEST_NULL);
   std::vector<MPI_Request> send(workers, MPI_REQUEST_NULL);
   std::vector<int> received(workers, 0);
+  std::vector<char> owed(workers, 0);  // a reply waits for the slowest
   std::vector<int64_t> sent_version(workers, 0);
   int64_t version = 0;
-  for (int w = 0; w < workers; ++w) {
-    const int worker = masters + w;
+  auto reply = [&](int w) {
+    // The previous reply to this worker has been received (it computed
+    // the gradient just applied from it), so its buffer is free again.
+    MPI_Wait(&send[w], MPI_STATUS_IGNORE);
+    outgoing[w] = slice;
+    sent_version[w] = version;
     MPI_Isend(outgoing[w].data(),
               mine.count(),
               MPI_DOUBLE,
-              worker,
+              masters + w,
               kParameterTag,
               MPI_COMM_WORLD,
               &send[w]);
-    if (steps > 0) {
-      MPI_Irecv(incoming[w].data(),
-                mine.count(),
-                MPI_DOUBLE,
-                worker,
-                kGradientTag,
-                MPI_COMM_WORLD,
-                &recv[w]);
-    }
+  };
+  auto post_receive = [&](int w) {
+    MPI_Irecv(incoming[w].data(),
+              mine.count(),
+              MPI_DOUBLE,
+              masters + w,
+              kGradientTag,
+              MPI_COMM_WORLD,
+              &recv[w]);
+  };
+  for (int w = 0; w < workers; ++w) {
+    reply(w);
+    if (steps > 0) post_receive(w);
   }
   int64_t pending = static_cast<int64_t>(workers) * steps;
   while (pending > 0) {
@@ -106,26 +122,14 @@ MasterStats run_master(Eigen::VectorXd& theta,
     ++version;
     ++stats.updates;
     --pending;
-    // The previous reply to this worker has been received (it computed
-    // this gradient from it), so its buffer is free again.
-    MPI_Wait(&send[w], MPI_STATUS_IGNORE);
-    outgoing[w] = slice;
-    sent_version[w] = version;
-    MPI_Isend(outgoing[w].data(),
-              mine.count(),
-              MPI_DOUBLE,
-              masters + w,
-              kParameterTag,
-              MPI_COMM_WORLD,
-              &send[w]);
-    if (++received[w] < steps) {
-      MPI_Irecv(incoming[w].data(),
-                mine.count(),
-                MPI_DOUBLE,
-                masters + w,
-                kGradientTag,
-                MPI_COMM_WORLD,
-                &recv[w]);
+    owed[w] = 1;
+    if (++received[w] < steps) post_receive(w);
+    const int slowest = *std::min_element(received.begin(), received.end());
+    for (int v = 0; v < workers; ++v) {
+      if (owed[v] && (max_lead < 0 || received[v] - slowest <= max_lead)) {
+        owed[v] = 0;
+        reply(v);
+      }
     }
   }
   MPI_Waitall(workers, send.data(), MPI_STATUSES_IGNORE);
@@ -195,7 +199,7 @@ int main(int argc, char** argv) {
 
   CLI::App app{"Asynchronous SGD with parameter servers (masters) and workers"};
   std::string model_name = "logistic", output;
-  int masters = 2, steps = 300, features = 4, hidden = 8;
+  int masters = 2, steps = 300, features = 4, hidden = 8, max_lead = 1;
   int64_t samples = 400, batch = 0;
   double lr = 0.5, tolerance = -1;
   app.add_option("--masters", masters, "ranks 0 .. M-1 hold the parameters")
@@ -215,6 +219,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--samples", samples, "data set size")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->capture_default_str();
+  app.add_option("--max-lead",
+                 max_lead,
+                 "a worker more gradients ahead of the slowest waits "
+                 "(-1: no bound)")
+      ->check(CLI::Range(-1, 1 << 30))
       ->capture_default_str();
   app.add_option("--tolerance",
                  tolerance,
@@ -254,7 +264,8 @@ int main(int argc, char** argv) {
   const double start = MPI_Wtime();
   MasterStats stats;
   if (rank < masters) {
-    stats = run_master(theta, slices[rank], masters, workers, steps, lr);
+    stats =
+        run_master(theta, slices[rank], masters, workers, steps, lr, max_lead);
   } else {
     const auto [first, last] = shard_range(samples, rank - masters, workers);
     const DataSet shard{data.x.middleRows(first, last - first),
