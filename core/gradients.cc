@@ -119,8 +119,21 @@ std::vector<Value> reverse_sweep(Value y,
     std::vector<bool> needed;
     for (const Value& in : node.inputs)
       needed.push_back(from_x[in.node_id()] != 0);
-    Values input_grads = node.op->gradient(
-        GradientContext(node, outputs, output_grads, std::move(needed)));
+    // Partial sums a builder may fold into its own result (not for a value
+    // that feeds two of the node's inputs: both could fold it in).
+    Values partial(node.inputs.size());
+    for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+      const Value& in = node.inputs[i];
+      bool repeated = false;
+      for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+        repeated = repeated || (k != i && node.inputs[k] == in);
+      }
+      auto it = adjoint.find({in.node_id(), in.output()});
+      if (!repeated && it != adjoint.end() && needed[i]) partial[i] = it->second;
+    }
+    GradientContext context(node, outputs, output_grads, std::move(needed));
+    context.set_accumulated(std::move(partial));
+    Values input_grads = node.op->gradient(context);
     if (input_grads.size() != node.inputs.size()) {
       throw GraphError("gradient builder returned " +
                            std::to_string(input_grads.size()) + " values for " +
@@ -131,6 +144,14 @@ std::vector<Value> reverse_sweep(Value y,
     }
     for (std::size_t i = 0; i < input_grads.size(); ++i) {
       const Value& in = node.inputs[i];
+      if (context.absorbed(i) && !input_grads[i].valid()) {
+        throw GraphError("gradient builder absorbed the accumulated cotangent "
+                         "of input " + std::to_string(i) +
+                             " but returned none for it",
+                         node.name,
+                         node.op_name(),
+                         "gradient");
+      }
       if (!input_grads[i].valid() || !from_x[in.node_id()]) continue;
       if (input_grads[i].shape() != in.shape()) {
         throw ShapeError("gradient builder returned shape " +
@@ -141,7 +162,12 @@ std::vector<Value> reverse_sweep(Value y,
                          node.op_name(),
                          "gradient of input " + std::to_string(i));
       }
-      accumulate(in, input_grads[i], from_y[id]);
+      if (context.absorbed(i)) {
+        adjoint[{in.node_id(), in.output()}] = input_grads[i];
+        if (from_y[id]) from_y[in.node_id()] = 1;
+      } else {
+        accumulate(in, input_grads[i], from_y[id]);
+      }
     }
   }
 

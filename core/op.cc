@@ -102,6 +102,23 @@ int GradientContext::num_inputs() const {
 
 const Value& GradientContext::input(int i) const { return node_.inputs[i]; }
 
+const Value& GradientContext::accumulated(int i) const {
+  static const Value none;
+  return i < static_cast<int>(accumulated_.size()) ? accumulated_[i] : none;
+}
+
+void GradientContext::absorb(int i) const {
+  if (!accumulated(i).valid()) {
+    throw GraphError("absorb() of input " + std::to_string(i) +
+                         ", which has no accumulated cotangent",
+                     node_.name,
+                     node_.op_name(),
+                     "gradient");
+  }
+  absorbed_.resize(node_.inputs.size(), false);
+  absorbed_[i] = true;
+}
+
 TangentContext::TangentContext(const Node& node,
                                Values outputs,
                                Values input_tangents)

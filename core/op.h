@@ -118,12 +118,24 @@ class GradientContext final {
   // Whether gradients() will use the cotangent of input `i`; a builder may
   // return an invalid Value for (and skip the work of) the others.
   bool needs_gradient(int i) const { return needed_.empty() || needed_[i]; }
+  // The cotangent of input `i` summed so far over the nodes that use it
+  // after this one; invalid when there is none yet (or when the same value
+  // feeds two of this node's inputs). A builder may add it into its result
+  // for input `i` (saving the separate `add` pass over it) and then calls
+  // absorb(i): gradients() takes that result as the whole sum.
+  const Value& accumulated(int i) const;
+  void absorb(int i) const;
+  bool absorbed(int i) const { return !absorbed_.empty() && absorbed_[i]; }
+  // gradients() hands in the partial sums before calling the builder.
+  void set_accumulated(Values partial) { accumulated_ = std::move(partial); }
 
  private:
   const Node& node_;
   Values outputs_;
   Values output_grads_;
   std::vector<bool> needed_;
+  Values accumulated_;
+  mutable std::vector<bool> absorbed_;
 };
 
 // What a tangent (forward-mode) rule sees: the node's inputs and outputs as

@@ -208,6 +208,13 @@ void register_heat_ops(OpRegistry& registry) {
     std::vector<Value> inputs = {
         c.grad(0), c.grad(1), c.grad(2), c.grad(3), c.grad(4)};
     for (int k = 0; k < 7; ++k) inputs.push_back(c.input(k));
+    // κ̄ of the later steps is added in the same pass (κ is shared by all
+    // steps: this saves an `add` over the patch per step).
+    const bool fold = c.needs_gradient(1) && c.accumulated(1).valid();
+    if (fold) {
+      inputs.push_back(c.accumulated(1));
+      c.absorb(1);
+    }
     nlohmann::json attrs = c.node().attrs;
     attrs["f_gradient"] = c.needs_gradient(2);
     auto out = c.graph().add_node_outputs("heat_step_adjoint", inputs, attrs);
@@ -277,7 +284,10 @@ void register_heat_ops(OpRegistry& registry) {
                     "from_left",
                     "from_right",
                     "from_up",
-                    "from_down"};
+                    "from_down",
+                    "kappa_grad_in"};
+  // kappa_grad_in (at most one): a cotangent of κ to add onto κ̄.
+  adjoint.variadic = true;
   adjoint.attrs = step_attrs();
   adjoint.attrs.push_back(
       {"f_gradient", AttrType::kBool, true, "compute the cotangent of f"});
@@ -285,6 +295,10 @@ void register_heat_ops(OpRegistry& registry) {
   adjoint.shape = [](const ShapeContext& c) {
     check_shapes(c, 5, 3, 8);
     const Shape& u = c.input_shape(5);
+    if (c.num_inputs() > 13)
+      c.fail("input \"kappa_grad_in\"", "given more than once");
+    if (c.num_inputs() == 13 && c.input_shape(12) != u)
+      c.fail("input \"kappa_grad_in\"", "differs from u's shape");
     if (c.input_shape(0) != u)
       c.fail("input \"grad\"", "differs from u's shape");
     const Shapes strips = {{u[0]}, {u[0]}, {u[1]}, {u[1]}};
@@ -306,78 +320,104 @@ void register_heat_ops(OpRegistry& registry) {
     const double dt = c.attr_float("dt"), h = c.attr_float("h");
     const double coef = dt / (h * h);
     const bool want_f = c.node().attr_bool("f_gradient");
+    const double* kappa_in =
+        c.num_inputs() == 13 ? c.input(12).data() : nullptr;
     double *gu = c.output(0).data(), *gk = c.output(1).data(),
            *gf = c.output(2).data();
     double *ol = c.output(3).data(), *orr = c.output(4).data();
     double *ou = c.output(5).data(), *od = c.output(6).data();
-    // G = ū⁺ with the edge cotangents added; Z = κ ⊙ G.
-    auto g_row = [&](int64_t i, double* out) {
+    // G = ū⁺ with the edge cotangents added, Z = κ ⊙ G. Interior rows of G
+    // are rows of ū⁺ but for their first and last points (the left and right
+    // edge cotangents, added where G is used); rows 0 and n − 1 also take
+    // the up and down edge cotangents, in a buffer. Z rows carry a zero on
+    // either side (index 0 and m + 1), so the stencil over Z has no branches
+    // and vectorises.
+    auto g_row = [&](int64_t i, double* buffer) -> const double* {
       const double* y = g.data() + i * m;
-      for (int64_t j = 0; j < m; ++j) out[j] = y[j];
-      out[0] += el[i];
-      out[m - 1] += er[i];
+      if (i != 0 && i != n - 1) return y;
+      std::copy(y, y + m, buffer);
       if (i == 0) {
-        for (int64_t j = 0; j < m; ++j) out[j] += eu[j];
+        for (int64_t j = 0; j < m; ++j) buffer[j] += eu[j];
       }
       if (i == n - 1) {
-        for (int64_t j = 0; j < m; ++j) out[j] += ed[j];
+        for (int64_t j = 0; j < m; ++j) buffer[j] += ed[j];
       }
+      return buffer;
     };
-    auto z_row = [&](int64_t i, const double* grow, double* out) {
+    auto z_row = [&](int64_t i, const double* grow, double* padded) {
       const double* k = kappa + i * m;
-      for (int64_t j = 0; j < m; ++j) out[j] = k[j] * grow[j];
+      for (int64_t j = 0; j < m; ++j) padded[j + 1] = k[j] * grow[j];
+      padded[1] += k[0] * el[i];
+      padded[m] += k[m - 1] * er[i];
     };
 #pragma omp parallel if (n * m >= kParallelPoints)
     {
       const int threads = omp_get_num_threads(), t = omp_get_thread_num();
       const int64_t i0 = n * t / threads, i1 = n * (t + 1) / threads;
-      std::vector<double> buffers(5 * m, 0.0);
-      double *zp = buffers.data(), *zc = zp + m, *zn = zc + m, *gc = zn + m,
-             *gn = gc + m;
+      const int64_t w = m + 2;
+      std::vector<double> buffers(4 * w + 2 * m, 0.0);
+      double *zero = buffers.data(), *zp = zero + w, *zc = zp + w,
+             *zn = zc + w, *bc = zn + w, *bn = bc + m;
+      const double *gc = nullptr, *gn = nullptr;
       if (i0 < i1) {
-        if (i0 > 0) {
-          g_row(i0 - 1, gn);
-          z_row(i0 - 1, gn, zp);
-        }
-        g_row(i0, gc);
+        if (i0 > 0) z_row(i0 - 1, g_row(i0 - 1, bn), zp);
+        gc = g_row(i0, bc);
         z_row(i0, gc, zc);
       }
       for (int64_t i = i0; i < i1; ++i) {
-        if (i + 1 < n) {
-          g_row(i + 1, gn);
+        const bool south = i + 1 < n;
+        if (south) {
+          gn = g_row(i + 1, bn);
           z_row(i + 1, gn, zn);
-        } else {
-          std::fill(zn, zn + m, 0.0);
         }
-        const double* zpr = i > 0 ? zp : zn;  // row −1 of Z is zero
+        const double* zs = south ? zn : zero;  // rows −1 and n of Z are 0
+        const double* zno = i > 0 ? zp : zero;
         const double* ur = u + i * m;
         const double* un = i > 0 ? ur - m : hu;
-        const double* us = i + 1 < n ? ur + m : hd;
+        const double* us = south ? ur + m : hd;
         double* out_u = gu + i * m;
         double* out_k = gk + i * m;
         for (int64_t j = 0; j < m; ++j) {
-          const double zw = j > 0 ? zc[j - 1] : 0.0,
-                       ze = j + 1 < m ? zc[j + 1] : 0.0;
-          const double uw = j > 0 ? ur[j - 1] : hl[i],
-                       ue = j + 1 < m ? ur[j + 1] : hr[i];
-          const double znorth = i > 0 ? zpr[j] : 0.0;
-          out_u[j] = gc[j] + coef * (znorth + zn[j] + zw + ze - 4 * zc[j]);
-          out_k[j] = coef * gc[j] * (un[j] + us[j] + uw + ue - 4 * ur[j]);
+          out_u[j] = gc[j] + coef * (zno[j + 1] + zs[j + 1] + zc[j] +
+                                     zc[j + 2] - 4 * zc[j + 1]);
+        }
+        out_u[0] += el[i];
+        out_u[m - 1] += er[i];
+        // κ̄ = c·G ⊙ (stencil of u); G's first and last points as above.
+        // plus κ̄ of the later steps, when given.
+        const double* later = kappa_in != nullptr ? kappa_in + i * m : zero;
+        auto kappa_bar = [&](int64_t j, double gj, double west, double east) {
+          out_k[j] =
+              later[j] + coef * gj * (un[j] + us[j] + west + east - 4 * ur[j]);
+        };
+        if (m == 1) {
+          kappa_bar(0, gc[0] + el[i] + er[i], hl[i], hr[i]);
+        } else {
+          kappa_bar(0, gc[0] + el[i], hl[i], ur[1]);
+          for (int64_t j = 1; j + 1 < m; ++j) {
+            out_k[j] = later[j] + coef * gc[j] * (un[j] + us[j] + ur[j - 1] +
+                                                  ur[j + 1] - 4 * ur[j]);
+          }
+          kappa_bar(m - 1, gc[m - 1] + er[i], ur[m - 2], hr[i]);
         }
         if (want_f) {
-          for (int64_t j = 0; j < m; ++j) gf[i * m + j] = dt * gc[j];
+          double* out_f = gf + i * m;
+          for (int64_t j = 0; j < m; ++j) out_f[j] = dt * gc[j];
+          out_f[0] += dt * el[i];
+          out_f[m - 1] += dt * er[i];
         }
-        ol[i] = coef * zc[0];
-        orr[i] = coef * zc[m - 1];
+        ol[i] = coef * zc[1];
+        orr[i] = coef * zc[m];
         if (i == 0) {
-          for (int64_t j = 0; j < m; ++j) ou[j] = coef * zc[j];
+          for (int64_t j = 0; j < m; ++j) ou[j] = coef * zc[j + 1];
         }
         if (i == n - 1) {
-          for (int64_t j = 0; j < m; ++j) od[j] = coef * zc[j];
+          for (int64_t j = 0; j < m; ++j) od[j] = coef * zc[j + 1];
         }
         std::swap(zp, zc);
         std::swap(zc, zn);
-        std::swap(gc, gn);
+        std::swap(bc, bn);
+        gc = gn;
       }
     }
   };

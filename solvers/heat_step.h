@@ -17,9 +17,14 @@
 //   from_up̄ = c·z_{0,:}, from_down̄ = c·z_{n−1,:}, from_left̄ = c·z_{:,0},
 //   from_right̄ = c·z_{:,m−1}
 // computed by the op heat_step_adjoint, which declares no adjoint of its own
-// (second derivatives through the heat step are not supported).
+// (second derivatives through the heat step are not supported). κ is shared
+// by all steps, so its cotangent is a sum over steps: heat_step_adjoint
+// takes the sum of the later steps' κ̄ as an optional last input and adds
+// its own in the same pass (GradientContext::absorb), instead of an `add`
+// node over the patch per step.
 // Both kernels make one pass over the patch (the adjoint with rolling row
-// buffers) and use OpenMP threads over rows for large patches.
+// buffers and branch-free, vectorised inner loops) and use OpenMP threads
+// over rows for large patches.
 #pragma once
 
 #include <array>

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "core/error.h"
 #include "core/op.h"
@@ -94,6 +95,124 @@ TEST(Gradients, NonScalarOutputUsesTheGivenCotangent) {
   EXPECT_DOUBLE_EQ(out[0], 6.0);
   EXPECT_DOUBLE_EQ(out[1], -4.0);
   EXPECT_THROW(gradient(y, x, g.constant(Tensor({1.0}))), ShapeError);
+}
+
+
+// How often test_scale_folding's builder found a partial sum to fold in.
+int folds = 0;
+
+// y = k·x + w, whose gradient builder folds the cotangent accumulated so far
+// for x into its own result (mode "fold"), claims it without returning one
+// (mode "empty", an error) or leaves it to gradients() (mode "none").
+void register_scale_folding() {
+  if (OpRegistry::global().find("test_scale_folding")) return;
+  OpDef def;
+  def.name = "test_scale_folding";
+  def.inputs = {"x", "w"};
+  def.attrs = {{"k", AttrType::kFloat, nlohmann::json(), "factor"},
+               {"mode", AttrType::kString, "fold", "fold, empty, none"}};
+  def.shape = [](const ShapeContext& c) { return Shapes{c.input_shape(0)}; };
+  def.compute = [](KernelContext& c) {
+    c.output(0).array() =
+        c.attr_float("k") * c.input(0).array() + c.input(1).array();
+  };
+  def.gradient = [](const GradientContext& c) {
+    const double k = c.node().attr_float("k");
+    const std::string mode = c.node().attrs["mode"];
+    Value dx = k * c.grad();
+    if (mode == "empty") {  // claims the sum but returns nothing for it
+      c.absorb(0);
+      return Values{Value(), c.grad()};
+    }
+    if (mode == "fold" && c.accumulated(0).valid()) {
+      ++folds;
+      dx = dx + c.accumulated(0);
+      c.absorb(0);
+    }
+    return Values{dx, c.grad()};
+  };
+  register_op(def);
+}
+
+TEST(Gradients, BuilderCanFoldTheAccumulatedCotangentIntoItsResult) {
+  register_scale_folding();
+  // L = Σ (2x + 0) + Σ 5x + Σ x³:  dL/dx = 2 + 5 + 3x² = 19 at x = 2,
+  // 10 at x = −1. The folding node is created first, so when its builder
+  // runs the contributions of 5x and x³ are already summed.
+  Graph g;
+  Value x = g.placeholder("x", {2});
+  Value zero = g.constant(Tensor({0.0, 0.0}));
+  Value a = g.add_node("test_scale_folding", {x, zero}, {{"k", 2.0}});
+  Value loss = sum(a) + sum(5.0 * x) + sum(x * x * x);
+  folds = 0;
+  Value dx = gradient(loss, x);
+  Session s(g);
+  Tensor out = s.run(dx, {{x, Tensor({2.0, -1.0})}});
+  EXPECT_DOUBLE_EQ(out[0], 19.0);
+  EXPECT_DOUBLE_EQ(out[1], 10.0);
+  EXPECT_EQ(folds, 1);
+}
+
+TEST(Gradients, NothingToFoldWhenTheSameValueFeedsTwoInputs) {
+  register_scale_folding();
+  // y = 3x + x: both inputs are x, so neither sees the partial sum of 4x
+  // (folding it into both would count it twice). dL/dx = 3 + 1 + 4 = 8.
+  Graph g;
+  Value x = g.placeholder("x", {});
+  Value y = g.add_node("test_scale_folding", {x, x}, {{"k", 3.0}});
+  Value loss = y + 4.0 * x;
+  folds = 0;
+  Value dx = gradient(loss, x);
+  EXPECT_EQ(folds, 0);
+  Session s(g);
+  EXPECT_DOUBLE_EQ(s.run(dx, {{x, Tensor::scalar(1.5)}}).item(), 8.0);
+}
+
+TEST(Gradients, AbsorbingNothingOrReturningNothingIsAnErrorNamingTheNode) {
+  register_scale_folding();
+  {
+    Graph g;
+    Value x = g.placeholder("x", {});
+    Value zero = g.constant(Tensor::scalar(0.0));
+    g.add_node("test_scale_folding",
+               {x, zero},
+               {{"k", 1.0}, {"mode", "empty"}},
+               {.name = "lonely"});
+    Value loss = Value(&g, g.num_nodes() - 1, 0);
+    // No other use of x: there is nothing accumulated to absorb.
+    try {
+      gradient(loss, x);
+      ADD_FAILURE() << "expected GraphError";
+    } catch (const GraphError& e) {
+      EXPECT_NE(std::string(e.what()).find("node \"lonely\""),
+                std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("no accumulated cotangent"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  {
+    Graph g;
+    Value x = g.placeholder("x", {});
+    Value zero = g.constant(Tensor::scalar(0.0));
+    Value y = g.add_node("test_scale_folding",
+                         {x, zero},
+                         {{"k", 1.0}, {"mode", "empty"}},
+                         {.name = "greedy"});
+    Value loss = y + 2.0 * x;
+    try {
+      gradient(loss, x);
+      ADD_FAILURE() << "expected GraphError";
+    } catch (const GraphError& e) {
+      EXPECT_NE(std::string(e.what()).find("node \"greedy\""),
+                std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("returned none"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 }  // namespace
