@@ -202,6 +202,13 @@ struct OpDef {
   bool communication = false;
   // Collective nodes also enter the per-plan cross-rank consistency check.
   bool collective = false;
+  // (output, input) pairs: a sequential Session hands input's buffer to the
+  // output when this node is the input's last consumer, the input is
+  // neither fed nor fetched nor given to another input of the node, and
+  // both have as many elements. The kernel must then read each element of
+  // the input before it writes the output at the same index (element-wise
+  // ops do), and sees the same tensor through input(i) and output(k).
+  std::vector<std::pair<int, int>> in_place;
 };
 
 // The set of known ops, by name.

@@ -20,6 +20,8 @@ struct Session::Plan {
     int first_slot = 0;  // slots of this step's outputs
     std::vector<int> input_slots;
     std::vector<int> release;  // slots dead after this step
+    // (output, input slot) pairs whose output takes the input's buffer.
+    std::vector<std::pair<int, int>> in_place;
   };
   std::vector<Step> steps;
   std::vector<std::vector<int>> levels;  // step indices, for concurrency
@@ -164,8 +166,35 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
     plan->fetch_slots.push_back(slot);
     fetched[slot] = 1;
   }
+  // Outputs that take over a dying input's buffer (OpDef::in_place). Not in
+  // concurrent runs: a node of the same level may still read the input.
+  std::vector<char> handed_over(plan->num_slots, 0);
+  for (int index = 0; index < static_cast<int>(plan->steps.size()); ++index) {
+    Plan::Step& step = plan->steps[index];
+    if (options_.concurrent || step.placeholder) continue;
+    const Node& n = *step.node;
+    for (const auto& [out, in] : n.op->in_place) {
+      if (in >= static_cast<int>(step.input_slots.size())) continue;
+      const int slot = step.input_slots[in];
+      const int producer = slot_owner[slot];
+      bool eligible = last_use[slot] == index && !fetched[slot] &&
+                      !handed_over[slot] &&
+                      !plan->steps[producer].placeholder &&
+                      num_elements(n.inputs[in].shape()) ==
+                          num_elements(n.output_shapes[out]);
+      for (std::size_t k = 0; k < step.input_slots.size(); ++k) {
+        eligible = eligible && (static_cast<int>(k) == in ||
+                                step.input_slots[k] != slot);
+      }
+      for (const auto& [o, s] : step.in_place) eligible = eligible && o != out;
+      if (!eligible) continue;
+      step.in_place.emplace_back(out, slot);
+      handed_over[slot] = 1;
+    }
+  }
   for (int slot = 0; slot < plan->num_slots; ++slot) {
-    if (!fetched[slot]) plan->steps[last_use[slot]].release.push_back(slot);
+    if (!fetched[slot] && !handed_over[slot])
+      plan->steps[last_use[slot]].release.push_back(slot);
   }
   plan->slots.resize(plan->num_slots, Tensor(Shape{0}));
   plan->views.resize(plan->num_slots, nullptr);
@@ -229,9 +258,18 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
   auto allocate = [&](const Plan::Step& step) {
     if (step.placeholder) return;
     const Node& n = *step.node;
+    for (const auto& [out, slot] : step.in_place) {
+      // The input's bytes stay live, now as the output's.
+      slots[step.first_slot + out] = Tensor::adopt(
+          n.output_shapes[out], std::move(slots[slot]).take_storage());
+      views[slot] = &slots[step.first_slot + out];
+    }
     for (int k = 0; k < n.op->num_outputs; ++k) {
       Tensor& t = slots[step.first_slot + k];
       const Shape& shape = n.output_shapes[k];
+      bool taken = false;
+      for (const auto& [out, slot] : step.in_place) taken = taken || out == k;
+      if (taken) continue;
       const int64_t count = num_elements(shape);
       auto pooled = count >= kMinRecycled ? pool_.find(count) : pool_.end();
       if (pooled != pool_.end() && !pooled->second.empty()) {

@@ -60,7 +60,10 @@ class Session final {
 
   // Runs the nodes `fetches` need (data and control inputs, transitively)
   // and returns the fetched tensors in order. Each intermediate tensor is
-  // freed right after its last consumer. The execution plan is computed
+  // freed right after its last consumer; in sequential runs that consumer
+  // may write its output into the input's buffer instead (OpDef::in_place:
+  // element-wise ops, heat_step_adjoint's κ̄), never into a feed or a
+  // fetched value. The execution plan is computed
   // once per distinct fetch list and cached.
   //
   // Throws RunError when a needed placeholder is not fed, when a feed has

@@ -59,6 +59,7 @@ OpDef binary(std::string name,
   def.inputs = {"a", "b"};
   def.shape = broadcast_shape;
   def.compute = [f](KernelContext& c) { binary_kernel(c, f); };
+  def.in_place = {{0, 0}, {0, 1}};  // element-wise: may overwrite a or b
   def.gradient = std::move(gradient);
   def.tangent = std::move(tangent);
   return def;
@@ -78,6 +79,7 @@ OpDef unary(std::string name,
   def.compute = [f](KernelContext& c) {
     c.output(0).array() = f(c.input(0).array());
   };
+  def.in_place = {{0, 0}};
   def.gradient = std::move(gradient);
   def.tangent = std::move(tangent);
   return def;

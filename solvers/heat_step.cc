@@ -288,6 +288,7 @@ void register_heat_ops(OpRegistry& registry) {
                     "kappa_grad_in"};
   // kappa_grad_in (at most one): a cotangent of κ to add onto κ̄.
   adjoint.variadic = true;
+  adjoint.in_place = {{1, 12}};  // κ̄ accumulates in kappa_grad_in's buffer
   adjoint.attrs = step_attrs();
   adjoint.attrs.push_back(
       {"f_gradient", AttrType::kBool, true, "compute the cotangent of f"});
@@ -384,19 +385,23 @@ void register_heat_ops(OpRegistry& registry) {
         out_u[0] += el[i];
         out_u[m - 1] += er[i];
         // κ̄ = c·G ⊙ (stencil of u); G's first and last points as above.
-        // plus κ̄ of the later steps, when given.
-        const double* later = kappa_in != nullptr ? kappa_in + i * m : zero;
+        // plus κ̄ of the later steps, when given: the session normally hands
+        // its buffer to κ̄ (OpDef::in_place), so out_k already holds it.
+        if (kappa_in == nullptr) {
+          std::fill(out_k, out_k + m, 0.0);
+        } else if (kappa_in != gk) {
+          std::copy(kappa_in + i * m, kappa_in + (i + 1) * m, out_k);
+        }
         auto kappa_bar = [&](int64_t j, double gj, double west, double east) {
-          out_k[j] =
-              later[j] + coef * gj * (un[j] + us[j] + west + east - 4 * ur[j]);
+          out_k[j] += coef * gj * (un[j] + us[j] + west + east - 4 * ur[j]);
         };
         if (m == 1) {
           kappa_bar(0, gc[0] + el[i] + er[i], hl[i], hr[i]);
         } else {
           kappa_bar(0, gc[0] + el[i], hl[i], ur[1]);
           for (int64_t j = 1; j + 1 < m; ++j) {
-            out_k[j] = later[j] + coef * gc[j] * (un[j] + us[j] + ur[j - 1] +
-                                                  ur[j + 1] - 4 * ur[j]);
+            out_k[j] += coef * gc[j] *
+                        (un[j] + us[j] + ur[j - 1] + ur[j + 1] - 4 * ur[j]);
           }
           kappa_bar(m - 1, gc[m - 1] + er[i], ur[m - 2], hr[i]);
         }
