@@ -129,7 +129,8 @@ std::vector<Value> reverse_sweep(Value y,
         repeated = repeated || (k != i && node.inputs[k] == in);
       }
       auto it = adjoint.find({in.node_id(), in.output()});
-      if (!repeated && it != adjoint.end() && needed[i]) partial[i] = it->second;
+      if (!repeated && it != adjoint.end() && needed[i])
+        partial[i] = it->second;
     }
     GradientContext context(node, outputs, output_grads, std::move(needed));
     context.set_accumulated(std::move(partial));
@@ -145,12 +146,13 @@ std::vector<Value> reverse_sweep(Value y,
     for (std::size_t i = 0; i < input_grads.size(); ++i) {
       const Value& in = node.inputs[i];
       if (context.absorbed(i) && !input_grads[i].valid()) {
-        throw GraphError("gradient builder absorbed the accumulated cotangent "
-                         "of input " + std::to_string(i) +
-                             " but returned none for it",
-                         node.name,
-                         node.op_name(),
-                         "gradient");
+        throw GraphError(
+            "gradient builder absorbed the accumulated cotangent "
+            "of input " +
+                std::to_string(i) + " but returned none for it",
+            node.name,
+            node.op_name(),
+            "gradient");
       }
       if (!input_grads[i].valid() || !from_x[in.node_id()]) continue;
       if (input_grads[i].shape() != in.shape()) {

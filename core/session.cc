@@ -183,8 +183,8 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
                       num_elements(n.inputs[in].shape()) ==
                           num_elements(n.output_shapes[out]);
       for (std::size_t k = 0; k < step.input_slots.size(); ++k) {
-        eligible = eligible && (static_cast<int>(k) == in ||
-                                step.input_slots[k] != slot);
+        eligible = eligible &&
+                   (static_cast<int>(k) == in || step.input_slots[k] != slot);
       }
       for (const auto& [o, s] : step.in_place) eligible = eligible && o != out;
       if (!eligible) continue;

@@ -357,8 +357,8 @@ void register_heat_ops(OpRegistry& registry) {
       const int64_t i0 = n * t / threads, i1 = n * (t + 1) / threads;
       const int64_t w = m + 2;
       std::vector<double> buffers(4 * w + 2 * m, 0.0);
-      double *zero = buffers.data(), *zp = zero + w, *zc = zp + w,
-             *zn = zc + w, *bc = zn + w, *bn = bc + m;
+      double *zero = buffers.data(), *zp = zero + w, *zc = zp + w, *zn = zc + w,
+             *bc = zn + w, *bn = bc + m;
       const double *gc = nullptr, *gn = nullptr;
       if (i0 < i1) {
         if (i0 > 0) z_row(i0 - 1, g_row(i0 - 1, bn), zp);

@@ -97,7 +97,6 @@ TEST(Gradients, NonScalarOutputUsesTheGivenCotangent) {
   EXPECT_THROW(gradient(y, x, g.constant(Tensor({1.0}))), ShapeError);
 }
 
-
 // How often test_scale_folding's builder found a partial sum to fold in.
 int folds = 0;
 
@@ -208,8 +207,7 @@ TEST(Gradients, AbsorbingNothingOrReturningNothingIsAnErrorNamingTheNode) {
       EXPECT_NE(std::string(e.what()).find("node \"greedy\""),
                 std::string::npos)
           << e.what();
-      EXPECT_NE(std::string(e.what()).find("returned none"),
-                std::string::npos)
+      EXPECT_NE(std::string(e.what()).find("returned none"), std::string::npos)
           << e.what();
     }
   }
