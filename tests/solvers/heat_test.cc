@@ -149,17 +149,22 @@ TEST(HeatSolver, EveryDecompositionMatchesTheSerialReference) {
     }
     Value loss = sum(square(u - g.constant(obs_patch)));
     Value grad = gradient(loss, kappa);
-    Session s(g);
-    auto out = s.run({loss, grad}, {{kappa, wavy_kappa(c, p)}});
-    const double total = comm->allreduce_sum(out[0].item());
-    EXPECT_NEAR(total, ref.loss, kInvariance * ref.loss) << px << " x " << py;
-    for (int64_t i = 0; i < p.n; ++i) {
-      for (int64_t j = 0; j < p.m; ++j) {
-        EXPECT_NEAR(out[1][i * p.m + j],
-                    ref.gradient[(p.row0 + i) * c.ny + p.col0 + j],
-                    kInvariance * gmax)
-            << px << " x " << py << " at (" << p.row0 + i << ", " << p.col0 + j
-            << ")";
+    // Sequential runs accumulate κ̄ in place; concurrent ones never hand
+    // buffers over (heat_step_adjoint copies the running sum instead).
+    for (bool concurrent : {false, true}) {
+      Session s(g, {.concurrent = concurrent, .num_threads = 2});
+      auto out = s.run({loss, grad}, {{kappa, wavy_kappa(c, p)}});
+      const double total = comm->allreduce_sum(out[0].item());
+      EXPECT_NEAR(total, ref.loss, kInvariance * ref.loss)
+          << px << " x " << py << " concurrent " << concurrent;
+      for (int64_t i = 0; i < p.n; ++i) {
+        for (int64_t j = 0; j < p.m; ++j) {
+          EXPECT_NEAR(out[1][i * p.m + j],
+                      ref.gradient[(p.row0 + i) * c.ny + p.col0 + j],
+                      kInvariance * gmax)
+              << px << " x " << py << " concurrent " << concurrent << " at ("
+              << p.row0 + i << ", " << p.col0 + j << ")";
+        }
       }
     }
   }
