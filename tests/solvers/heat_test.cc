@@ -85,6 +85,42 @@ TEST(HeatStep, DotProductTestOfTheLinearisedStep) {
       << lhs << " vs " << rhs;
 }
 
+TEST(HeatStep, AdjointRejectsABadKappaGradientInput) {
+  Graph g;
+  const Shape patch{3, 4};
+  std::vector<Value> inputs;
+  for (int k = 0; k < 5; ++k) {  // ū⁺ and the four edge cotangents
+    const Shape shape = k == 0 ? patch : Shape{k < 3 ? 3 : 4};
+    inputs.push_back(g.constant(Tensor(shape, 1.0)));
+  }
+  for (int k = 0; k < 3; ++k) inputs.push_back(g.constant(Tensor(patch, 1.0)));
+  for (int k = 0; k < 4; ++k)
+    inputs.push_back(g.constant(Tensor(Shape{k < 2 ? 3 : 4}, 0.0)));
+  const nlohmann::json attrs = {{"dt", 0.1}, {"h", 0.5}};
+  auto message = [&](std::vector<Value> all) {
+    try {
+      g.add_node("heat_step_adjoint", all, attrs, {.name = "adj"});
+    } catch (const ShapeError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::vector<Value> wrong = inputs;
+  wrong.push_back(g.constant(Tensor(Shape{4, 3}, 0.0)));
+  EXPECT_EQ(message(wrong),
+            "node \"adj\" (heat_step_adjoint): input \"kappa_grad_in\": "
+            "differs from u's shape");
+  std::vector<Value> twice = inputs;
+  twice.push_back(g.constant(Tensor(patch, 0.0)));
+  twice.push_back(g.constant(Tensor(patch, 0.0)));
+  EXPECT_EQ(message(twice),
+            "node \"adj\" (heat_step_adjoint): input \"kappa_grad_in\": "
+            "given more than once");
+  std::vector<Value> right = inputs;
+  right.push_back(g.constant(Tensor(patch, 0.0)));
+  EXPECT_EQ(message(right), "no error");
+}
+
 TEST(PatchEdges, EdgesAndTheirTransposeAreAdjointAndDifferentiable) {
   Graph g;
   Value u = g.placeholder("u", {3, 4});
