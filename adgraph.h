@@ -6,6 +6,7 @@
 #include "core/gradients.h"
 #include "core/graph.h"
 #include "core/jvp.h"
+#include "core/loop.h"
 #include "core/op.h"
 #include "core/session.h"
 #include "core/tensor.h"

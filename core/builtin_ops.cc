@@ -1,5 +1,6 @@
 #include "core/builtin_ops.h"
 
+#include "core/loop.h"
 #include "core/op.h"
 #include "mpi_ops/collectives.h"
 #include "mpi_ops/halo.h"
@@ -15,6 +16,7 @@ namespace adgraph {
 
 void register_builtin_ops(OpRegistry& registry) {
   register_source_ops(registry);
+  register_loop_ops(registry);
   register_elementwise_ops(registry);
   register_reduction_ops(registry);
   register_shape_ops(registry);

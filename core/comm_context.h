@@ -3,6 +3,7 @@
 // communication nodes has no CommContext and runs as a single process.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,12 @@ class CommContext {
   // Called by Session::run after the last node: completes outstanding
   // non-blocking sends so no message outlives the run.
   virtual void finish_run() = 0;
+
+  // Non-blocking sends issued and not yet completed.
+  virtual std::size_t pending_sends() const { return 0; }
+  // Completes the pending sends after the first `first` ones (a loop body
+  // completes the sends of each step within the step).
+  virtual void complete_sends_from(std::size_t first) { (void)first; }
 };
 
 }  // namespace adgraph

@@ -14,5 +14,6 @@ class CommContext;
 class KernelContext;
 class ShapeContext;
 class GradientContext;
+struct LoopSpec;
 
 }  // namespace adgraph

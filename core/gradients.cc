@@ -13,28 +13,40 @@ Value zeros_of(Graph& g, const Shape& shape) {
   return g.add_node("zeros", {}, {{"shape", shape}});
 }
 
-std::vector<Value> reverse_sweep(Value y,
+std::vector<Value> reverse_sweep(const Values& ys,
+                                 Values grad_ys,
                                  const std::vector<Value>& xs,
-                                 Value grad_y,
-                                 bool pair_communication) {
-  if (!y.valid()) throw GraphError("gradients() of an invalid value");
-  Graph& g = y.graph();
+                                 const Values& initial,
+                                 bool pair_communication,
+                                 bool wait) {
+  if (ys.empty() || !ys[0].valid())
+    throw GraphError("gradients() of an invalid value");
+  Graph& g = ys[0].graph();
+  const Value& y = ys[0];
   for (const Value& x : xs) {
     if (!x.valid() || &x.graph() != &g) {
       throw GraphError("gradients() with respect to a value of another graph",
                        y.name());
     }
   }
-  if (grad_y.valid()) {
-    if (&grad_y.graph() != &g || grad_y.shape() != y.shape()) {
-      throw ShapeError("cotangent of shape " + shape_string(grad_y.shape()) +
-                           " for a value of shape " + shape_string(y.shape()),
-                       y.name(),
-                       y.node().op_name(),
-                       "grad_y");
+  grad_ys.resize(ys.size());
+  for (std::size_t k = 0; k < ys.size(); ++k) {
+    const Value& yk = ys[k];
+    Value& gk = grad_ys[k];
+    if (!yk.valid() || &yk.graph() != &g)
+      throw GraphError("gradients() of a value of another graph", y.name());
+    if (gk.valid()) {
+      if (&gk.graph() != &g || gk.shape() != yk.shape()) {
+        throw ShapeError("cotangent of shape " + shape_string(gk.shape()) +
+                             " for a value of shape " +
+                             shape_string(yk.shape()),
+                         yk.name(),
+                         yk.node().op_name(),
+                         "grad_y");
+      }
+    } else {
+      gk = g.add_node("fill", {}, {{"shape", yk.shape()}, {"value", 1.0}});
     }
-  } else {
-    grad_y = g.add_node("fill", {}, {{"shape", y.shape()}, {"value", 1.0}});
   }
 
   // Nodes newer than y cannot affect it, but communication nodes among them
@@ -71,7 +83,10 @@ std::vector<Value> reverse_sweep(Value y,
         }
         if (real) from_y[target.node_id()] = 1;
       };
-  accumulate(y, grad_y, true);
+  for (std::size_t k = 0; k < ys.size(); ++k) accumulate(ys[k], grad_ys[k], true);
+  for (std::size_t i = 0; i < initial.size() && i < xs.size(); ++i) {
+    if (initial[i].valid()) accumulate(xs[i], initial[i], true);
+  }
 
   // Reverse creation order is a reverse topological order, and it creates
   // the adjoints of communication nodes in the reverse of their forward
@@ -89,9 +104,10 @@ std::vector<Value> reverse_sweep(Value y,
       any_input_from_x = any_input_from_x || from_x[in.node_id()];
     }
     const bool communicates =
-        pair_communication && node.op->communication && !node.inputs.empty();
+        pair_communication && node.communication && !node.inputs.empty() &&
+        !(node.loop && !any_input_from_x);
     if (!any_input_from_x && !communicates) continue;
-    const int n_out = node.op->num_outputs;
+    const int n_out = node.num_outputs();
     Values outputs, output_grads;
     bool any_grad = false;
     for (int k = 0; k < n_out; ++k) {
@@ -178,7 +194,8 @@ std::vector<Value> reverse_sweep(Value y,
     auto it = adjoint.find({x.node_id(), x.output()});
     result.push_back(it != adjoint.end() ? it->second : zeros_of(g, x.shape()));
   }
-  detail::wait_for_messages(g, last_forward_communication, result);
+  if (wait)
+    detail::wait_for_messages(g, last_forward_communication, result);
   return result;
 }
 
@@ -187,13 +204,20 @@ std::vector<Value> reverse_sweep(Value y,
 std::vector<Value> gradients(Value y,
                              const std::vector<Value>& xs,
                              Value grad_y) {
-  return reverse_sweep(y, xs, grad_y, true);
+  return reverse_sweep({y}, {grad_y}, xs, {}, true, true);
 }
 
 std::vector<Value> detail::local_gradients(Value y,
                                            const std::vector<Value>& xs,
                                            Value grad_y) {
-  return reverse_sweep(y, xs, grad_y, false);
+  return reverse_sweep({y}, {grad_y}, xs, {}, false, true);
+}
+
+std::vector<Value> detail::body_gradients(const Values& ys,
+                                          const Values& grad_ys,
+                                          const std::vector<Value>& xs,
+                                          const Values& initial) {
+  return reverse_sweep(ys, grad_ys, xs, initial, true, false);
 }
 
 void detail::wait_for_messages(Graph& g,

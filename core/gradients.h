@@ -36,6 +36,17 @@ std::vector<Value> local_gradients(Value y,
                                    const std::vector<Value>& xs,
                                    Value grad_y = {});
 
+// The reverse sweep of a loop body (core/loop.cc): the cotangents of xs
+// for Σ_k ⟨grad_ys_k, ys_k⟩, plus initial[i] (when valid) added to x_i's
+// cotangent first, where gradient builders may fold it into their own pass
+// (GradientContext::accumulated). Every communication node gets its adjoint;
+// the results do not wait for them (a body runs all of its communication
+// nodes every step).
+std::vector<Value> body_gradients(const std::vector<Value>& ys,
+                                  const std::vector<Value>& grad_ys,
+                                  const std::vector<Value>& xs,
+                                  const std::vector<Value>& initial);
+
 // Derivative messages (adjoint or tangent) are side effects: a send feeds
 // nothing on its own rank. When communication nodes were added after node
 // `last_before`, wraps each result in an identity that runs after the

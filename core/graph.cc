@@ -6,6 +6,7 @@
 #include "core/check.h"
 #include "core/comm_context.h"
 #include "core/error.h"
+#include "core/loop.h"
 #include "core/op.h"
 #include "core/tensor_json.h"
 
@@ -232,25 +233,33 @@ std::vector<Value> Graph::add_node_outputs(const std::string& op,
     node->control_inputs.push_back(dep.node_id());
   }
 
+  node->loop = std::move(options.loop);
+  node->communication = def->communication;
+  node->collective = def->collective;
+  if (node->loop) {
+    node->communication = node->loop->communicates();
+    node->collective = node->loop->has_collective();
+    if (node->communication) set_comm(node->loop->shared_comm());
+  }
   node->output_shapes = def->shape(ShapeContext(*node, *this));
-  ADGRAPH_CHECK(static_cast<int>(node->output_shapes.size()) ==
-                def->num_outputs)
+  ADGRAPH_CHECK(def->num_outputs == 0 ||
+                static_cast<int>(node->output_shapes.size()) ==
+                    def->num_outputs)
       << "shape rule of " << op << " returned the wrong number of shapes";
 
-  if (def->communication) {
+  if (node->communication) {
     // Ghost dependency: every communication node runs after the previous
     // one, so all ranks issue their MPI calls in creation order.
-    if (last_communication_ >= 0) {
-      node->control_inputs.push_back(last_communication_);
-    }
+    node->ghost_input = last_communication_;
     last_communication_ = id;
     node->communication_index = num_communication_++;
   }
 
   by_name_.emplace(name, id);
+  const int num_outputs = node->num_outputs();
   nodes_.push_back(std::move(node));
   std::vector<Value> outputs;
-  for (int i = 0; i < def->num_outputs; ++i) outputs.emplace_back(this, id, i);
+  for (int i = 0; i < num_outputs; ++i) outputs.emplace_back(this, id, i);
   return outputs;
 }
 
@@ -291,6 +300,18 @@ Value Graph::get(const std::string& name) {
   const Node* node = find(name);
   if (node == nullptr) throw GraphError("no node of this name", name);
   return Value(this, node->id, 0);
+}
+
+void Graph::set_default_checkpoints(CheckpointSchedule schedule) {
+  std::string error;
+  if (schedule.kind == CheckpointSchedule::Kind::kDefault) {
+    error = "the graph's default cannot itself be graph_default()";
+  } else if (!schedule.is_valid(&error)) {
+  } else {
+    default_checkpoints_ = schedule;
+    return;
+  }
+  throw OptionsError(error, {}, {}, "default checkpoints");
 }
 
 void Graph::set_comm(std::shared_ptr<CommContext> comm) const {

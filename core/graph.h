@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/checkpoint_schedule.h"
 #include "core/fwd.h"
 #include "core/tensor.h"
 
@@ -60,9 +61,21 @@ struct Node {
   std::vector<Value> inputs;
   // Ordering-only edges: these nodes run before this one.
   std::vector<int> control_inputs;
+  // Ghost dependency: the previous communication node (-1 for none or for a
+  // local node). It orders communication; see Graph::add_node.
+  int ghost_input = -1;
   std::vector<Shape> output_shapes;
   // Position among the graph's communication nodes, -1 for local nodes.
   int communication_index = -1;
+  // The node communicates (its op does, or a loop body holds a
+  // communication node) and so is chained by ghost dependencies.
+  bool communication = false;
+  // Every rank runs it and it joins the plan-time sequence check.
+  bool collective = false;
+  // A loop node's body and schedule (core/loop.h); null for other nodes.
+  std::shared_ptr<const LoopSpec> loop;
+
+  int num_outputs() const { return static_cast<int>(output_shapes.size()); }
 
   const std::string& op_name() const;
   int64_t attr_int(const std::string& name) const;
@@ -82,6 +95,8 @@ struct NodeOptions {
   std::vector<Value> after;
   // Values of kTensor attributes given as tensors rather than JSON.
   std::map<std::string, Tensor> tensors;
+  // The body of a loop node (core/loop.h builds it).
+  std::shared_ptr<const LoopSpec> loop;
 };
 
 // A static computational graph. Neither copyable nor movable: every Value
@@ -130,7 +145,16 @@ class Graph final {
   // different one throws GraphError. Binding is allowed on a const graph
   // because the shape rules of communication ops bind it lazily.
   CommContext* comm() const { return comm_.get(); }
+  const std::shared_ptr<CommContext>& shared_comm() const { return comm_; }
   void set_comm(std::shared_ptr<CommContext> comm) const;
+
+  // The checkpoint schedule of loops built with
+  // CheckpointSchedule::graph_default(); store_all() unless changed. Throws
+  // OptionsError for an invalid schedule or for graph_default() itself.
+  void set_default_checkpoints(CheckpointSchedule schedule);
+  const CheckpointSchedule& default_checkpoints() const {
+    return default_checkpoints_;
+  }
 
   // Id of the newest communication node, -1 if none.
   int last_communication() const { return last_communication_; }
@@ -145,6 +169,7 @@ class Graph final {
   const OpRegistry* registry_;
   int last_communication_ = -1;
   int num_communication_ = 0;
+  CheckpointSchedule default_checkpoints_ = CheckpointSchedule::store_all();
 };
 
 }  // namespace adgraph

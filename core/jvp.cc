@@ -42,9 +42,12 @@ Values transposed_adjoint(const Node& node,
 
 }  // namespace
 
-std::vector<Value> jvp(const std::vector<Value>& ys,
-                       const std::vector<Value>& xs,
-                       const std::vector<Value>& tangents) {
+namespace {
+
+std::vector<Value> forward_sweep(const std::vector<Value>& ys,
+                                 const std::vector<Value>& xs,
+                                 const std::vector<Value>& tangents,
+                                 bool wait) {
   if (ys.empty() || !ys[0].valid()) {
     throw GraphError("jvp() needs at least one valid output");
   }
@@ -100,7 +103,10 @@ std::vector<Value> jvp(const std::vector<Value>& ys,
   const int last_forward_communication = g.last_communication();
   for (int id = 0; id <= top; ++id) {
     const Node& node = g.node(id);
-    const bool communicates = node.op->communication && !node.inputs.empty();
+    // A loop off the path to the ys is skipped: its messages pair up inside
+    // its own body (see core/loop.h).
+    const bool communicates = node.communication && !node.inputs.empty() &&
+                              !(node.loop && !to_y[id]);
     // An x keeps its given tangent; a communicating x still builds its
     // tangent node so that the partners' messages pair up.
     if (is_x[id] && !communicates) continue;
@@ -112,7 +118,7 @@ std::vector<Value> jvp(const std::vector<Value>& ys,
       input_tangents.push_back(it != tangent.end() ? it->second : Value());
     }
     if (!communicates && !(any_tangent && to_y[id])) continue;
-    const int n_out = node.op->num_outputs;
+    const int n_out = node.num_outputs();
     Values outputs;
     for (int k = 0; k < n_out; ++k) outputs.emplace_back(&g, id, k);
     Values out;
@@ -123,12 +129,12 @@ std::vector<Value> jvp(const std::vector<Value>& ys,
       // A communication node without a rule is fine while no tangent that
       // matters flows through it (e.g. the helpers of an adjoint).
       continue;
-    } else if (node.op->gradient && !node.op->communication) {
+    } else if (node.op->gradient && !node.communication) {
       out = transposed_adjoint(node, outputs, input_tangents);
     } else {
       throw GraphError(
           "op has no tangent rule" +
-              std::string(node.op->communication ? "" : " and no gradient") +
+              std::string(node.communication ? "" : " and no gradient") +
               ", but jvp() of \"" + ys[0].name() + "\" goes through it",
           node.name,
           node.op_name(),
@@ -163,8 +169,23 @@ std::vector<Value> jvp(const std::vector<Value>& ys,
                          ? it->second
                          : g.add_node("zeros", {}, {{"shape", y.shape()}}));
   }
-  detail::wait_for_messages(g, last_forward_communication, result);
+  if (wait)
+    detail::wait_for_messages(g, last_forward_communication, result);
   return result;
+}
+
+}  // namespace
+
+std::vector<Value> jvp(const std::vector<Value>& ys,
+                       const std::vector<Value>& xs,
+                       const std::vector<Value>& tangents) {
+  return forward_sweep(ys, xs, tangents, true);
+}
+
+std::vector<Value> detail::body_jvp(const std::vector<Value>& ys,
+                                    const std::vector<Value>& xs,
+                                    const std::vector<Value>& tangents) {
+  return forward_sweep(ys, xs, tangents, false);
 }
 
 Value jvp(Value y, Value x, Value tangent) {

@@ -39,4 +39,12 @@ std::vector<Value> jvp(const std::vector<Value>& ys,
 // Single-output, single-input convenience form.
 Value jvp(Value y, Value x, Value tangent);
 
+namespace detail {
+// jvp() of a loop body (core/loop.cc): the results do not wait for the
+// tangent messages (a body runs all of its communication nodes each step).
+std::vector<Value> body_jvp(const std::vector<Value>& ys,
+                            const std::vector<Value>& xs,
+                            const std::vector<Value>& tangents);
+}  // namespace detail
+
 }  // namespace adgraph

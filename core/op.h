@@ -92,12 +92,19 @@ class KernelContext final {
   CommContext* comm() const { return comm_; }
   int64_t attr_int(const std::string& name) const;
   double attr_float(const std::string& name) const;
+  // Whether anything reads output `k` in this run (a later node or a fetch).
+  // A kernel may skip an unread output that is costly to produce; it must
+  // still leave a tensor of the declared shape there.
+  bool output_used(int k) const { return used_ == nullptr || used_[k] != 0; }
+  // The executor's per-output flags (nullptr: every output is read).
+  void set_used_outputs(const char* used) { used_ = used; }
 
  private:
   const Node& node_;
   const Tensor* const* inputs_;
   Tensor* outputs_;
   CommContext* comm_;
+  const char* used_ = nullptr;
 };
 
 // What a gradient builder sees: the forward node's inputs and outputs as
@@ -187,6 +194,7 @@ struct OpDef {
   // When true the last input may repeat (zero or more times), as in concat.
   bool variadic = false;
   std::vector<AttrSpec> attrs;
+  // 0: the shape rule decides per node (a loop's outputs follow its body).
   int num_outputs = 1;
   ShapeFn shape;
   ComputeFn compute;

@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "core/comm_context.h"
 #include "core/error.h"
+#include "core/loop.h"
 #include "core/op.h"
 
 namespace adgraph {
@@ -22,6 +23,8 @@ struct Session::Plan {
     std::vector<int> release;  // slots dead after this step
     // (output, input slot) pairs whose output takes the input's buffer.
     std::vector<std::pair<int, int>> in_place;
+    // Per output: 1 when something reads it (a later step or a fetch).
+    std::vector<char> used;
   };
   std::vector<Step> steps;
   std::vector<std::vector<int>> levels;  // step indices, for concurrency
@@ -103,14 +106,16 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
         const int id = stack.back().first;
         const std::size_t k = stack.back().second++;
         const Node& n = graph_.node(id);
-        const std::size_t controls = n.control_inputs.size();
+        const std::size_t controls = n.control_inputs.size() + 1;
         if (k == controls + n.inputs.size()) {
           order.push_back(id);
           stack.pop_back();
           continue;
         }
-        const int dep = k < controls ? n.control_inputs[k]
-                                     : n.inputs[k - controls].node_id();
+        const int dep = k + 1 < controls ? n.control_inputs[k]
+                        : k + 1 == controls ? n.ghost_input
+                                            : n.inputs[k - controls].node_id();
+        if (dep < 0) continue;
         if (!seen[dep]) {
           seen[dep] = 1;
           stack.emplace_back(dep, 0);
@@ -142,21 +147,24 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
     }
     for (int c : n.control_inputs)
       level = std::max(level, level_of[step_of[c]] + 1);
-    for (int k = 0; k < n.op->num_outputs; ++k) {
+    if (n.ghost_input >= 0)
+      level = std::max(level, level_of[step_of[n.ghost_input]] + 1);
+    for (int k = 0; k < n.num_outputs(); ++k) {
       slot_owner.push_back(index);
       last_use.push_back(index);
     }
-    plan->num_slots += n.op->num_outputs;
+    plan->num_slots += n.num_outputs();
     step_of[id] = index;
     level_of.push_back(level);
     if (static_cast<int>(plan->levels.size()) <= level)
       plan->levels.resize(level + 1);
     plan->levels[level].push_back(index);
-    if (n.op->collective) {
+    if (n.collective) {
       std::string shapes;
       for (const Value& in : n.inputs) shapes += shape_string(in.shape());
       collectives.push_back("\"" + n.name + "\" (" + n.op_name() + " " +
-                            n.attrs.dump() + " " + shapes + ")");
+                            n.attrs.dump() + " " + shapes +
+                            (n.loop ? " " + n.loop->signature() : "") + ")");
     }
     plan->steps.push_back(std::move(step));
   }
@@ -195,6 +203,8 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
   for (int slot = 0; slot < plan->num_slots; ++slot) {
     if (!fetched[slot] && !handed_over[slot])
       plan->steps[last_use[slot]].release.push_back(slot);
+    Plan::Step& owner = plan->steps[slot_owner[slot]];
+    owner.used.push_back(fetched[slot] || last_use[slot] > slot_owner[slot]);
   }
   plan->slots.resize(plan->num_slots, Tensor(Shape{0}));
   plan->views.resize(plan->num_slots, nullptr);
@@ -264,7 +274,7 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
           n.output_shapes[out], std::move(slots[slot]).take_storage());
       views[slot] = &slots[step.first_slot + out];
     }
-    for (int k = 0; k < n.op->num_outputs; ++k) {
+    for (int k = 0; k < n.num_outputs(); ++k) {
       Tensor& t = slots[step.first_slot + k];
       const Shape& shape = n.output_shapes[k];
       bool taken = false;
@@ -297,7 +307,20 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
       inputs[i] = views[step.input_slots[i]];
     }
     KernelContext ctx(n, inputs, &slots[step.first_slot], comm);
+    ctx.set_used_outputs(step.used.data());
     n.op->compute(ctx);
+  };
+  // A kernel may replace an output by a larger tensor (a loop's tape).
+  auto account = [&](const Plan::Step& step) {
+    if (step.placeholder) return;
+    const Node& n = *step.node;
+    for (int k = 0; k < n.num_outputs(); ++k) {
+      const std::size_t declared =
+          sizeof(double) * num_elements(n.output_shapes[k]);
+      const std::size_t actual = slots[step.first_slot + k].bytes();
+      if (actual != declared) live += actual - declared;
+    }
+    stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, live);
   };
   auto recycle = [&](Tensor& t) {
     if (options_.recycle_buffers && t.size() >= kMinRecycled) {
@@ -322,6 +345,7 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
       for (const auto& step : plan.steps) {
         allocate(step);
         execute(step);
+        account(step);
         release(step);
       }
     } else {
@@ -341,6 +365,7 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
           }
         }
         if (failure) std::rethrow_exception(failure);
+        for (int s : level) account(plan.steps[s]);
         for (int s : level) release(plan.steps[s]);
       }
     }

@@ -100,13 +100,13 @@ class Loader {
           index.size() < 6) {
         const int k = std::stoi(index);
         const Value& v = base->second;
-        if (k < v.node().op->num_outputs)
+        if (k < v.node().num_outputs())
           return Value(&v.graph(), v.node_id(), k);
         fail(node,
              op,
              field,
              "\"" + base->first + "\" has " +
-                 std::to_string(v.node().op->num_outputs) + " output(s), not " +
+                 std::to_string(v.node().num_outputs()) + " output(s), not " +
                  std::to_string(k + 1));
       }
     }

@@ -31,7 +31,9 @@ json list_ops() {
     out.push_back({{"op", op->name},
                    {"inputs", op->inputs},
                    {"variadic", op->variadic},
-                   {"outputs", op->num_outputs},
+                   {"outputs",
+                    op->num_outputs == 0 ? json("per node")
+                                         : json(op->num_outputs)},
                    {"attrs", attrs},
                    {"gradient", static_cast<bool>(op->gradient)},
                    {"tangent", static_cast<bool>(op->tangent)},

@@ -468,6 +468,19 @@ void Communicator::finish_run() {
   stop_watch();
 }
 
+std::size_t Communicator::pending_sends() const { return pending_.size(); }
+
+void Communicator::complete_sends_from(std::size_t first) {
+  if (pending_.size() <= first) return;
+  start_watch("the completion of " + std::to_string(pending_.size() - first) +
+              " send(s) of a loop step");
+  for (std::size_t k = first; k < pending_.size(); ++k) {
+    check_mpi(MPI_Wait(&pending_[k]->request, MPI_STATUS_IGNORE), "MPI_Wait");
+  }
+  pending_.resize(first);
+  stop_watch();
+}
+
 void Communicator::abort(const std::string& message, int code) {
   std::fprintf(stderr, "adgraph: rank %d: %s\n", rank_, message.c_str());
   std::fflush(stderr);

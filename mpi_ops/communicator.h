@@ -113,6 +113,8 @@ class Communicator final : public CommContext {
   void check_same_sequence(
       const std::vector<std::string>& descriptors) override;
   void finish_run() override;
+  std::size_t pending_sends() const override;
+  void complete_sends_from(std::size_t first) override;
 
   // Prints `message` (prefixed with the rank) to stderr and aborts the whole
   // job. For failures only this rank can see.

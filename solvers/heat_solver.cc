@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "core/loop.h"
+#include "core/op.h"
 #include "mpi_ops/halo.h"
 #include "solvers/heat_step.h"
 
@@ -96,20 +98,46 @@ double heat_dt(const HeatConfig& config) {
   return config.dt > 0 ? config.dt : heat_default_dt(config);
 }
 
-Value heat_solve(Value u0, Value kappa, Value f, const HeatConfig& config) {
+HeatSolution heat_solve(Value u0,
+                        Value kappa,
+                        Value f,
+                        const HeatConfig& config,
+                        const std::vector<int64_t>& observe_steps) {
   const double dt = heat_dt(config), h = config.h();
+  const bool observing = !observe_steps.empty();
+  LoopOptions options;
+  options.name = "heat_loop";
+  options.checkpoints = config.checkpoints;
+  // Level t is the carry after loop step t − 1.
+  for (int64_t t : observe_steps) options.output_steps.push_back(t - 1);
   // What each neighbour needs of a patch: its edge rows and columns. Each
   // step produces its state's edges; the first come from patch_edges.
-  Value u = u0;
   std::array<Value, 4> edges = patch_edges(u0);
-  for (int step = 0; step < config.nt; ++step) {
-    auto halos = data_exchange(
-        edges[0], edges[1], edges[2], edges[3], config.px, config.py);
-    HeatStep next = heat_step(u, kappa, f, halos, dt, h);
-    u = next.u;
-    edges = next.edges;
-  }
-  return u;
+  LoopResult r = loop(
+      config.nt,
+      {u0, edges[0], edges[1], edges[2], edges[3]},
+      {kappa, f},
+      [&](const LoopArgs& a) {
+        const Values& c = a.carries;
+        auto halos = data_exchange(c[1], c[2], c[3], c[4], config.px, config.py);
+        HeatStep next = heat_step(c[0], a.invariants[0], a.invariants[1],
+                                  halos, dt, h);
+        LoopStep step;
+        step.carries = {next.u, next.edges[0], next.edges[1], next.edges[2],
+                        next.edges[3]};
+        if (observing) step.outputs = {next.u};
+        return step;
+      },
+      options);
+  HeatSolution s;
+  s.u = r.carries[0];
+  if (observing) s.observed = r.outputs[0];
+  s.loop = r.node;
+  return s;
+}
+
+Value heat_solve(Value u0, Value kappa, Value f, const HeatConfig& config) {
+  return heat_solve(u0, kappa, f, config, {}).u;
 }
 
 }  // namespace adgraph::solvers

@@ -8,7 +8,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "core/checkpoint_schedule.h"
 #include "core/graph.h"
 #include "core/tensor.h"
 
@@ -24,6 +26,9 @@ struct HeatConfig {
   // Time step; 0 selects 0.2·h²/max κ_true over the grid (the demo rule).
   // Range >= 0.
   double dt = 0.0;
+  // Checkpoint schedule of the time loop's adjoint (core/checkpoint_schedule.h).
+  // Default: the graph's default (store_all() unless changed).
+  CheckpointSchedule checkpoints;
 
   double h() const { return 1.0 / (nx + 1); }
   // Checks the fields and that px·py equals `ranks`; returns false and
@@ -50,9 +55,28 @@ double heat_default_dt(const HeatConfig& config);
 // config.dt, or the default rule when it is 0.
 double heat_dt(const HeatConfig& config);
 
-// Adds NT steps of data_exchange + heat_step to u0's graph and returns u^NT.
-// u0, kappa, f: n × m patches. Forward-only runs keep O(1) states alive; a
-// gradient run keeps the NT states its adjoint needs.
+// The time loop and what it returns.
+struct HeatSolution {
+  // u^NT (n × m).
+  Value u;
+  // u at the observed steps, stacked: [K, n, m] (invalid without any).
+  Value observed;
+  // The loop node (for loop_stats()).
+  Value loop;
+};
+
+// Adds the time loop to u0's graph: one loop node of NT steps whose body is
+// one data_exchange and one heat_step (core/loop.h), so the graph does not
+// grow with NT. u0, kappa, f: n × m patches. `observe_steps` lists time
+// levels t in [1, NT], strictly increasing, whose states u^t the solution
+// stacks in `observed`. The adjoint keeps what config.checkpoints says.
+// Throws GraphError for observation steps out of range.
+HeatSolution heat_solve(Value u0,
+                        Value kappa,
+                        Value f,
+                        const HeatConfig& config,
+                        const std::vector<int64_t>& observe_steps);
+// u^NT only.
 Value heat_solve(Value u0, Value kappa, Value f, const HeatConfig& config);
 
 }  // namespace adgraph::solvers

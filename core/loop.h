@@ -1,0 +1,201 @@
+// Loops: one node whose body is a subgraph, run a static number of times.
+//
+//   // u_{t+1} = u_t + dt·(κ ⊙ lap(u_t)), 1000 steps, one node in g:
+//   LoopResult r = loop(1000, {u0}, {kappa}, [&](const LoopArgs& a) {
+//     Value u = a.carries[0];
+//     return LoopStep{{u + dt * a.invariants[0] * lap(u)}, {}};
+//   });
+//   Value u_final = r.carries[0];
+//
+// A loop has loop-carried values (carries: c_0 = init, c_{t+1} = body(c_t)),
+// loop-invariant inputs read by every step (κ, f, …), a static trip count n,
+// and optional per-step outputs y_t, stacked along a new leading axis (every
+// step, or the steps listed in LoopOptions::output_steps). The graph does not
+// grow with n: the body is built once, into a graph of its own, by calling
+// `body` with placeholders for the carries, the invariants and the step
+// index t (a scalar holding t). The body may hold any op, communication ops
+// (data_exchange, allreduce, send/recv, …) and other loops.
+//
+// Communication. The body's communication nodes keep their ghost order
+// inside the body, and a loop whose body communicates is itself a
+// communication node of the outer graph, ordered among the others by ghost
+// dependencies; its collectives join the plan-time sequence check (the
+// loop's entry lists the body's collectives) and every body node runs under
+// the communication deadline, which names the body node. Sends a step
+// issues complete by the end of that step.
+//
+// Reverse mode. The gradient of a loop is one `loop_adjoint` node that runs
+// the body's adjoint backwards, t = n−1 … 0, under the loop's checkpoint
+// schedule (core/checkpoint_schedule.h). Each taped step reruns the part of
+// the body's forward its adjoint needs (communication included), then the
+// adjoint; the cotangents of the invariants are summed over the steps as a
+// carry of the adjoint loop. When the forward loop node and its adjoint run
+// in the same Session::run, the forward node hands over the snapshots of the
+// schedule's first sweep (its "tape" output, only filled when something
+// reads it), so the adjoint recomputes t(n, s) − (n − 1) body steps instead
+// of t(n, s). Recomputation is deterministic: every schedule gives bitwise
+// the same gradient, and every rank follows the same schedule, so
+// recomputed and adjoint messages pair up. Cotangents of loop_adjoint
+// (second-order reverse mode) are not supported: gradients() through one
+// throws GraphError naming it.
+//
+// Forward mode. The tangent of a loop is a loop carrying (c, ċ) with the
+// body's tangent graph as its body (no stored states); the tangent of a
+// loop_adjoint is a loop_adjoint over the tangent bodies, so jvp(gradient(
+// …)) through a loop (a Hessian-vector product) works with every schedule.
+//
+// Memory. A body keeps the buffers of all its intermediate values from one
+// step to the next (one step's worth), plus the carries; the adjoint holds
+// its schedule's snapshots (one copy of every carry each).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/checkpoint_schedule.h"
+#include "core/graph.h"
+
+namespace adgraph {
+
+class OpRegistry;
+
+// What a loop body receives, as values of the body's own graph.
+struct LoopArgs {
+  // c_t, with the shapes of the initial carries.
+  std::vector<Value> carries;
+  // The loop-invariant inputs, with their shapes.
+  std::vector<Value> invariants;
+  // The step index t as a scalar (0 … n−1).
+  Value step;
+  // The body's graph, for constants (`graph->constant(...)`).
+  Graph* graph = nullptr;
+};
+
+// What a loop body returns.
+struct LoopStep {
+  // c_{t+1}: one per carry, each with its carry's shape.
+  std::vector<Value> carries;
+  // y_t: optional per-step outputs (any shapes).
+  std::vector<Value> outputs;
+};
+
+using LoopBodyFn = std::function<LoopStep(const LoopArgs&)>;
+
+struct LoopOptions {
+  // Name of the loop node; empty gives "loop_<id>". Body nodes keep the
+  // names the body gave them (errors name them).
+  std::string name;
+  // Schedule of the loop's adjoint. Default: the graph's default
+  // (Graph::set_default_checkpoints, itself store_all() by default).
+  CheckpointSchedule checkpoints;
+  // Steps whose outputs are kept, strictly increasing, each in [0, n).
+  // Empty: every step.
+  std::vector<int64_t> output_steps;
+};
+
+struct LoopResult {
+  // c_n, one per carry.
+  std::vector<Value> carries;
+  // Per-step output k stacked: shape [K] + shape(y_k), K = n or the number
+  // of output_steps; row i is y at step i (or at output_steps[i]).
+  std::vector<Value> outputs;
+  // The loop node's first output (for loop_stats and control edges).
+  Value node;
+};
+
+// Builds a loop node in the graph of the initial carries (or of the
+// invariants when there are no carries; at least one of the two lists must
+// be non-empty) and returns its outputs.
+//
+// Throws GraphError (values of different graphs, a body that returns the
+// wrong number of carries, reads a value of another graph, creates a
+// placeholder; bad options: n < 1, unsorted or out-of-range output_steps),
+// ShapeError (a carry whose shape changes, naming the loop and the carry),
+// OptionsError (an invalid schedule), and whatever the body's own nodes
+// throw while it is built.
+LoopResult loop(int64_t trips,
+                const std::vector<Value>& init,
+                const std::vector<Value>& invariants,
+                const LoopBodyFn& body,
+                LoopOptions options = {});
+
+// What the last run of a loop or loop_adjoint node did.
+struct LoopStats {
+  // Body forward steps run (for a loop: n; for its adjoint: the steps it
+  // recomputed, taped steps not included).
+  int64_t forward_steps = 0;
+  // Adjoint steps run (n for a loop_adjoint, 0 for a loop).
+  int64_t taped_steps = 0;
+  // Most snapshots held at once, and their bytes (loop_adjoint).
+  int64_t max_snapshots = 0;
+  int64_t snapshot_bytes = 0;
+  // The resolved schedule ("all", "binomial 100", …).
+  std::string schedule;
+};
+
+// Stats of the last run of `node`'s loop (a loop or loop_adjoint output).
+// Throws GraphError when `node` is not such a node.
+LoopStats loop_stats(const Value& node);
+// The loop_adjoint node(s) gradients() built for `loop_node`, oldest first.
+std::vector<Value> loop_adjoints(const Value& loop_node);
+
+// A body: a graph of its own with its input placeholders and its outputs.
+struct LoopBody {
+  std::shared_ptr<Graph> graph;
+  std::vector<Value> inputs;
+  std::vector<Value> outputs;
+};
+
+// A loop node's payload (Node::loop). Forward loops (op "loop") use
+// `forward`; loop_adjoint nodes use `forward` to recompute states and
+// `reverse` to step the cotangents back.
+struct LoopSpec {
+  enum class Kind { kForward, kAdjoint };
+  Kind kind = Kind::kForward;
+  int64_t trips = 1;
+  int num_carries = 0, num_invariants = 0;
+  // Per-step outputs of `forward` (after the carries).
+  int num_step_outputs = 0;
+  std::vector<int64_t> output_steps;  // empty: every step
+  // Resolved: never kDefault; kMemoryBudget is turned into kBinomial.
+  CheckpointSchedule schedule;
+  // forward: inputs carries, invariants, step; outputs carries, y.
+  LoopBody forward;
+  // kAdjoint: inputs carries, invariants, step, reverse carries, step
+  // cotangents; outputs reverse carries.
+  LoopBody reverse;
+  int num_reverse = 0;
+  int num_step_cotangents = 0;
+  // kAdjoint: reads the forward node's tape as its last input.
+  bool taped = false;
+
+  bool communicates() const;
+  bool has_collective() const;
+  std::shared_ptr<CommContext> shared_comm() const;
+  // The body's collectives, for the plan-time sequence check.
+  const std::string& signature() const { return signature_; }
+  // States kept by the tape, increasing (see loop_adjoint).
+  std::vector<int64_t> tape_positions() const;
+  // Elements of one state (all carries).
+  int64_t state_elements() const;
+  void finish();  // computes signature_ (loop.cc)
+
+  struct Stats {
+    std::atomic<int64_t> forward_steps{0}, taped_steps{0}, max_snapshots{0},
+        snapshot_bytes{0};
+  };
+  mutable Stats stats;
+  // loop_adjoint nodes built from this loop (graph, node id).
+  mutable std::vector<std::pair<Graph*, int>> adjoints;
+
+ private:
+  std::string signature_;
+};
+
+// Registers loop and loop_adjoint.
+void register_loop_ops(OpRegistry& registry);
+
+}  // namespace adgraph

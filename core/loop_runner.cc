@@ -1,0 +1,216 @@
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "core/check.h"
+#include "core/comm_context.h"
+#include "core/error.h"
+#include "core/loop_impl.h"
+#include "core/op.h"
+
+namespace adgraph::detail {
+namespace {
+
+// Nodes of `g` that `roots` need through data, control and ghost edges, plus
+// every communication node and what it needs.
+std::vector<char> needed_nodes(const Graph& g, const std::vector<int>& roots) {
+  std::vector<char> needed(g.num_nodes(), 0);
+  std::vector<int> stack = roots;
+  for (int id = 0; id < g.num_nodes(); ++id) {
+    if (g.node(id).communication) stack.push_back(id);
+  }
+  while (!stack.empty()) {
+    const int id = stack.back();
+    stack.pop_back();
+    if (needed[id]) continue;
+    needed[id] = 1;
+    const Node& n = g.node(id);
+    for (const Value& in : n.inputs) stack.push_back(in.node_id());
+    for (int c : n.control_inputs) stack.push_back(c);
+    if (n.ghost_input >= 0) stack.push_back(n.ghost_input);
+  }
+  return needed;
+}
+
+}  // namespace
+
+BodyRunner::BodyRunner(const LoopBody& body, const std::vector<int>& wanted)
+    : body_(body), comm_(body.graph->comm()) {
+  const Graph& g = *body.graph;
+  std::vector<int> roots;
+  for (int k : wanted) roots.push_back(body.outputs[k].node_id());
+  for (const Value& in : body.inputs) roots.push_back(in.node_id());
+  const std::vector<char> needed = needed_nodes(g, roots);
+
+  // Creation order is topological; the body is small, so demand order buys
+  // nothing here.
+  std::vector<int> first_slot(g.num_nodes(), -1);
+  int num_slots = 0;
+  std::vector<int> input_of(g.num_nodes(), -1);
+  for (std::size_t i = 0; i < body.inputs.size(); ++i)
+    input_of[body.inputs[i].node_id()] = static_cast<int>(i);
+  std::vector<int> owner;
+  for (int id = 0; id < g.num_nodes(); ++id) {
+    if (!needed[id]) continue;
+    const Node& n = g.node(id);
+    first_slot[id] = num_slots;
+    for (int k = 0; k < n.num_outputs(); ++k) owner.push_back(id);
+    num_slots += n.num_outputs();
+    if (input_of[id] >= 0) continue;
+    ADGRAPH_CHECK(n.op_name() != "placeholder")
+        << "body placeholder " << n.name << " is not a loop input";
+    Step step{&n, {}, first_slot[id], {}};
+    for (const Value& in : n.inputs)
+      step.input_slots.push_back(first_slot[in.node_id()] + in.output());
+    steps_.push_back(std::move(step));
+  }
+  slots_.resize(num_slots, Tensor(Shape{0}));
+  views_.resize(num_slots, nullptr);
+  for (int s = 0; s < num_slots; ++s) views_[s] = &slots_[s];
+  is_input_slot_.assign(num_slots, 0);
+  for (const Value& in : body.inputs) {
+    input_slot_.push_back(first_slot[in.node_id()]);
+    is_input_slot_[first_slot[in.node_id()]] = 1;
+  }
+  for (const Value& out : body.outputs) {
+    output_slot_.push_back(first_slot[out.node_id()] < 0
+                               ? -1
+                               : first_slot[out.node_id()] + out.output());
+  }
+  std::vector<char> used(num_slots, 0);
+  for (const Step& step : steps_)
+    for (int s : step.input_slots) used[s] = 1;
+  for (int k : wanted) used[output_slot_[k]] = 1;
+  for (Step& step : steps_) {
+    for (int k = 0; k < step.node->num_outputs(); ++k)
+      step.used.push_back(used[step.first_slot + k]);
+  }
+}
+
+void BodyRunner::run(const Tensor* const* inputs) {
+  for (std::size_t i = 0; i < input_slot_.size(); ++i)
+    views_[input_slot_[i]] = inputs[i];
+  const std::size_t pending = comm_ ? comm_->pending_sends() : 0;
+  const Tensor* inline_inputs[8];
+  std::vector<const Tensor*> heap_inputs;
+  for (const Step& step : steps_) {
+    const Node& n = *step.node;
+    for (int k = 0; k < n.num_outputs(); ++k) {
+      Tensor& t = slots_[step.first_slot + k];
+      const Shape& shape = n.output_shapes[k];
+      if (t.size() != num_elements(shape) || t.shape() != shape)
+        t = Tensor(shape);
+    }
+    const Tensor** in = inline_inputs;
+    if (step.input_slots.size() > 8) {
+      heap_inputs.resize(step.input_slots.size());
+      in = heap_inputs.data();
+    }
+    for (std::size_t i = 0; i < step.input_slots.size(); ++i)
+      in[i] = views_[step.input_slots[i]];
+    KernelContext ctx(n, in, &slots_[step.first_slot], comm_);
+    ctx.set_used_outputs(step.used.data());
+    n.op->compute(ctx);
+  }
+  // A step's sends complete within the step: every rank runs the same
+  // body, so their receives were posted in it too.
+  if (comm_ && comm_->pending_sends() > pending)
+    comm_->complete_sends_from(pending);
+}
+
+const Tensor& BodyRunner::output(int k) const {
+  return *views_[output_slot_[k]];
+}
+
+void BodyRunner::move_outputs(int first, std::vector<Tensor>& into) {
+  const int count = static_cast<int>(into.size());
+  scratch_.resize(count);
+  // Outputs that are body inputs, or that an earlier output already took,
+  // are copied before anything moves.
+  std::vector<char> copied(count, 0);
+  for (int k = 0; k < count; ++k) {
+    const int slot = output_slot_[first + k];
+    bool alias = is_input_slot_[slot] != 0;
+    for (int j = 0; j < k; ++j)
+      alias = alias || output_slot_[first + j] == slot;
+    if (!alias) continue;
+    scratch_[k] = *views_[slot];
+    copied[k] = 1;
+  }
+  for (int k = 0; k < count; ++k) {
+    if (!copied[k]) std::swap(slots_[output_slot_[first + k]], into[k]);
+  }
+  for (int k = 0; k < count; ++k) {
+    if (copied[k]) std::swap(scratch_[k], into[k]);
+  }
+}
+
+std::vector<Value> clone_body(const LoopBody& body,
+                              Graph& dst,
+                              const std::vector<Value>& inputs,
+                              const std::vector<Value>& wanted) {
+  const Graph& g = *body.graph;
+  std::vector<int> roots;
+  for (const Value& w : wanted) roots.push_back(w.node_id());
+  const std::vector<char> needed = needed_nodes(g, roots);
+  std::vector<std::vector<Value>> copy(g.num_nodes());
+  for (std::size_t i = 0; i < body.inputs.size(); ++i)
+    copy[body.inputs[i].node_id()] = {inputs[i]};
+  for (int id = 0; id < g.num_nodes(); ++id) {
+    if (!needed[id] || !copy[id].empty()) continue;
+    const Node& n = g.node(id);
+    std::vector<Value> in;
+    for (const Value& v : n.inputs) in.push_back(copy[v.node_id()][v.output()]);
+    NodeOptions options;
+    // Made-up names ("add_7") are made up again: ids differ in `dst`.
+    if (n.name != n.op_name() + "_" + std::to_string(id)) options.name = n.name;
+    options.tensors = n.tensors;
+    options.loop = n.loop;
+    for (int c : n.control_inputs) options.after.push_back(copy[c][0]);
+    copy[id] = dst.add_node_outputs(n.op_name(), in, n.attrs, options);
+  }
+  std::vector<Value> out;
+  for (const Value& w : wanted) out.push_back(copy[w.node_id()][w.output()]);
+  return out;
+}
+
+std::shared_ptr<Graph> new_body_graph(const Graph& comm_source) {
+  auto g = std::make_shared<Graph>();
+  if (comm_source.shared_comm()) g->set_comm(comm_source.shared_comm());
+  g->set_default_checkpoints(comm_source.default_checkpoints());
+  return g;
+}
+
+std::vector<int64_t> tape_positions(const CheckpointSchedule& schedule,
+                                    int64_t n) {
+  std::vector<int64_t> out;
+  if (n <= 1) return out;
+  switch (schedule.kind) {
+    case CheckpointSchedule::Kind::kStoreAll:
+      for (int64_t t = 1; t < n; ++t) out.push_back(t);
+      break;
+    case CheckpointSchedule::Kind::kEvery: {
+      const int64_t k = schedule.parameter;
+      const int64_t last = ((n - 1) / k) * k;  // start of the last segment
+      for (int64_t t = k; t < last; t += k) out.push_back(t);
+      for (int64_t t = std::max<int64_t>(last, 1); t < n; ++t)
+        out.push_back(t);
+      break;
+    }
+    default: {
+      // The chain of splits the binomial recursion stores before its first
+      // taped step.
+      int64_t a = 0, s = schedule.parameter;
+      while (n - a > 1 && s > 1) {
+        a += binomial_split(n - a, s);
+        out.push_back(a);
+        --s;
+      }
+      if (out.empty() || out.back() != n - 1) out.push_back(n - 1);
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace adgraph::detail
