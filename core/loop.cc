@@ -84,8 +84,13 @@ std::string collective_signature(const Graph& g) {
 // ---------------------------------------------------------------------------
 // Forward loop kernel.
 
+void copy_state(const std::vector<Tensor>& from, std::vector<Tensor>& to) {
+  for (std::size_t k = 0; k < from.size(); ++k) to[k] = from[k];
+}
+
 void run_loop(KernelContext& c) {
   const LoopSpec& spec = *c.node().loop;
+  detail::LoopCache& cache = *spec.cache;
   const int nc = spec.num_carries, ni = spec.num_invariants,
             ny = spec.num_step_outputs;
   std::vector<int> wanted;
@@ -93,44 +98,46 @@ void run_loop(KernelContext& c) {
   for (int j = 0; j < ny; ++j) {
     if (c.output_used(nc + j)) wanted.push_back(nc + j);
   }
-  BodyRunner runner(spec.forward, wanted);
-  std::vector<Tensor> cur;
-  for (int k = 0; k < nc; ++k) cur.push_back(c.input(k));
+  std::unique_ptr<BodyRunner> runner = cache.take_runner(spec.forward, wanted);
+  // The carries live in the output buffers the session allocated.
+  std::vector<Tensor> cur(nc);
+  for (int k = 0; k < nc; ++k) {
+    std::swap(cur[k], c.output(k));
+    cur[k] = c.input(k);
+  }
   Tensor step = Tensor::scalar(0);
   std::vector<const Tensor*> inputs;
   for (int k = 0; k < nc; ++k) inputs.push_back(&cur[k]);
   for (int j = 0; j < ni; ++j) inputs.push_back(&c.input(nc + j));
   inputs.push_back(&step);
 
-  // The tape: copies of the states the adjoint's first sweep would store.
+  // The tape: the states the adjoint's first sweep would store, handed
+  // over under a ticket.
+  const bool taping = c.output_used(nc + ny);
   std::vector<int64_t> positions;
-  Tensor* tape = nullptr;
-  const int64_t width = spec.state_elements();
-  if (c.output_used(nc + ny)) {
-    positions = spec.tape_positions();
-    tape = &c.output(nc + ny);
-    *tape = Tensor(Shape{static_cast<int64_t>(positions.size()), width});
-  }
+  if (taping) positions = spec.tape_positions();
+  std::map<int64_t, detail::LoopCache::State> snapshots;
   const std::vector<int64_t> rows = rows_of_steps(spec);
   std::size_t next = 0;
   for (int64_t t = 0; t < spec.trips; ++t) {
     step[0] = static_cast<double>(t);
-    runner.run(inputs.data());
+    runner->run(inputs.data());
     if (rows[t] >= 0) {
       for (std::size_t w = nc; w < wanted.size(); ++w)
-        copy_row(runner.output(wanted[w]), c.output(wanted[w]), rows[t]);
+        copy_row(runner->output(wanted[w]), c.output(wanted[w]), rows[t]);
     }
-    runner.move_outputs(0, cur);
-    if (tape && next < positions.size() && positions[next] == t + 1) {
-      double* row = tape->data() + static_cast<int64_t>(next) * width;
-      for (const Tensor& part : cur) {
-        std::memcpy(row, part.data(), part.size() * sizeof(double));
-        row += part.size();
-      }
+    runner->move_outputs(0, cur);
+    if (next < positions.size() && positions[next] == t + 1) {
+      detail::LoopCache::State kept = cache.take_state(cur);
+      copy_state(cur, kept);
+      snapshots[t + 1] = std::move(kept);
       ++next;
     }
   }
-  for (int k = 0; k < nc; ++k) c.output(k) = std::move(cur[k]);
+  cache.give_runner(std::move(runner), spec.forward, wanted);
+  for (int k = 0; k < nc; ++k) std::swap(c.output(k), cur[k]);
+  c.output(nc + ny)[0] =
+      taping ? static_cast<double>(cache.hand_over(std::move(snapshots))) : 0;
   spec.stats.forward_steps = spec.trips;
   spec.stats.taped_steps = 0;
 }
@@ -147,8 +154,11 @@ class Reversal final {
         ni_(spec.num_invariants),
         nr_(spec.num_reverse),
         ns_(spec.num_step_cotangents),
-        forward_(spec.forward, first(spec.num_carries)),
-        reverse_(spec.reverse, first(spec.num_reverse)),
+        cache_(*spec.cache),
+        forward_wanted_(first(spec.num_carries)),
+        reverse_wanted_(first(spec.num_reverse)),
+        forward_(cache_.take_runner(spec.forward, forward_wanted_)),
+        reverse_(cache_.take_runner(spec.reverse, reverse_wanted_)),
         rows_(rows_of_steps(spec)) {
     const int first_r = nc_ + ni_;
     for (int k = 0; k < nr_; ++k) r_.push_back(c.input(first_r + k));
@@ -157,12 +167,21 @@ class Reversal final {
       ybar_.push_back(Tensor(s, 0.0));
     }
     ybar_zero_.assign(ns_, 1);
-    std::vector<Tensor> c0;
-    for (int k = 0; k < nc_; ++k) c0.push_back(c.input(k));
-    store_[0] = c0;
-    cur_ = std::move(c0);
+    for (int k = 0; k < nc_; ++k) cur_.push_back(c.input(k));
     cur_t_ = 0;
-    if (spec.taped) load_tape(c.input(first_r + nr_ + ns_));
+    if (spec.taped) {
+      const double ticket = c.input(first_r + nr_ + ns_)[0];
+      store_ = cache_.take_over(static_cast<int64_t>(ticket));
+    }
+    keep(0);
+  }
+
+  ~Reversal() {
+    for (auto& [t, state] : store_) cache_.give_state(std::move(state));
+    if (forward_)
+      cache_.give_runner(std::move(forward_), spec_.forward, forward_wanted_);
+    if (reverse_)
+      cache_.give_runner(std::move(reverse_), spec_.reverse, reverse_wanted_);
   }
 
   void run() {
@@ -190,23 +209,6 @@ class Reversal final {
     return out;
   }
 
-  void load_tape(const Tensor& tape) {
-    const std::vector<int64_t> positions = spec_.tape_positions();
-    const int64_t width = spec_.state_elements();
-    for (std::size_t i = 0; i < positions.size(); ++i) {
-      std::vector<Tensor> state;
-      const double* row = tape.data() + static_cast<int64_t>(i) * width;
-      for (int k = 0; k < nc_; ++k) {
-        Tensor part(cur_[k].shape());
-        std::memcpy(part.data(), row, part.size() * sizeof(double));
-        row += part.size();
-        state.push_back(std::move(part));
-      }
-      store_[positions[i]] = std::move(state);
-    }
-    note_snapshots();
-  }
-
   void note_snapshots() {
     max_snapshots_ = std::max<int64_t>(max_snapshots_, store_.size());
   }
@@ -218,8 +220,8 @@ class Reversal final {
     for (Tensor& t : cur_) in.push_back(&t);
     for (int j = 0; j < ni_; ++j) in.push_back(&c_.input(nc_ + j));
     in.push_back(&step_);
-    forward_.run(in.data());
-    forward_.move_outputs(0, cur_);
+    forward_->run(in.data());
+    forward_->move_outputs(0, cur_);
     ++cur_t_;
     ++advances_;
   }
@@ -241,8 +243,17 @@ class Reversal final {
 
   void keep(int64_t t) {
     if (store_.count(t)) return;
-    store_[t] = cur_;
+    detail::LoopCache::State kept = cache_.take_state(cur_);
+    copy_state(cur_, kept);
+    store_[t] = std::move(kept);
     note_snapshots();
+  }
+
+  void release(int64_t t) {
+    auto it = store_.find(t);
+    if (it == store_.end()) return;
+    cache_.give_state(std::move(it->second));
+    store_.erase(it);
   }
 
   // The adjoint of step t from state c_t.
@@ -267,11 +278,11 @@ class Reversal final {
     in.push_back(&step_);
     for (Tensor& x : r_) in.push_back(&x);
     for (Tensor& x : ybar_) in.push_back(&x);
-    reverse_.run(in.data());
-    reverse_.move_outputs(0, r_);
+    reverse_->run(in.data());
+    reverse_->move_outputs(0, r_);
     ++taped_;
     // No state at or after t is needed again.
-    store_.erase(t);
+    release(t);
     if (cur_t_ >= t) cur_t_ = -1;
   }
 
@@ -305,14 +316,16 @@ class Reversal final {
     state(m, a);
     keep(m);
     binomial(m, b, s - 1);
-    store_.erase(m);
+    release(m);
     binomial(a, m, s);
   }
 
   KernelContext& c_;
   const LoopSpec& spec_;
   const int nc_, ni_, nr_, ns_;
-  BodyRunner forward_, reverse_;
+  detail::LoopCache& cache_;
+  const std::vector<int> forward_wanted_, reverse_wanted_;
+  std::unique_ptr<BodyRunner> forward_, reverse_;
   std::vector<int64_t> rows_;
   std::map<int64_t, std::vector<Tensor>> store_;
   std::vector<Tensor> cur_;
@@ -337,6 +350,7 @@ std::vector<Value> add_loop_node(Graph& g,
                                  std::shared_ptr<LoopSpec> spec,
                                  const std::string& name) {
   spec->finish();
+  if (!spec->cache) spec->cache = std::make_shared<detail::LoopCache>();
   NodeOptions options;
   options.name = name;
   options.loop = spec;
@@ -403,6 +417,7 @@ Values loop_gradient(const GradientContext& c) {
   adj->num_reverse = nc + ni;
   adj->num_step_cotangents = as_int(present.size());
   adj->taped = true;
+  adj->cache = spec.cache;  // where the forward run hands its snapshots
   Values inputs = slice(node.inputs, 0, nc + ni);
   for (int k = 0; k < nc; ++k) inputs.push_back(c.grad(k));
   for (int j = 0; j < ni; ++j)
@@ -812,7 +827,7 @@ void register_loop_ops(OpRegistry& registry) {
       out.push_back(stacked(
           *spec, spec->forward.outputs[spec->num_carries + j].shape()));
     }
-    out.push_back(Shape{0});  // the tape, filled only when read
+    out.push_back(Shape{1});  // the tape's ticket (0: nothing taped)
     return out;
   };
   loop.compute = run_loop;

@@ -31,9 +31,11 @@
 // adjoint; the cotangents of the invariants are summed over the steps as a
 // carry of the adjoint loop. When the forward loop node and its adjoint run
 // in the same Session::run, the forward node hands over the snapshots of the
-// schedule's first sweep (its "tape" output, only filled when something
-// reads it), so the adjoint recomputes t(n, s) − (n − 1) body steps instead
-// of t(n, s). Recomputation is deterministic: every schedule gives bitwise
+// schedule's first sweep (its "tape" output is a ticket for them, issued
+// only when something reads it), so the adjoint recomputes t(n, s) − (n − 1)
+// body steps instead of t(n, s). Handed-over snapshots, spare state buffers
+// and the bodies' buffers are kept with the loop between runs (like a
+// Session's recycled buffers) and are not counted in RunStats. Recomputation is deterministic: every schedule gives bitwise
 // the same gradient, and every rank follows the same schedule, so
 // recomputed and adjoint messages pair up. Cotangents of loop_adjoint
 // (second-order reverse mode) are not supported: gradients() through one
@@ -61,6 +63,9 @@
 namespace adgraph {
 
 class OpRegistry;
+namespace detail {
+class LoopCache;
+}
 
 // What a loop body receives, as values of the body's own graph.
 struct LoopArgs {
@@ -169,8 +174,12 @@ struct LoopSpec {
   LoopBody reverse;
   int num_reverse = 0;
   int num_step_cotangents = 0;
-  // kAdjoint: reads the forward node's tape as its last input.
+  // kAdjoint: reads the forward node's tape (a ticket for the snapshots
+  // its run handed over) as its last input.
   bool taped = false;
+  // Runners, spare state buffers and handed-over snapshots; a loop and the
+  // adjoint built from it share one.
+  std::shared_ptr<detail::LoopCache> cache;
 
   bool communicates() const;
   bool has_collective() const;

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "core/loop.h"
@@ -50,6 +52,35 @@ class BodyRunner final {
   std::vector<int> output_slot_;
   std::vector<char> is_input_slot_;
   std::vector<Tensor> scratch_;
+};
+
+// What a loop node keeps from one run to the next: body runners (with their
+// buffers), spare state buffers, and the snapshots a forward run hands to
+// its adjoint. Shared by every node of one LoopSpec; safe for concurrent
+// sessions.
+class LoopCache final {
+ public:
+  using State = std::vector<Tensor>;
+  // A runner for `body` and `wanted` (built on first use); give it back.
+  std::unique_ptr<BodyRunner> take_runner(const LoopBody& body,
+                                          const std::vector<int>& wanted);
+  void give_runner(std::unique_ptr<BodyRunner> runner,
+                   const LoopBody& body,
+                   const std::vector<int>& wanted);
+  // A state buffer shaped like `like` (contents undefined); give it back.
+  State take_state(const State& like);
+  void give_state(State state);
+  // Snapshots of one forward run, under a new ticket; taken once.
+  int64_t hand_over(std::map<int64_t, State> snapshots);
+  std::map<int64_t, State> take_over(int64_t ticket);
+
+ private:
+  std::mutex mutex_;
+  std::map<std::pair<const Graph*, std::vector<int>>,
+           std::vector<std::unique_ptr<BodyRunner>>>
+      runners_;
+  std::vector<State> states_;
+  std::map<int64_t, std::map<int64_t, State>> handed_;
 };
 
 // Copies into `dst` the nodes of `body` needed for `wanted` plus every

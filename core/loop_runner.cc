@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <atomic>
 #include <string>
 #include <utility>
 
@@ -143,6 +144,65 @@ void BodyRunner::move_outputs(int first, std::vector<Tensor>& into) {
   for (int k = 0; k < count; ++k) {
     if (copied[k]) std::swap(scratch_[k], into[k]);
   }
+}
+
+std::unique_ptr<BodyRunner> LoopCache::take_runner(
+    const LoopBody& body,
+    const std::vector<int>& wanted) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& free = runners_[{body.graph.get(), wanted}];
+    if (!free.empty()) {
+      auto runner = std::move(free.back());
+      free.pop_back();
+      return runner;
+    }
+  }
+  return std::make_unique<BodyRunner>(body, wanted);
+}
+
+void LoopCache::give_runner(std::unique_ptr<BodyRunner> runner,
+                            const LoopBody& body,
+                            const std::vector<int>& wanted) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  runners_[{body.graph.get(), wanted}].push_back(std::move(runner));
+}
+
+LoopCache::State LoopCache::take_state(const State& like) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!states_.empty()) {
+      State state = std::move(states_.back());
+      states_.pop_back();
+      return state;
+    }
+  }
+  State state;
+  for (const Tensor& t : like) state.emplace_back(t.shape());
+  return state;
+}
+
+void LoopCache::give_state(State state) {
+  if (state.empty()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  states_.push_back(std::move(state));
+}
+
+int64_t LoopCache::hand_over(std::map<int64_t, State> snapshots) {
+  static std::atomic<int64_t> next_ticket{1};
+  const int64_t ticket = next_ticket++;
+  std::lock_guard<std::mutex> lock(mutex_);
+  handed_[ticket] = std::move(snapshots);
+  return ticket;
+}
+
+std::map<int64_t, LoopCache::State> LoopCache::take_over(int64_t ticket) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = handed_.find(ticket);
+  ADGRAPH_CHECK(it != handed_.end()) << "no snapshots under ticket " << ticket;
+  auto snapshots = std::move(it->second);
+  handed_.erase(it);
+  return snapshots;
 }
 
 std::vector<Value> clone_body(const LoopBody& body,

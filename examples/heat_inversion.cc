@@ -7,10 +7,13 @@
 // Prints the L-BFGS trace and the relative L2 error of κ, and writes (rank
 // 0) a JSON result, PNG heat maps of κ_true, κ and their difference, and a
 // ParaView .vti of the three fields. See solvers/heat_inverse.h.
+#include <sys/resource.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -117,6 +120,7 @@ int main(int argc, char** argv) {
   int max_iter = 100;
   double tol = 1e-10;
   std::string output = "heat_inversion.json", dump_gradient, checkpoint;
+  std::string checkpoints = "auto";
   bool resume = false, replicated = false;
   app.add_option("--nx", c.nx, "interior grid points along x (rows)")
       ->capture_default_str();
@@ -144,6 +148,17 @@ int main(int argc, char** argv) {
                  checkpoint,
                  "write the optimizer state here every iteration");
   app.add_flag("--resume", resume, "continue from --checkpoint");
+  app.add_option("--checkpoints",
+                 checkpoints,
+                 "states the time loop's adjoint keeps: all, a number of "
+                 "snapshots (binomial schedule), or auto (the fewest "
+                 "snapshots that recompute at most one extra sweep, about "
+                 "sqrt(2 nt))")
+      ->capture_default_str();
+  app.add_option("--observe-steps",
+                 problem_options.observe_steps,
+                 "observe u at these time levels (1..nt) instead of the "
+                 "final one only");
   app.add_flag("--replicated",
                replicated,
                "replicate kappa on every rank (ADCME mpi_bcast style)");
@@ -151,6 +166,24 @@ int main(int argc, char** argv) {
     return *code;
   }
   problem_options.replicated = replicated;
+  if (checkpoints == "all") {
+    c.checkpoints = CheckpointSchedule::store_all();
+  } else if (checkpoints == "auto") {
+    c.checkpoints =
+        CheckpointSchedule::binomial(binomial_two_sweep_snapshots(c.nt));
+  } else {
+    char* end = nullptr;
+    const long snapshots = std::strtol(checkpoints.c_str(), &end, 10);
+    if (checkpoints.empty() || *end != '\0' || snapshots < 1) {
+      if (root)
+        std::fprintf(stderr,
+                     "heat_inversion: --checkpoints: expected all, auto or a "
+                     "number of snapshots >= 1, got \"%s\"\n",
+                     checkpoints.c_str());
+      return 2;
+    }
+    c.checkpoints = CheckpointSchedule::binomial(snapshots);
+  }
   if (resume && checkpoint.empty()) {
     if (root)
       std::fprintf(stderr,
@@ -205,6 +238,15 @@ int main(int argc, char** argv) {
     options.resume = resume;
     optim::LbfgsSummary summary = problem.fit(kappa, options);
 
+    // What the time loop kept and recomputed in the last gradient, and the
+    // peak resident memory of the busiest rank.
+    const LoopStats forward = problem.loop_forward_stats();
+    const LoopStats adjoint = problem.loop_adjoint_stats();
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    const double peak_rss_mb =
+        comm->allreduce_max(static_cast<double>(usage.ru_maxrss) / 1024.0);
+
     // Relative L2 error of κ over the whole grid.
     const Tensor truth = problem.kappa_true();
     double err2 = (kappa.array() - truth.array()).square().sum();
@@ -225,6 +267,14 @@ int main(int argc, char** argv) {
     }
     if (root) {
       std::printf("relative L2 error of kappa: %.6e\n", relative_error);
+      std::printf(
+          "time loop: checkpoints %s, %lld snapshots (%.1f MB), %lld body "
+          "forward steps per gradient, peak RSS %.0f MB (max over ranks)\n",
+          adjoint.schedule.c_str(),
+          static_cast<long long>(adjoint.max_snapshots),
+          adjoint.snapshot_bytes / 1048576.0,
+          static_cast<long long>(forward.forward_steps + adjoint.forward_steps),
+          peak_rss_mb);
       std::vector<double> difference(found.size());
       for (std::size_t k = 0; k < found.size(); ++k)
         difference[k] = found[k] - exact[k];
@@ -263,6 +313,15 @@ int main(int argc, char** argv) {
             {"ny", c.ny},
             {"nt", c.nt}}},
           {"kappa_layout", replicated ? "replicated" : "sharded"},
+          {"checkpoints",
+           {{"schedule", adjoint.schedule},
+            {"snapshots", adjoint.max_snapshots},
+            {"snapshot_mb", adjoint.snapshot_bytes / 1048576.0},
+            {"forward_evaluations_per_gradient",
+             forward.forward_steps + adjoint.forward_steps},
+            {"taped_steps_per_gradient", adjoint.taped_steps}}},
+          {"peak_rss_mb", peak_rss_mb},
+          {"observe_steps", problem_options.observe_steps},
           {"files",
            {stem + "_kappa_true.png",
             stem + "_kappa.png",

@@ -47,18 +47,38 @@ HeatInverse::HeatInverse(HeatInverseOptions options, Communicator& comm)
   }
   Value u0 = g.constant(heat_initial(c, patch_), "u0");
   Value f = g.constant(heat_source(c, patch_), "f");
-  Value u = heat_solve(u0, kappa_patch, f, c);
-  obs_ = g.placeholder("u_obs", {patch_.n, patch_.m});
+  for (std::size_t i = 0; i < options_.observe_steps.size(); ++i) {
+    const int64_t t = options_.observe_steps[i];
+    if (t < 1 || t > c.nt ||
+        (i > 0 && t <= options_.observe_steps[i - 1])) {
+      throw OptionsError("observation times must increase strictly within "
+                         "[1, " + std::to_string(c.nt) + "]; entry " +
+                             std::to_string(i) + " is " + std::to_string(t),
+                         {},
+                         {},
+                         "observe_steps");
+    }
+  }
+  HeatSolution solution =
+      heat_solve(u0, kappa_patch, f, c, options_.observe_steps);
+  loop_ = solution.loop;
+  const bool in_time = !options_.observe_steps.empty();
+  const int64_t times = static_cast<int64_t>(options_.observe_steps.size());
+  Value u = in_time ? solution.observed : solution.u;
+  obs_ = g.placeholder("u_obs", u.shape());
   // Σ misfit² as dot(d, d): one pass over the patch instead of a square
   // and a sum (with sensors, dot(d, mask ⊙ d), exact for a 0/1 mask).
   Value misfit = u - obs_;
   Value weighted = misfit;
   if (!options_.sensors.empty()) {
-    Tensor mask(Shape{patch_.n, patch_.m}, 0.0);
-    for (const auto& [i, j] : options_.sensors) {
-      const int64_t li = i - patch_.row0, lj = j - patch_.col0;
-      if (li >= 0 && li < patch_.n && lj >= 0 && lj < patch_.m)
-        mask[li * patch_.m + lj] = 1.0;
+    Tensor mask(u.shape(), 0.0);
+    const int64_t plane = patch_.n * patch_.m;
+    for (int64_t k = 0; k < (in_time ? times : 1); ++k) {
+      for (const auto& [i, j] : options_.sensors) {
+        const int64_t li = i - patch_.row0, lj = j - patch_.col0;
+        if (li >= 0 && li < patch_.n && lj >= 0 && lj < patch_.m)
+          mask[k * plane + li * patch_.m + lj] = 1.0;
+      }
     }
     weighted = misfit * g.constant(mask, "sensor_mask");
   }
@@ -74,6 +94,14 @@ HeatInverse::HeatInverse(HeatInverseOptions options, Communicator& comm)
 }
 
 HeatInverse::~HeatInverse() = default;
+
+LoopStats HeatInverse::loop_forward_stats() const { return loop_stats(loop_); }
+
+LoopStats HeatInverse::loop_adjoint_stats() const {
+  const std::vector<Value> adjoints = loop_adjoints(loop_);
+  if (adjoints.empty()) return {};
+  return loop_stats(adjoints.back());
+}
 
 optim::Layout HeatInverse::layout() const {
   return options_.replicated ? optim::Layout::kReplicated

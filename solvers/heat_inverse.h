@@ -1,7 +1,8 @@
 // The heat inverse problem: recover κ from observations of u at time NT.
 //
-//   L(κ) = Σ_ij (u^NT_ij(κ) − u_obs_ij)²   over the whole grid, or over a
-//   list of sensor points; u_obs = u^NT(κ_true) (solvers/heat_solver.h).
+//   L(κ) = Σ_t Σ_ij (u^t_ij(κ) − u_obs^t_ij)²   over the whole grid, or
+//   over a list of sensor points, at the final time t = NT or at the listed
+//   observation times; u_obs = u(κ_true) (solvers/heat_solver.h).
 //
 // κ is either sharded (each rank's variable is its own n × m patch, the
 // scalable default; optim Layout::kSharded) or replicated (ADCME's
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "core/graph.h"
+#include "core/loop.h"
 #include "core/session.h"
 #include "optim/lbfgs.h"
 #include "solvers/heat_solver.h"
@@ -31,6 +33,9 @@ struct HeatInverseOptions {
   bool replicated = false;
   // Global (row, column) sensor points; empty means the whole grid.
   std::vector<std::pair<int, int>> sensors;
+  // Observation times t in [1, nt], strictly increasing (a per-step output
+  // of the time loop); empty means the final time only.
+  std::vector<int64_t> observe_steps;
 };
 
 class HeatInverse final {
@@ -59,6 +64,10 @@ class HeatInverse final {
   double loss(const Tensor& kappa);
   // Counters of the last run (peak live bytes, nodes executed).
   const RunStats& last_run() const { return session_->stats(); }
+  // The time loop's last forward run and its adjoint's last run (empty
+  // stats before the first gradient).
+  LoopStats loop_forward_stats() const;
+  LoopStats loop_adjoint_stats() const;
 
   // Minimises L from `kappa` (overwritten). Collective.
   optim::LbfgsSummary fit(Tensor& kappa, const optim::LbfgsOptions& options);
@@ -72,7 +81,7 @@ class HeatInverse final {
   Patch patch_;
   std::unique_ptr<Graph> graph_;
   std::unique_ptr<Session> session_;
-  Value kappa_, local_loss_, global_loss_, gradient_, obs_;
+  Value kappa_, local_loss_, global_loss_, gradient_, obs_, loop_;
   Tensor observations_;
 };
 
