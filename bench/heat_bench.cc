@@ -1,10 +1,13 @@
 // The heat problem's loss (forward) and loss + gradient, adgraph against the
 // hand-written baseline (bench/heat_baseline.h) in the same run, at κ = 1.
 //   mpirun -n P heat_bench --n 128 --m 128 --N 2 --M 1 --NT 100 --mode gradient
-//   --reps 5
+//   --reps 5 [--checkpoints all|N|auto] [--impl both|adgraph|handwritten]
 // Times: median of reps after one warm-up, max over ranks, each from an
 // MPI_Barrier. Peak RSS: max over ranks (the baseline runs first, so its
 // line shows its own peak; adgraph's line shows the process peak).
+// checkpoints= is the time loop's schedule, forward_evals= the body forward
+// steps one gradient runs (the forward loop's NT plus the adjoint's
+// recomputation; the hand-written loop: NT), nodes= the graph's node count.
 #include <mpi.h>
 #include <sys/resource.h>
 
@@ -38,7 +41,7 @@ int main(int argc, char** argv) {
   auto comm = Communicator::world();
   CLI::App app{"heat problem benchmark: adgraph against a hand-written loop"};
   int n = 64, m = 64, N = 1, M = 1, NT = 100, reps = 5;
-  std::string mode = "gradient";
+  std::string mode = "gradient", checkpoints = "all", impl = "both";
   app.add_option("--n", n, "patch rows")->capture_default_str();
   app.add_option("--m", m, "patch columns")->capture_default_str();
   app.add_option("--N", N, "patch grid rows")->capture_default_str();
@@ -46,6 +49,18 @@ int main(int argc, char** argv) {
   app.add_option("--NT", NT, "time steps")->capture_default_str();
   app.add_option("--mode", mode, "forward or gradient")
       ->check(CLI::IsMember({"forward", "gradient"}))
+      ->capture_default_str();
+  app.add_option("--checkpoints",
+                 checkpoints,
+                 "the adjoint keeps all states, N snapshots (binomial) or "
+                 "auto (about sqrt(2 NT))")
+      ->capture_default_str();
+  app.add_option("--impl",
+                 impl,
+                 "which implementations to run: both (hand-written and "
+                 "adgraph), one of them, or unrolled (adgraph without the "
+                 "loop node: 2 nodes per step, as before loops)")
+      ->check(CLI::IsMember({"both", "adgraph", "handwritten", "unrolled"}))
       ->capture_default_str();
   app.add_option("--reps", reps, "timed repetitions")
       ->check(CLI::PositiveNumber)
@@ -58,6 +73,14 @@ int main(int argc, char** argv) {
   solvers::HeatInverseOptions o;
   o.config.nx = N * n, o.config.ny = M * m, o.config.nt = NT, o.config.px = N,
   o.config.py = M;
+  if (checkpoints == "all") {
+    o.config.checkpoints = CheckpointSchedule::store_all();
+  } else if (checkpoints == "auto") {
+    o.config.checkpoints =
+        CheckpointSchedule::binomial(binomial_two_sweep_snapshots(NT));
+  } else {
+    o.config.checkpoints = CheckpointSchedule::binomial(std::stol(checkpoints));
+  }
   std::string error;
   if (!o.config.is_valid(comm->size(), &error)) {
     if (comm->rank() == 0)
@@ -69,14 +92,18 @@ int main(int argc, char** argv) {
                     double fwd,
                     double grad,
                     double loss,
-                    double gnorm) {
+                    double gnorm,
+                    const std::string& schedule,
+                    int64_t forward_evals,
+                    int nodes) {
     const double rss = peak_rss_mb();
     if (comm->rank() != 0) return;
     std::printf(
         "RESULT impl=%s ranks=%d n=%d m=%d N=%d M=%d Nx=%d Ny=%d NT=%d mode=%s "
         "reps=%d "
         "forward_s=%.6g gradient_s=%.6g fwd_step_s=%.6g grad_over_fwd=%.4g "
-        "loss=%.17g grad_norm=%.17g peak_rss_mb=%.1f\n",
+        "loss=%.17g grad_norm=%.17g peak_rss_mb=%.1f checkpoints=%s "
+        "forward_evals=%lld nodes=%d\n",
         impl,
         comm->size(),
         n,
@@ -94,10 +121,55 @@ int main(int argc, char** argv) {
         gradient ? grad / fwd : 0.0,
         loss,
         gnorm,
-        rss);
+        rss,
+        schedule.c_str(),
+        static_cast<long long>(forward_evals),
+        nodes);
   };
 
-  {
+  if (impl == "unrolled") {
+    // The time loop unrolled into NT data_exchange + heat_step pairs.
+    const solvers::HeatConfig& c = o.config;
+    const solvers::Patch p = solvers::patch_of(c, comm->rank());
+    Graph g;
+    Value kappa = g.placeholder("kappa", {p.n, p.m});
+    Value obs = g.placeholder("obs", {p.n, p.m});
+    Value u = g.constant(solvers::heat_initial(c, p));
+    Value f = g.constant(solvers::heat_source(c, p));
+    std::array<Value, 4> edges = solvers::patch_edges(u);
+    for (int t = 0; t < NT; ++t) {
+      auto halos = data_exchange(
+          edges[0], edges[1], edges[2], edges[3], c.px, c.py);
+      solvers::HeatStep next = solvers::heat_step(
+          u, kappa, f, halos, solvers::heat_dt(c), c.h());
+      u = next.u;
+      edges = next.edges;
+    }
+    Value d = u - obs;
+    Value loss = dot(d, d);
+    Value grad = gradient(loss, kappa);
+    Session s(g);
+    const Tensor ones(Shape{p.n, p.m}, 1.0);
+    const Tensor observed =
+        s.run(u, {{kappa, solvers::heat_kappa_true(c, p)}, {obs, ones}});
+    const FeedMap feeds{{kappa, ones}, {obs, observed}};
+    double l = 0;
+    Tensor gv;
+    const double fwd = bench::median_time(
+        reps, [&] { l = comm->allreduce_sum(s.run(loss, feeds).item()); });
+    const double gs = gradient ? bench::median_time(reps,
+                                                    [&] {
+                                                      auto out = s.run(
+                                                          {loss, grad}, feeds);
+                                                      gv = std::move(out[1]);
+                                                    })
+                               : 0.0;
+    const double g2 =
+        gradient ? comm->allreduce_sum(gv.array().square().sum()) : 0.0;
+    report("unrolled", fwd, gs, l, std::sqrt(g2), "all", NT, g.num_nodes());
+    return 0;
+  }
+  if (impl != "adgraph") {
     bench::HeatBaseline base(o.config, comm->rank());
     const solvers::Patch p = solvers::patch_of(o.config, comm->rank());
     base.set_observations(solvers::heat_kappa_true(o.config, p).to_vector());
@@ -114,9 +186,12 @@ int main(int argc, char** argv) {
            fwd,
            gs,
            comm->allreduce_sum(loss),
-           std::sqrt(comm->allreduce_sum(g2)));
+           std::sqrt(comm->allreduce_sum(g2)),
+           "all",
+           NT,
+           0);
   }
-  {
+  if (impl != "handwritten") {
     solvers::HeatInverse problem(o, *comm);
     const Tensor kappa = problem.kappa_start();
     double loss = 0;
@@ -133,7 +208,16 @@ int main(int argc, char** argv) {
             : 0.0;
     const double g2 =
         gradient ? comm->allreduce_sum(grad.array().square().sum()) : 0.0;
-    report("adgraph", fwd, gs, loss, std::sqrt(g2));
+    const LoopStats f = problem.loop_forward_stats();
+    const LoopStats a = problem.loop_adjoint_stats();
+    report("adgraph",
+           fwd,
+           gs,
+           loss,
+           std::sqrt(g2),
+           gradient ? a.schedule : f.schedule,
+           gradient ? f.forward_steps + a.forward_steps : f.forward_steps,
+           problem.num_nodes());
   }
   return 0;
 }

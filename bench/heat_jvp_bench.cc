@@ -101,10 +101,9 @@ int main(int argc, char** argv) {
     report("handwritten", t, NAN, NAN, l_dot, dot);
   }
   {
-    // The observations, the jvp and the gradient each get their own graph:
-    // ghost dependencies make a run execute every earlier communication
-    // node of its graph, so sharing one graph would make each run pay for
-    // the others' halo exchanges.
+    // The observations, the jvp and the gradient each get their own graph,
+    // so each is measured alone (a run executes only the collectives it
+    // needs, but one graph would share the loop's caches).
     Tensor obs;
     {
       Graph g;

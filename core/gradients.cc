@@ -94,8 +94,10 @@ std::vector<Value> reverse_sweep(const Values& ys,
   //
   // Every communication node of the graph gets its adjoint, even off the
   // path from xs to y (with a zero cotangent): its partner rank may be on
-  // such a path, and the adjoint messages must pair up on every rank. The
-  // ghost dependencies then make the gradient run every forward message too.
+  // such a path, and the adjoint messages must pair up on every rank. A run
+  // executes the collectives it needs and every older point-to-point node
+  // (core/session.h), so those messages pair up too. A loop off the path
+  // is the exception: its messages pair up inside its own bodies.
   const int last_forward_communication = g.last_communication();
   for (int id = top; id >= 0; --id) {
     const Node& node = g.node(id);

@@ -113,7 +113,8 @@ void run_loop(KernelContext& c) {
 
   // The tape: the states the adjoint's first sweep would store, handed
   // over under a ticket.
-  const bool taping = c.output_used(nc + ny);
+  const int takers = c.output_readers(nc + ny);
+  const bool taping = takers > 0;
   std::vector<int64_t> positions;
   if (taping) positions = spec.tape_positions();
   std::map<int64_t, detail::LoopCache::State> snapshots;
@@ -137,7 +138,8 @@ void run_loop(KernelContext& c) {
   cache.give_runner(std::move(runner), spec.forward, wanted);
   for (int k = 0; k < nc; ++k) std::swap(c.output(k), cur[k]);
   c.output(nc + ny)[0] =
-      taping ? static_cast<double>(cache.hand_over(std::move(snapshots))) : 0;
+      taping ? static_cast<double>(cache.hand_over(std::move(snapshots), takers))
+             : 0;
   spec.stats.forward_steps = spec.trips;
   spec.stats.taped_steps = 0;
 }

@@ -39,7 +39,7 @@ class BodyRunner final {
     const Node* node;
     std::vector<int> input_slots;
     int first_slot;
-    std::vector<char> used;
+    std::vector<int> readers;
   };
   const LoopBody& body_;
   CommContext* comm_;
@@ -70,8 +70,9 @@ class LoopCache final {
   // A state buffer shaped like `like` (contents undefined); give it back.
   State take_state(const State& like);
   void give_state(State state);
-  // Snapshots of one forward run, under a new ticket; taken once.
-  int64_t hand_over(std::map<int64_t, State> snapshots);
+  // Snapshots of one forward run, under a new ticket, for `takers` adjoint
+  // runs (the last one takes them, the others get copies).
+  int64_t hand_over(std::map<int64_t, State> snapshots, int takers);
   std::map<int64_t, State> take_over(int64_t ticket);
 
  private:
@@ -80,7 +81,11 @@ class LoopCache final {
            std::vector<std::unique_ptr<BodyRunner>>>
       runners_;
   std::vector<State> states_;
-  std::map<int64_t, std::map<int64_t, State>> handed_;
+  struct Handed {
+    std::map<int64_t, State> snapshots;
+    int takers = 0;
+  };
+  std::map<int64_t, Handed> handed_;
 };
 
 // Copies into `dst` the nodes of `body` needed for `wanted` plus every

@@ -78,13 +78,13 @@ BodyRunner::BodyRunner(const LoopBody& body, const std::vector<int>& wanted)
                                ? -1
                                : first_slot[out.node_id()] + out.output());
   }
-  std::vector<char> used(num_slots, 0);
+  std::vector<int> readers(num_slots, 0);
   for (const Step& step : steps_)
-    for (int s : step.input_slots) used[s] = 1;
-  for (int k : wanted) used[output_slot_[k]] = 1;
+    for (int s : step.input_slots) ++readers[s];
+  for (int k : wanted) ++readers[output_slot_[k]];
   for (Step& step : steps_) {
     for (int k = 0; k < step.node->num_outputs(); ++k)
-      step.used.push_back(used[step.first_slot + k]);
+      step.readers.push_back(readers[step.first_slot + k]);
   }
 }
 
@@ -110,7 +110,7 @@ void BodyRunner::run(const Tensor* const* inputs) {
     for (std::size_t i = 0; i < step.input_slots.size(); ++i)
       in[i] = views_[step.input_slots[i]];
     KernelContext ctx(n, in, &slots_[step.first_slot], comm_);
-    ctx.set_used_outputs(step.used.data());
+    ctx.set_output_readers(step.readers.data());
     n.op->compute(ctx);
   }
   // A step's sends complete within the step: every rank runs the same
@@ -188,21 +188,28 @@ void LoopCache::give_state(State state) {
   states_.push_back(std::move(state));
 }
 
-int64_t LoopCache::hand_over(std::map<int64_t, State> snapshots) {
+int64_t LoopCache::hand_over(std::map<int64_t, State> snapshots,
+                             int takers) {
   static std::atomic<int64_t> next_ticket{1};
   const int64_t ticket = next_ticket++;
   std::lock_guard<std::mutex> lock(mutex_);
-  handed_[ticket] = std::move(snapshots);
+  handed_[ticket] = {std::move(snapshots), takers};
   return ticket;
 }
 
 std::map<int64_t, LoopCache::State> LoopCache::take_over(int64_t ticket) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   auto it = handed_.find(ticket);
   ADGRAPH_CHECK(it != handed_.end()) << "no snapshots under ticket " << ticket;
-  auto snapshots = std::move(it->second);
-  handed_.erase(it);
-  return snapshots;
+  if (--it->second.takers <= 0) {
+    auto snapshots = std::move(it->second.snapshots);
+    handed_.erase(it);
+    return snapshots;
+  }
+  // Another adjoint of this run reads them too: this one gets copies.
+  std::map<int64_t, State> copy;
+  for (const auto& [t, state] : it->second.snapshots) copy[t] = state;
+  return copy;
 }
 
 std::vector<Value> clone_body(const LoopBody& body,

@@ -92,19 +92,21 @@ class KernelContext final {
   CommContext* comm() const { return comm_; }
   int64_t attr_int(const std::string& name) const;
   double attr_float(const std::string& name) const;
-  // Whether anything reads output `k` in this run (a later node or a fetch).
-  // A kernel may skip an unread output that is costly to produce; it must
-  // still leave a tensor of the declared shape there.
-  bool output_used(int k) const { return used_ == nullptr || used_[k] != 0; }
-  // The executor's per-output flags (nullptr: every output is read).
-  void set_used_outputs(const char* used) { used_ = used; }
+  // How many readers output `k` has in this run (later nodes' inputs and
+  // fetches; 1 when the executor does not say). A kernel may skip an unread
+  // output that is costly to produce; it must still leave a tensor of the
+  // declared shape there.
+  int output_readers(int k) const { return readers_ ? readers_[k] : 1; }
+  bool output_used(int k) const { return output_readers(k) > 0; }
+  // The executor's per-output reader counts (nullptr: one each).
+  void set_output_readers(const int* readers) { readers_ = readers; }
 
  private:
   const Node& node_;
   const Tensor* const* inputs_;
   Tensor* outputs_;
   CommContext* comm_;
-  const char* used_ = nullptr;
+  const int* readers_ = nullptr;
 };
 
 // What a gradient builder sees: the forward node's inputs and outputs as
@@ -205,8 +207,10 @@ struct OpDef {
   // is called on every rank for every such node, also with all tangents
   // zero, and must build the same communication nodes whatever is zero.
   TangentFn tangent;
-  // Communication nodes are chained by ghost dependencies (control edges in
-  // creation order) so every rank issues its MPI calls in one order.
+  // Communication nodes are chained by ghost dependencies (Node::ghost_input,
+  // in creation order) so every rank issues its MPI calls in one order. A
+  // ghost dependency orders; it does not make a run execute the older node
+  // (point-to-point nodes excepted, see Session::run).
   bool communication = false;
   // Collective nodes also enter the per-plan cross-rank consistency check.
   bool collective = false;

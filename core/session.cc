@@ -23,8 +23,8 @@ struct Session::Plan {
     std::vector<int> release;  // slots dead after this step
     // (output, input slot) pairs whose output takes the input's buffer.
     std::vector<std::pair<int, int>> in_place;
-    // Per output: 1 when something reads it (a later step or a fetch).
-    std::vector<char> used;
+    // Per output: how many later inputs and fetches read it.
+    std::vector<int> readers;
   };
   std::vector<Step> steps;
   std::vector<std::vector<int>> levels;  // step indices, for concurrency
@@ -83,22 +83,66 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
   }
   stats_.plan_cached = false;
 
-  // Everything the fetches need, through data and control edges, in
-  // demand order: a depth-first post-order from the fetches, which runs a
+  // What runs: the nodes the fetches need through data and control edges.
+  // Ghost dependencies order communication, they do not pull it in: every
+  // rank fetches the same values, so the collectives a run needs are the
+  // same on every rank. Point-to-point nodes are the exception. A graph of
+  // sends and receives may differ by rank (one rank sends, the other
+  // receives), and a send is a side effect its own rank need not fetch, so
+  // every point-to-point node older than the newest communication node the
+  // run needs runs too, as its partner may be waiting for it.
+  int top = -1;
+  for (const auto& [id, out] : key) top = std::max(top, id);
+  std::vector<char> needed(top + 1, 0);
+  auto mark = [&](int root) {
+    std::vector<int> stack{root};
+    while (!stack.empty()) {
+      const int id = stack.back();
+      stack.pop_back();
+      if (needed[id]) continue;
+      needed[id] = 1;
+      const Node& n = graph_.node(id);
+      for (int c : n.control_inputs) stack.push_back(c);
+      for (const Value& in : n.inputs) stack.push_back(in.node_id());
+    }
+  };
+  std::vector<int> roots;
+  for (const auto& [id, out] : key) roots.push_back(id);
+  for (int r : roots) mark(r);
+  int newest = -1;
+  for (int id = top; id >= 0 && newest < 0; --id) {
+    if (needed[id] && graph_.node(id).communication) newest = id;
+  }
+  for (int id = newest; id >= 0; id = graph_.node(id).ghost_input) {
+    const Node& n = graph_.node(id);
+    if (!needed[id] && !n.collective) {
+      roots.push_back(id);
+      mark(id);
+    }
+  }
+  // Each needed communication node runs after the previous needed one.
+  std::vector<int> previous(top + 1, -1);
+  {
+    int last = -1;
+    for (int id = 0; id <= top; ++id) {
+      if (!needed[id] || !graph_.node(id).communication) continue;
+      previous[id] = last;
+      last = id;
+    }
+  }
+
+  // Demand order: a depth-first post-order from the fetches, which runs a
   // node just before its first consumer needs it. Creation order would also
   // be topological, but it runs a whole chain before anything that was
   // appended to the graph later and consumes the chain step by step (jvp()'s
-  // tangent nodes), keeping every step alive. Communication nodes are
-  // totally ordered by their ghost dependencies, so every order keeps their
-  // sequence.
-  int top = -1;
-  for (const auto& [id, out] : key) top = std::max(top, id);
+  // tangent nodes), keeping every step alive.
   std::vector<int> order;
   {
     std::vector<char> seen(top + 1, 0);
-    // (node, index of its next dependency: control inputs, then inputs)
+    // (node, index of its next dependency: control inputs, the previous
+    // communication node, then inputs)
     std::vector<std::pair<int, std::size_t>> stack;
-    for (const auto& [root, out] : key) {
+    for (int root : roots) {
       if (seen[root]) continue;
       seen[root] = 1;
       stack.emplace_back(root, 0);
@@ -113,7 +157,7 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
           continue;
         }
         const int dep = k + 1 < controls ? n.control_inputs[k]
-                        : k + 1 == controls ? n.ghost_input
+                        : k + 1 == controls ? previous[id]
                                             : n.inputs[k - controls].node_id();
         if (dep < 0) continue;
         if (!seen[dep]) {
@@ -123,7 +167,6 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
       }
     }
   }
-
   auto plan = std::make_unique<Plan>();
   std::vector<int> step_of(top + 1, -1);
   std::vector<int> level_of;
@@ -147,8 +190,8 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
     }
     for (int c : n.control_inputs)
       level = std::max(level, level_of[step_of[c]] + 1);
-    if (n.ghost_input >= 0)
-      level = std::max(level, level_of[step_of[n.ghost_input]] + 1);
+    if (previous[id] >= 0)
+      level = std::max(level, level_of[step_of[previous[id]]] + 1);
     for (int k = 0; k < n.num_outputs(); ++k) {
       slot_owner.push_back(index);
       last_use.push_back(index);
@@ -203,9 +246,13 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
   for (int slot = 0; slot < plan->num_slots; ++slot) {
     if (!fetched[slot] && !handed_over[slot])
       plan->steps[last_use[slot]].release.push_back(slot);
-    Plan::Step& owner = plan->steps[slot_owner[slot]];
-    owner.used.push_back(fetched[slot] || last_use[slot] > slot_owner[slot]);
   }
+  std::vector<int> readers(plan->num_slots, 0);
+  for (const Plan::Step& step : plan->steps)
+    for (int slot : step.input_slots) ++readers[slot];
+  for (int slot : plan->fetch_slots) ++readers[slot];
+  for (int slot = 0; slot < plan->num_slots; ++slot)
+    plan->steps[slot_owner[slot]].readers.push_back(readers[slot]);
   plan->slots.resize(plan->num_slots, Tensor(Shape{0}));
   plan->views.resize(plan->num_slots, nullptr);
   plan->fetch_count.assign(plan->num_slots, 0);
@@ -307,7 +354,7 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
       inputs[i] = views[step.input_slots[i]];
     }
     KernelContext ctx(n, inputs, &slots[step.first_slot], comm);
-    ctx.set_used_outputs(step.used.data());
+    ctx.set_output_readers(step.readers.data());
     n.op->compute(ctx);
   };
   // A kernel may replace an output by a larger tensor (a loop's tape).

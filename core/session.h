@@ -59,7 +59,12 @@ class Session final {
   Session& operator=(const Session&) = delete;
 
   // Runs the nodes `fetches` need (data and control inputs, transitively)
-  // and returns the fetched tensors in order. Each intermediate tensor is
+  // and returns the fetched tensors in order. Communication nodes run in
+  // their ghost order; a ghost dependency does not pull a collective into
+  // the run (every rank fetches the same values, so every rank needs the
+  // same collectives), but every point-to-point node older than the newest
+  // communication node the run needs does run, because in a graph that
+  // differs by rank its partner may wait for it. Each intermediate tensor is
   // freed right after its last consumer; in sequential runs that consumer
   // may write its output into the input's buffer instead (OpDef::in_place:
   // element-wise ops, heat_step_adjoint's κ̄), never into a feed or a

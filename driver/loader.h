@@ -25,12 +25,21 @@
 // "g:k" is the k-th of a list of "wrt". Inputs must name earlier nodes;
 // "after" may name any node, as long as no cycle forms.
 //
-// A "repeat" entry among the nodes unrolls a body K times:
-//   {"repeat": K, "carry": {"u": "u0"}, "body": [nodes…]}
+// A "repeat" entry among the nodes is one loop node (core/loop.h) that runs
+// its body K times; the graph does not grow with K:
+//   {"repeat": K, "carry": {"u": "u0"}, "body": [nodes…],
+//    "checkpoints": "all" | s | {"every": k}}
 // Inside the body, "u" names the carried value (first "u0", then the body's
-// node "u" of the previous pass); other body nodes are visible to the body
-// under their plain names. Copies are named "<name>@<k>" (k = 0 … K−1);
-// after the block "u" names the last pass's value.
+// node "u" of the previous pass); a carried node with several outputs is
+// carried whole ("e:0" … "e:3"), as far as the body's node of that name has
+// outputs. Other body nodes are visible to the body under their plain
+// names; nodes outside the block are read as loop invariants. Bodies may
+// hold communication nodes and nested repeat blocks. After the block, "u"
+// names the last pass's value. "checkpoints" is the schedule of the loop's
+// adjoint: every state ("all", the default), s snapshots (binomial), or a
+// snapshot every k steps; every schedule gives the same numbers. Errors
+// inside a body name the node as written ("u"), errors of the block name it
+// by position ("nodes[4].carry.u").
 //
 // Every error throws JsonError with the file, the node (when there is one)
 // and the field, e.g. `g.json: node "l" (pow): input "b": shape [3] does

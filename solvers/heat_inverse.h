@@ -68,6 +68,8 @@ class HeatInverse final {
   // stats before the first gradient).
   LoopStats loop_forward_stats() const;
   LoopStats loop_adjoint_stats() const;
+  // Nodes of the problem's graph (it does not grow with nt).
+  int num_nodes() const { return graph_->num_nodes(); }
 
   // Minimises L from `kappa` (overwritten). Collective.
   optim::LbfgsSummary fit(Tensor& kappa, const optim::LbfgsOptions& options);

@@ -30,6 +30,58 @@ TEST(GhostDependencies, ChainCommunicationNodesInCreationOrder) {
   EXPECT_EQ(b.node().communication_index, 1);
 }
 
+TEST(GhostDependencies, OrderRunsWithoutPullingInUnneededCollectives) {
+  Graph g;
+  Value x = g.placeholder("x", {2});
+  Value la = sum(square(mpi_allreduce(x)));  // 4 nodes with x
+  Value lb = sum(mpi_allreduce(sin(x)));     // 4 nodes with x
+  Value ga = gradient(la, x);
+  Session s(g);
+  const FeedMap feeds{{x, Tensor({1.0, 2.0})}};
+  const double size = world_size();
+  // Σ_i (size·x_i)² = 5·size².
+  EXPECT_EQ(s.run(la, feeds).item(), 5 * size * size);
+  EXPECT_EQ(s.stats().nodes_executed, 4);
+  // lb's allreduce is newer than la's; its ghost edge orders, not includes.
+  EXPECT_NEAR(s.run(lb, feeds).item(),
+              size * (std::sin(1.0) + std::sin(2.0)),
+              1e-14 * size);
+  EXPECT_EQ(s.stats().nodes_executed, 4);
+  // The gradient does not run lb's allreduce (nor its zero-cotangent
+  // adjoint): ∂(Σ_q la_q)/∂x_r = Σ_q 2·size·x = 2·size²·x.
+  const Tensor g_out = s.run(ga, feeds);
+  EXPECT_EQ(g_out[0], 2 * size * size * 1.0);
+  EXPECT_EQ(g_out[1], 2 * size * size * 2.0);
+  // Both in one run: the two collectives run in creation order.
+  auto both = s.run({la, lb}, feeds);
+  EXPECT_EQ(both[0].item(), 5 * size * size);
+}
+
+TEST(GhostDependencies, OlderPointToPointNodesStillRun) {
+  // Rank 0's send feeds nothing it fetches; rank 1 waits for it. The send
+  // is older than the allreduce both fetch, so it runs.
+  const int rank = world_rank(), size = world_size();
+  if (size < 2) return;
+  Graph g;
+  Value x = g.placeholder("x", {2});
+  Value received;
+  if (rank == 0) mpi_send(x, 1, 4);
+  if (rank == 1) received = mpi_recv(x, 0, 4);
+  NodeOptions named;  // auto names differ: rank 2 has no send or receive
+  named.name = "total";
+  Value total = g.add_node("mpi_allreduce", {x}, {{"op", "sum"}}, named);
+  Session s(g);
+  const FeedMap feeds{{x, Tensor({1.0 + rank, 2.0})}};
+  std::vector<Value> fetches{total};
+  if (rank == 1) fetches.push_back(received);
+  auto out = s.run(fetches, feeds);
+  if (rank == 1) {
+    EXPECT_EQ(out[1][0], 1.0);
+    EXPECT_EQ(out[1][1], 2.0);
+  }
+  EXPECT_EQ(out[0][1], 2.0 * size);
+}
+
 TEST(GhostDependencies, AdjointsRunInReverseOrder) {
   Graph g;
   Value x = g.placeholder("x", {2});

@@ -264,22 +264,36 @@ TEST(HeatInverse, ReplicatedShardedAndSensorLossesAgreeWithTheReference) {
 
 TEST(HeatInverse, MemoryOfGradientAndForwardRuns) {
   const int size = world_size();
-  HeatInverseOptions o;
-  o.config.nx = 48, o.config.ny = 48, o.config.nt = 60;
-  o.config.px = size == 4 ? 2 : size, o.config.py = size == 4 ? 2 : 1;
-  HeatInverse problem(o, *Communicator::world());
-  const int64_t n = problem.patch().n, m = problem.patch().m;
-  // A state the adjoint of a step needs: u^k and the four halos it received.
-  const double patch_bytes = sizeof(double) * n * m;
-  const double state_bytes = sizeof(double) * (n * m + 2 * n + 2 * m);
-  problem.loss_and_gradient(problem.kappa_start());
-  const double gradient_peak = problem.last_run().peak_live_bytes;
-  problem.loss(problem.kappa_start());
-  const double forward_peak = problem.last_run().peak_live_bytes;
-  // The adjoint needs NT states; everything else is a few patches.
-  EXPECT_LE(gradient_peak, 1.1 * (o.config.nt + 1) * state_bytes);
-  EXPECT_GE(gradient_peak, o.config.nt * patch_bytes);
-  EXPECT_LE(forward_peak, 4 * patch_bytes);
+  for (int64_t snapshots : {0, 4}) {  // 0: store_all
+    HeatInverseOptions o;
+    o.config.nx = 48, o.config.ny = 48, o.config.nt = 60;
+    o.config.px = size == 4 ? 2 : size, o.config.py = size == 4 ? 2 : 1;
+    o.config.checkpoints = snapshots == 0
+                               ? CheckpointSchedule::store_all()
+                               : CheckpointSchedule::binomial(snapshots);
+    HeatInverse problem(o, *Communicator::world());
+    const int64_t n = problem.patch().n, m = problem.patch().m;
+    const double patch_bytes = sizeof(double) * n * m;
+    // A state of the time loop: u and its four edges.
+    const double state_bytes = sizeof(double) * (n * m + 2 * n + 2 * m);
+    problem.loss_and_gradient(problem.kappa_start());
+    const double gradient_peak = problem.last_run().peak_live_bytes;
+    const LoopStats adjoint = problem.loop_adjoint_stats();
+    problem.loss(problem.kappa_start());
+    const double forward_peak = problem.last_run().peak_live_bytes;
+    if (snapshots == 0) {
+      // Every state 0 … NT−1 is kept, and nothing more.
+      EXPECT_EQ(adjoint.max_snapshots, o.config.nt);
+      EXPECT_EQ(adjoint.snapshot_bytes, o.config.nt * state_bytes);
+    } else {
+      // s snapshots, plus c_{NT−1} from the forward run's tape.
+      EXPECT_LE(adjoint.max_snapshots, snapshots + 1);
+      EXPECT_LE(adjoint.snapshot_bytes, (snapshots + 1) * state_bytes);
+    }
+    // The snapshots live with the loop; the session holds a few patches.
+    EXPECT_LE(gradient_peak, 12 * patch_bytes);
+    EXPECT_LE(forward_peak, 4 * patch_bytes);
+  }
 }
 
 TEST(HeatInverse, ConfigurationErrorsAreClearOnEveryRank) {
