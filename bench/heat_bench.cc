@@ -138,16 +138,16 @@ int main(int argc, char** argv) {
     Value f = g.constant(solvers::heat_source(c, p));
     std::array<Value, 4> edges = solvers::patch_edges(u);
     for (int t = 0; t < NT; ++t) {
-      auto halos = data_exchange(
-          edges[0], edges[1], edges[2], edges[3], c.px, c.py);
-      solvers::HeatStep next = solvers::heat_step(
-          u, kappa, f, halos, solvers::heat_dt(c), c.h());
+      auto halos =
+          data_exchange(edges[0], edges[1], edges[2], edges[3], c.px, c.py);
+      solvers::HeatStep next =
+          solvers::heat_step(u, kappa, f, halos, solvers::heat_dt(c), c.h());
       u = next.u;
       edges = next.edges;
     }
     Value d = u - obs;
     Value loss = dot(d, d);
-    Value grad = gradient(loss, kappa);
+    Value grad = adgraph::gradient(loss, kappa);
     Session s(g);
     const Tensor ones(Shape{p.n, p.m}, 1.0);
     const Tensor observed =
@@ -157,13 +157,13 @@ int main(int argc, char** argv) {
     Tensor gv;
     const double fwd = bench::median_time(
         reps, [&] { l = comm->allreduce_sum(s.run(loss, feeds).item()); });
-    const double gs = gradient ? bench::median_time(reps,
-                                                    [&] {
-                                                      auto out = s.run(
-                                                          {loss, grad}, feeds);
-                                                      gv = std::move(out[1]);
-                                                    })
-                               : 0.0;
+    const double gs =
+        gradient ? bench::median_time(reps,
+                                      [&] {
+                                        auto out = s.run({loss, grad}, feeds);
+                                        gv = std::move(out[1]);
+                                      })
+                 : 0.0;
     const double g2 =
         gradient ? comm->allreduce_sum(gv.array().square().sum()) : 0.0;
     report("unrolled", fwd, gs, l, std::sqrt(g2), "all", NT, g.num_nodes());

@@ -83,7 +83,8 @@ std::vector<Value> reverse_sweep(const Values& ys,
         }
         if (real) from_y[target.node_id()] = 1;
       };
-  for (std::size_t k = 0; k < ys.size(); ++k) accumulate(ys[k], grad_ys[k], true);
+  for (std::size_t k = 0; k < ys.size(); ++k)
+    accumulate(ys[k], grad_ys[k], true);
   for (std::size_t i = 0; i < initial.size() && i < xs.size(); ++i) {
     if (initial[i].valid()) accumulate(xs[i], initial[i], true);
   }
@@ -105,9 +106,9 @@ std::vector<Value> reverse_sweep(const Values& ys,
     for (const Value& in : node.inputs) {
       any_input_from_x = any_input_from_x || from_x[in.node_id()];
     }
-    const bool communicates =
-        pair_communication && node.communication && !node.inputs.empty() &&
-        !(node.loop && !any_input_from_x);
+    const bool communicates = pair_communication && node.communication &&
+                              !node.inputs.empty() &&
+                              !(node.loop && !any_input_from_x);
     if (!any_input_from_x && !communicates) continue;
     const int n_out = node.num_outputs();
     Values outputs, output_grads;
@@ -196,8 +197,7 @@ std::vector<Value> reverse_sweep(const Values& ys,
     auto it = adjoint.find({x.node_id(), x.output()});
     result.push_back(it != adjoint.end() ? it->second : zeros_of(g, x.shape()));
   }
-  if (wait)
-    detail::wait_for_messages(g, last_forward_communication, result);
+  if (wait) detail::wait_for_messages(g, last_forward_communication, result);
   return result;
 }
 

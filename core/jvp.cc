@@ -105,8 +105,8 @@ std::vector<Value> forward_sweep(const std::vector<Value>& ys,
     const Node& node = g.node(id);
     // A loop off the path to the ys is skipped: its messages pair up inside
     // its own body (see core/loop.h).
-    const bool communicates = node.communication && !node.inputs.empty() &&
-                              !(node.loop && !to_y[id]);
+    const bool communicates =
+        node.communication && !node.inputs.empty() && !(node.loop && !to_y[id]);
     // An x keeps its given tangent; a communicating x still builds its
     // tangent node so that the partners' messages pair up.
     if (is_x[id] && !communicates) continue;
@@ -169,8 +169,7 @@ std::vector<Value> forward_sweep(const std::vector<Value>& ys,
                          ? it->second
                          : g.add_node("zeros", {}, {{"shape", y.shape()}}));
   }
-  if (wait)
-    detail::wait_for_messages(g, last_forward_communication, result);
+  if (wait) detail::wait_for_messages(g, last_forward_communication, result);
   return result;
 }
 

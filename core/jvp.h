@@ -27,8 +27,9 @@ namespace adgraph {
 //   it needs alive until the tangent pass (memory like a gradient run); a
 //   loop's tangent is a loop carrying (c, ċ), which keeps no states
 //   (core/loop.h), and a local jvp runs each tangent step right after its
-//   forward step (the session runs nodes when first needed). Summed over ranks, Σ_r ⟨w_r, jvp(y_r)⟩ = Σ_r ⟨∂(Σ_q ⟨w_q,
-//   y_q⟩)/∂x_r, tangent_r⟩: the transpose of gradients().
+//   forward step (the session runs nodes when first needed). Summed over ranks,
+//   Σ_r ⟨w_r, jvp(y_r)⟩ = Σ_r ⟨∂(Σ_q ⟨w_q, y_q⟩)/∂x_r, tangent_r⟩: the
+//   transpose of gradients().
 //
 // Throws GraphError naming the node when an op between an x and a y has
 // neither a tangent rule nor (for a local op) a gradient, and ShapeError for a

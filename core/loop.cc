@@ -33,8 +33,8 @@ Values concat(std::initializer_list<Values> parts) {
 Values placeholders(Graph& g, const std::string& prefix, const Values& like) {
   Values out;
   for (std::size_t k = 0; k < like.size(); ++k)
-    out.push_back(g.placeholder(prefix + "[" + std::to_string(k) + "]",
-                                like[k].shape()));
+    out.push_back(
+        g.placeholder(prefix + "[" + std::to_string(k) + "]", like[k].shape()));
   return out;
 }
 
@@ -120,26 +120,35 @@ void run_loop(KernelContext& c) {
   std::map<int64_t, detail::LoopCache::State> snapshots;
   const std::vector<int64_t> rows = rows_of_steps(spec);
   std::size_t next = 0;
+  // A kept state is moved into the snapshots, not copied: the next step
+  // reads it there, and cur takes spare buffers for the step's result.
+  const detail::LoopCache::State* kept = nullptr;
   for (int64_t t = 0; t < spec.trips; ++t) {
     step[0] = static_cast<double>(t);
+    for (int k = 0; k < nc; ++k) inputs[k] = kept ? &(*kept)[k] : &cur[k];
     runner->run(inputs.data());
     if (rows[t] >= 0) {
       for (std::size_t w = nc; w < wanted.size(); ++w)
         copy_row(runner->output(wanted[w]), c.output(wanted[w]), rows[t]);
     }
     runner->move_outputs(0, cur);
+    kept = nullptr;
     if (next < positions.size() && positions[next] == t + 1) {
-      detail::LoopCache::State kept = cache.take_state(cur);
-      copy_state(cur, kept);
-      snapshots[t + 1] = std::move(kept);
+      detail::LoopCache::State spare = cache.take_state(cur);
+      auto& slot = snapshots[t + 1];
+      slot = std::move(cur);
+      cur = std::move(spare);
+      kept = &slot;
       ++next;
     }
   }
+  if (kept) copy_state(*kept, cur);  // the last step was kept
   cache.give_runner(std::move(runner), spec.forward, wanted);
   for (int k = 0; k < nc; ++k) std::swap(c.output(k), cur[k]);
   c.output(nc + ny)[0] =
-      taping ? static_cast<double>(cache.hand_over(std::move(snapshots), takers))
-             : 0;
+      taping
+          ? static_cast<double>(cache.hand_over(std::move(snapshots), takers))
+          : 0;
   spec.stats.forward_steps = spec.trips;
   spec.stats.taped_steps = 0;
 }
@@ -199,9 +208,8 @@ class Reversal final {
     spec_.stats.forward_steps = advances_;
     spec_.stats.taped_steps = taped_;
     spec_.stats.max_snapshots = max_snapshots_;
-    spec_.stats.snapshot_bytes =
-        max_snapshots_ * spec_.state_elements() *
-        static_cast<int64_t>(sizeof(double));
+    spec_.stats.snapshot_bytes = max_snapshots_ * spec_.state_elements() *
+                                 static_cast<int64_t>(sizeof(double));
   }
 
  private:
@@ -266,8 +274,7 @@ class Reversal final {
       if (row >= 0) {
         const Tensor& all = c_.input(nc_ + ni_ + nr_ + j);
         const int64_t m = ybar_[j].size();
-        std::memcpy(
-            ybar_[j].data(), all.data() + row * m, m * sizeof(double));
+        std::memcpy(ybar_[j].data(), all.data() + row * m, m * sizeof(double));
         ybar_zero_[j] = 0;
       } else if (!ybar_zero_[j]) {
         ybar_[j].array().setZero();
@@ -339,9 +346,7 @@ class Reversal final {
   int64_t advances_ = 0, taped_ = 0, max_snapshots_ = 0;
 };
 
-void run_loop_adjoint(KernelContext& c) {
-  Reversal(c, *c.node().loop).run();
-}
+void run_loop_adjoint(KernelContext& c) { Reversal(c, *c.node().loop).run(); }
 
 // ---------------------------------------------------------------------------
 // Building loop nodes.
@@ -383,17 +388,27 @@ Values loop_gradient(const GradientContext& c) {
   for (int j = 0; j < ny; ++j) {
     if (c.grad(nc + j).node().op_name() != "zeros") present.push_back(j);
   }
+  // Invariants whose cotangent nobody wants (f beside κ) are not summed.
+  std::vector<int> wanted;
+  for (int j = 0; j < ni; ++j) {
+    if (c.needs_gradient(nc + j)) wanted.push_back(j);
+  }
   auto ag = new_body_graph(*fwd.graph);
   Values ct = placeholders(*ag, "carry", slice(fwd.inputs, 0, nc));
   Values p = placeholders(*ag, "invariant", slice(fwd.inputs, nc, ni));
   Value step = ag->placeholder("step", {});
   Values ct_bar = placeholders(*ag, "carry_cotangent", ct);
-  Values p_bar = placeholders(*ag, "invariant_cotangent", p);
+  Values p_wanted, p_bar;
+  for (int j : wanted) {
+    p_wanted.push_back(p[j]);
+    p_bar.push_back(ag->placeholder(
+        "invariant_cotangent[" + std::to_string(j) + "]", p[j].shape()));
+  }
   Values y_bar;
   for (int j : present) {
-    y_bar.push_back(ag->placeholder("output_cotangent[" + std::to_string(j) +
-                                        "]",
-                                    fwd.outputs[nc + j].shape()));
+    y_bar.push_back(
+        ag->placeholder("output_cotangent[" + std::to_string(j) + "]",
+                        fwd.outputs[nc + j].shape()));
   }
   Values outs = clone_body(fwd, *ag, concat({ct, p, {step}}), fwd.outputs);
   Values ys = slice(outs, 0, nc), grad_ys = ct_bar;
@@ -404,7 +419,7 @@ Values loop_gradient(const GradientContext& c) {
   Values initial(nc);
   initial.insert(initial.end(), p_bar.begin(), p_bar.end());
   Values grads =
-      detail::body_gradients(ys, grad_ys, concat({ct, p}), initial);
+      detail::body_gradients(ys, grad_ys, concat({ct, p_wanted}), initial);
 
   auto adj = std::make_shared<LoopSpec>();
   adj->kind = LoopSpec::Kind::kAdjoint;
@@ -416,19 +431,23 @@ Values loop_gradient(const GradientContext& c) {
   adj->schedule = spec.schedule;
   adj->forward = fwd;
   adj->reverse = {ag, concat({ct, p, {step}, ct_bar, p_bar, y_bar}), grads};
-  adj->num_reverse = nc + ni;
+  adj->num_reverse = nc + as_int(wanted.size());
   adj->num_step_cotangents = as_int(present.size());
   adj->taped = true;
   adj->cache = spec.cache;  // where the forward run hands its snapshots
   Values inputs = slice(node.inputs, 0, nc + ni);
   for (int k = 0; k < nc; ++k) inputs.push_back(c.grad(k));
-  for (int j = 0; j < ni; ++j)
+  for (int j : wanted)
     inputs.push_back(zeros_like(g, node.inputs[nc + j].shape()));
   for (int j : present) inputs.push_back(c.grad(nc + j));
   inputs.push_back(c.output(nc + ny));  // the tape
   Values r = add_loop_node(g, "loop_adjoint", inputs, adj, {});
   spec.adjoints.emplace_back(&g, r[0].node_id());
-  return r;
+  Values result = slice(r, 0, nc);
+  result.resize(nc + ni);
+  for (std::size_t i = 0; i < wanted.size(); ++i)
+    result[nc + wanted[i]] = r[nc + i];
+  return result;
 }
 
 // Tangent bodies: `body` with a tangent input beside each input listed in
@@ -436,10 +455,10 @@ Values loop_gradient(const GradientContext& c) {
 // order given by `order` (see below) and outputs (values, then tangents).
 struct TangentBody {
   std::shared_ptr<Graph> graph;
-  Values inputs;       // the body's inputs, in the tangent body
-  Values tangents;     // one per entry of with_tangent
-  Values outputs;      // the body's outputs
-  Values out_tangents; // their tangents
+  Values inputs;        // the body's inputs, in the tangent body
+  Values tangents;      // one per entry of with_tangent
+  Values outputs;       // the body's outputs
+  Values out_tangents;  // their tangents
 };
 
 TangentBody tangent_body(const LoopBody& body,
@@ -448,8 +467,8 @@ TangentBody tangent_body(const LoopBody& body,
   TangentBody t;
   t.graph = new_body_graph(*body.graph);
   for (std::size_t i = 0; i < body.inputs.size(); ++i) {
-    t.inputs.push_back(t.graph->placeholder(body.inputs[i].name(),
-                                            body.inputs[i].shape()));
+    t.inputs.push_back(
+        t.graph->placeholder(body.inputs[i].name(), body.inputs[i].shape()));
   }
   Values xs;
   for (int i : with_tangent) {
@@ -457,8 +476,8 @@ TangentBody tangent_body(const LoopBody& body,
     t.tangents.push_back(t.graph->placeholder(
         "tangent:" + body.inputs[i].name(), body.inputs[i].shape()));
   }
-  t.outputs = clone_body(
-      body, *t.graph, t.inputs, slice(body.outputs, 0, num_outputs));
+  t.outputs =
+      clone_body(body, *t.graph, t.inputs, slice(body.outputs, 0, num_outputs));
   if (xs.empty()) {
     for (const Value& y : t.outputs)
       t.out_tangents.push_back(zeros_like(*t.graph, y.shape()));
@@ -498,17 +517,16 @@ Values loop_tangent(const TangentContext& c) {
   tl->num_step_outputs = 2 * ny;
   tl->output_steps = spec.output_steps;
   tl->schedule = spec.schedule;
-  tl->forward = {
-      t.graph,
-      concat({slice(t.inputs, 0, nc),
-              slice(t.tangents, 0, nc),
-              slice(t.inputs, nc, ni),
-              slice(t.tangents, nc, np),
-              {t.inputs[nc + ni]}}),
-      concat({slice(t.outputs, 0, nc),
-              slice(t.out_tangents, 0, nc),
-              slice(t.outputs, nc, ny),
-              slice(t.out_tangents, nc, ny)})};
+  tl->forward = {t.graph,
+                 concat({slice(t.inputs, 0, nc),
+                         slice(t.tangents, 0, nc),
+                         slice(t.inputs, nc, ni),
+                         slice(t.tangents, nc, np),
+                         {t.inputs[nc + ni]}}),
+                 concat({slice(t.outputs, 0, nc),
+                         slice(t.out_tangents, 0, nc),
+                         slice(t.outputs, nc, ny),
+                         slice(t.out_tangents, nc, ny)})};
   Values inputs = slice(node.inputs, 0, nc);
   for (int k = 0; k < nc; ++k) inputs.push_back(tangent_or_zeros(c, k));
   for (int j = 0; j < ni; ++j) inputs.push_back(node.inputs[nc + j]);
@@ -651,33 +669,30 @@ LoopResult loop(int64_t trips,
                 const LoopBodyFn& body,
                 LoopOptions options) {
   if (init.empty() && invariants.empty())
-    throw GraphError("a loop needs at least one carry or invariant",
-                     options.name,
-                     "loop");
+    throw GraphError(
+        "a loop needs at least one carry or invariant", options.name, "loop");
   const Value& any = init.empty() ? invariants[0] : init[0];
-  if (!any.valid()) throw GraphError("invalid loop input", options.name, "loop");
+  if (!any.valid())
+    throw GraphError("invalid loop input", options.name, "loop");
   Graph& g = any.graph();
-  const std::string label =
-      options.name.empty() ? "loop_" + std::to_string(g.num_nodes())
-                           : options.name;
+  const std::string label = options.name.empty()
+                                ? "loop_" + std::to_string(g.num_nodes())
+                                : options.name;
   for (const Value& v : concat({init, invariants})) {
     if (!v.valid() || &v.graph() != &g)
-      throw GraphError("loop inputs must be values of one graph",
-                       label,
-                       "loop",
-                       "inputs");
+      throw GraphError(
+          "loop inputs must be values of one graph", label, "loop", "inputs");
   }
   if (trips < 1) {
-    throw GraphError("the trip count must be >= 1, got " +
-                         std::to_string(trips),
-                     label,
-                     "loop",
-                     "trips");
+    throw GraphError(
+        "the trip count must be >= 1, got " + std::to_string(trips),
+        label,
+        "loop",
+        "trips");
   }
   for (std::size_t i = 0; i < options.output_steps.size(); ++i) {
     const int64_t t = options.output_steps[i];
-    if (t < 0 || t >= trips ||
-        (i > 0 && t <= options.output_steps[i - 1])) {
+    if (t < 0 || t >= trips || (i > 0 && t <= options.output_steps[i - 1])) {
       throw GraphError("output steps must increase strictly within [0, " +
                            std::to_string(trips) + "); entry " +
                            std::to_string(i) + " is " + std::to_string(t),
@@ -704,12 +719,11 @@ LoopResult loop(int64_t trips,
     result = body(args);
   } catch (const GraphError& e) {
     if (e.detail() != "not a value of this graph") throw;
-    throw GraphError(
-        "not a value of the body of loop \"" + label +
-            "\" (pass values of the outer graph as invariants)",
-        e.node(),
-        e.op(),
-        e.field());
+    throw GraphError("not a value of the body of loop \"" + label +
+                         "\" (pass values of the outer graph as invariants)",
+                     e.node(),
+                     e.op(),
+                     e.field());
   }
   if (result.carries.size() != init.size()) {
     throw GraphError("the body returned " +
@@ -721,17 +735,14 @@ LoopResult loop(int64_t trips,
   }
   for (std::size_t k = 0; k < init.size(); ++k) {
     const Value& out = result.carries[k];
-    const std::string field = "carry " + std::to_string(k) + " (\"" +
-                              init[k].name() + "\")";
+    const std::string field =
+        "carry " + std::to_string(k) + " (\"" + init[k].name() + "\")";
     if (!out.valid() || &out.graph() != bg.get())
-      throw GraphError("the body returned a value of another graph",
-                       label,
-                       "loop",
-                       field);
+      throw GraphError(
+          "the body returned a value of another graph", label, "loop", field);
     if (out.shape() != init[k].shape()) {
-      throw ShapeError("the body maps shape " +
-                           shape_string(init[k].shape()) + " to " +
-                           shape_string(out.shape()),
+      throw ShapeError("the body maps shape " + shape_string(init[k].shape()) +
+                           " to " + shape_string(out.shape()),
                        label,
                        "loop",
                        field);
@@ -763,8 +774,7 @@ LoopResult loop(int64_t trips,
                    concat({args.carries, args.invariants, {args.step}}),
                    concat({result.carries, result.outputs})};
   if (schedule.kind == CheckpointSchedule::Kind::kMemoryBudget) {
-    const int64_t bytes =
-        std::max<int64_t>(1, spec->state_elements() * 8);
+    const int64_t bytes = std::max<int64_t>(1, spec->state_elements() * 8);
     schedule = CheckpointSchedule::binomial(
         std::clamp<int64_t>(schedule.parameter / bytes, 1, trips));
   } else if (schedule.kind == CheckpointSchedule::Kind::kBinomial) {
@@ -820,14 +830,12 @@ void register_loop_ops(OpRegistry& registry) {
   loop.num_outputs = 0;
   loop.shape = [](const ShapeContext& c) {
     const LoopSpec* spec = c.node().loop.get();
-    check_spec_inputs(
-        c, spec ? spec->num_carries + spec->num_invariants : 0);
+    check_spec_inputs(c, spec ? spec->num_carries + spec->num_invariants : 0);
     Shapes out;
-    for (int k = 0; k < spec->num_carries; ++k)
-      out.push_back(c.input_shape(k));
+    for (int k = 0; k < spec->num_carries; ++k) out.push_back(c.input_shape(k));
     for (int j = 0; j < spec->num_step_outputs; ++j) {
-      out.push_back(stacked(
-          *spec, spec->forward.outputs[spec->num_carries + j].shape()));
+      out.push_back(
+          stacked(*spec, spec->forward.outputs[spec->num_carries + j].shape()));
     }
     out.push_back(Shape{1});  // the tape's ticket (0: nothing taped)
     return out;
@@ -850,8 +858,8 @@ void register_loop_ops(OpRegistry& registry) {
     const LoopSpec* spec = c.node().loop.get();
     check_spec_inputs(c,
                       spec ? spec->num_carries + spec->num_invariants +
-                                 spec->num_reverse +
-                                 spec->num_step_cotangents + spec->taped
+                                 spec->num_reverse + spec->num_step_cotangents +
+                                 spec->taped
                            : 0);
     Shapes out;
     const int first = spec->num_carries + spec->num_invariants;

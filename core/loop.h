@@ -35,11 +35,11 @@
 // only when something reads it), so the adjoint recomputes t(n, s) − (n − 1)
 // body steps instead of t(n, s). Handed-over snapshots, spare state buffers
 // and the bodies' buffers are kept with the loop between runs (like a
-// Session's recycled buffers) and are not counted in RunStats. Recomputation is deterministic: every schedule gives bitwise
-// the same gradient, and every rank follows the same schedule, so
-// recomputed and adjoint messages pair up. Cotangents of loop_adjoint
-// (second-order reverse mode) are not supported: gradients() through one
-// throws GraphError naming it.
+// Session's recycled buffers) and are not counted in RunStats. Recomputation is
+// deterministic: every schedule gives bitwise the same gradient, and every rank
+// follows the same schedule, so recomputed and adjoint messages pair up.
+// Cotangents of loop_adjoint (second-order reverse mode) are not supported:
+// gradients() through one throws GraphError naming it.
 //
 // Forward mode. The tangent of a loop is a loop carrying (c, ċ) with the
 // body's tangent graph as its body (no stored states); the tangent of a

@@ -31,7 +31,8 @@ class BodyRunner final {
   // Moves the values of outputs first … first+count−1 into `into` (same
   // shapes), leaving `into`'s old buffers to be overwritten by the next
   // run. Reads every output before it changes anything, so outputs that
-  // are inputs of the body (or alias each other) are copied correctly.
+  // are inputs of the body (or alias each other) are copied correctly. A
+  // runner is always called with the same `first` and count.
   void move_outputs(int first, std::vector<Tensor>& into);
 
  private:
@@ -40,6 +41,7 @@ class BodyRunner final {
     std::vector<int> input_slots;
     int first_slot;
     std::vector<int> readers;
+    std::vector<int64_t> sizes;  // elements of each output
   };
   const LoopBody& body_;
   CommContext* comm_;
@@ -52,6 +54,9 @@ class BodyRunner final {
   std::vector<int> output_slot_;
   std::vector<char> is_input_slot_;
   std::vector<Tensor> scratch_;
+  // Per moved output (move_outputs is always called with one `first`):
+  // whether it is copied rather than swapped.
+  std::vector<char> copied_;
 };
 
 // What a loop node keeps from one run to the next: body runners (with their

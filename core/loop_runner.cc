@@ -60,7 +60,9 @@ BodyRunner::BodyRunner(const LoopBody& body, const std::vector<int>& wanted)
     if (input_of[id] >= 0) continue;
     ADGRAPH_CHECK(n.op_name() != "placeholder")
         << "body placeholder " << n.name << " is not a loop input";
-    Step step{&n, {}, first_slot[id], {}};
+    Step step{&n, {}, first_slot[id], {}, {}};
+    for (const Shape& shape : n.output_shapes)
+      step.sizes.push_back(num_elements(shape));
     for (const Value& in : n.inputs)
       step.input_slots.push_back(first_slot[in.node_id()] + in.output());
     steps_.push_back(std::move(step));
@@ -98,9 +100,7 @@ void BodyRunner::run(const Tensor* const* inputs) {
     const Node& n = *step.node;
     for (int k = 0; k < n.num_outputs(); ++k) {
       Tensor& t = slots_[step.first_slot + k];
-      const Shape& shape = n.output_shapes[k];
-      if (t.size() != num_elements(shape) || t.shape() != shape)
-        t = Tensor(shape);
+      if (t.size() != step.sizes[k]) t = Tensor(n.output_shapes[k]);
     }
     const Tensor** in = inline_inputs;
     if (step.input_slots.size() > 8) {
@@ -125,30 +125,32 @@ const Tensor& BodyRunner::output(int k) const {
 
 void BodyRunner::move_outputs(int first, std::vector<Tensor>& into) {
   const int count = static_cast<int>(into.size());
-  scratch_.resize(count);
-  // Outputs that are body inputs, or that an earlier output already took,
-  // are copied before anything moves.
-  std::vector<char> copied(count, 0);
-  for (int k = 0; k < count; ++k) {
-    const int slot = output_slot_[first + k];
-    bool alias = is_input_slot_[slot] != 0;
-    for (int j = 0; j < k; ++j)
-      alias = alias || output_slot_[first + j] == slot;
-    if (!alias) continue;
-    scratch_[k] = *views_[slot];
-    copied[k] = 1;
+  if (static_cast<int>(copied_.size()) != count) {
+    // Outputs that are body inputs, or that an earlier output already
+    // takes, are copied before anything moves.
+    scratch_.resize(count);
+    copied_.assign(count, 0);
+    for (int k = 0; k < count; ++k) {
+      const int slot = output_slot_[first + k];
+      bool alias = is_input_slot_[slot] != 0;
+      for (int j = 0; j < k; ++j)
+        alias = alias || output_slot_[first + j] == slot;
+      copied_[k] = alias;
+    }
   }
   for (int k = 0; k < count; ++k) {
-    if (!copied[k]) std::swap(slots_[output_slot_[first + k]], into[k]);
+    if (copied_[k]) scratch_[k] = *views_[output_slot_[first + k]];
   }
   for (int k = 0; k < count; ++k) {
-    if (copied[k]) std::swap(scratch_[k], into[k]);
+    if (!copied_[k]) std::swap(slots_[output_slot_[first + k]], into[k]);
+  }
+  for (int k = 0; k < count; ++k) {
+    if (copied_[k]) std::swap(scratch_[k], into[k]);
   }
 }
 
 std::unique_ptr<BodyRunner> LoopCache::take_runner(
-    const LoopBody& body,
-    const std::vector<int>& wanted) {
+    const LoopBody& body, const std::vector<int>& wanted) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto& free = runners_[{body.graph.get(), wanted}];
@@ -188,8 +190,7 @@ void LoopCache::give_state(State state) {
   states_.push_back(std::move(state));
 }
 
-int64_t LoopCache::hand_over(std::map<int64_t, State> snapshots,
-                             int takers) {
+int64_t LoopCache::hand_over(std::map<int64_t, State> snapshots, int takers) {
   static std::atomic<int64_t> next_ticket{1};
   const int64_t ticket = next_ticket++;
   std::lock_guard<std::mutex> lock(mutex_);
@@ -260,8 +261,7 @@ std::vector<int64_t> tape_positions(const CheckpointSchedule& schedule,
       const int64_t k = schedule.parameter;
       const int64_t last = ((n - 1) / k) * k;  // start of the last segment
       for (int64_t t = k; t < last; t += k) out.push_back(t);
-      for (int64_t t = std::max<int64_t>(last, 1); t < n; ++t)
-        out.push_back(t);
+      for (int64_t t = std::max<int64_t>(last, 1); t < n; ++t) out.push_back(t);
       break;
     }
     default: {

@@ -185,9 +185,8 @@ void OpRegistry::add(OpDef def) {
         "an op needs a shape rule and a compute kernel", {}, def.name);
   }
   if (def.num_outputs < 0) {
-    throw GraphError("an op cannot have a negative number of outputs",
-                     {},
-                     def.name);
+    throw GraphError(
+        "an op cannot have a negative number of outputs", {}, def.name);
   }
   std::string name = def.name;
   ops_.emplace(std::move(name), std::make_unique<OpDef>(std::move(def)));

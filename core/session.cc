@@ -156,7 +156,7 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
           stack.pop_back();
           continue;
         }
-        const int dep = k + 1 < controls ? n.control_inputs[k]
+        const int dep = k + 1 < controls    ? n.control_inputs[k]
                         : k + 1 == controls ? previous[id]
                                             : n.inputs[k - controls].node_id();
         if (dep < 0) continue;

@@ -240,8 +240,8 @@ class Loader {
       }
     }
     try {
-      std::vector<Value> out =
-          target_->add_node_outputs(op, std::move(inputs), attrs, std::move(options));
+      std::vector<Value> out = target_->add_node_outputs(
+          op, std::move(inputs), attrs, std::move(options));
       bind_group(scope, name, {out[0]});
     } catch (const JsonError&) {
       throw;
@@ -464,14 +464,20 @@ class Loader {
       return CheckpointSchedule::store_all();
     if (v.is_number_integer()) {
       if (v.get<int64_t>() < 1)
-        fail({}, {}, field, "a number of snapshots must be >= 1, got " + v.dump());
+        fail({},
+             {},
+             field,
+             "a number of snapshots must be >= 1, got " + v.dump());
       return CheckpointSchedule::binomial(v.get<int64_t>());
     }
     if (v.is_object() && v.contains("every")) {
       only(v, {"every"}, {}, field);
       const json& k = v.at("every");
       if (!k.is_number_integer() || k.get<int64_t>() < 1)
-        fail({}, {}, field + ".every", "expected an integer >= 1, got " + k.dump());
+        fail({},
+             {},
+             field + ".every",
+             "expected an integer >= 1, got " + k.dump());
       return CheckpointSchedule::every(k.get<int64_t>());
     }
     fail({},
@@ -506,7 +512,8 @@ class Loader {
         continue;
       }
       if (entry.contains("inputs")) {
-        for (const json& ref : entry.at("inputs")) consider(ref.get<std::string>());
+        for (const json& ref : entry.at("inputs"))
+          consider(ref.get<std::string>());
       }
     }
   }
@@ -551,12 +558,14 @@ class Loader {
     std::vector<int> group_size;
     std::vector<Value> init;
     for (const auto& [var, ref] : e.at("carry").items()) {
-      auto values = group_of(scope, ref.get<std::string>(), where + ".carry." + var);
+      auto values =
+          group_of(scope, ref.get<std::string>(), where + ".carry." + var);
       // Carried: the outputs the initial value and the body's node both
       // have (u0 → heat_step carries u only, as the unrolled passes did).
       for (const json& entry : e.at("body")) {
         if (entry.contains("repeat") || entry.at("name") != var) continue;
-        const OpDef* def = g_.registry().find(entry.at("op").get<std::string>());
+        const OpDef* def =
+            g_.registry().find(entry.at("op").get<std::string>());
         if (def && def->num_outputs > 0 &&
             static_cast<int>(values.size()) > def->num_outputs)
           values.resize(def->num_outputs);
@@ -597,7 +606,8 @@ class Loader {
       const json& entries = e.at("body");
       for (std::size_t i = 0; i < entries.size(); ++i) {
         if (entries[i].contains("repeat")) {
-          build_repeat(entries[i], local, where + ".body[" + std::to_string(i) + "]");
+          build_repeat(
+              entries[i], local, where + ".body[" + std::to_string(i) + "]");
         } else {
           const std::string name = entries[i].at("name").get<std::string>();
           create(entries[i], local, name, local);
@@ -605,7 +615,8 @@ class Loader {
       }
       LoopStep step;
       for (std::size_t v = 0; v < vars.size(); ++v) {
-        std::vector<Value> out = group_of(local, vars[v], where + ".carry." + vars[v]);
+        std::vector<Value> out =
+            group_of(local, vars[v], where + ".carry." + vars[v]);
         if (static_cast<int>(out.size()) < group_size[v]) {
           fail(vars[v],
                out[0].node().op_name(),
@@ -614,7 +625,8 @@ class Loader {
                    " output(s), the carried value " +
                    std::to_string(group_size[v]));
         }
-        step.carries.insert(step.carries.end(), out.begin(), out.begin() + group_size[v]);
+        step.carries.insert(
+            step.carries.end(), out.begin(), out.begin() + group_size[v]);
       }
       target_ = outer;
       return step;

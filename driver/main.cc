@@ -28,17 +28,17 @@ json list_ops() {
           a.default_value.is_null() ? json("required") : a.default_value;
       attrs.push_back(entry);
     }
-    out.push_back({{"op", op->name},
-                   {"inputs", op->inputs},
-                   {"variadic", op->variadic},
-                   {"outputs",
-                    op->num_outputs == 0 ? json("per node")
-                                         : json(op->num_outputs)},
-                   {"attrs", attrs},
-                   {"gradient", static_cast<bool>(op->gradient)},
-                   {"tangent", static_cast<bool>(op->tangent)},
-                   {"communication", op->communication},
-                   {"doc", op->doc}});
+    out.push_back(
+        {{"op", op->name},
+         {"inputs", op->inputs},
+         {"variadic", op->variadic},
+         {"outputs",
+          op->num_outputs == 0 ? json("per node") : json(op->num_outputs)},
+         {"attrs", attrs},
+         {"gradient", static_cast<bool>(op->gradient)},
+         {"tangent", static_cast<bool>(op->tangent)},
+         {"communication", op->communication},
+         {"doc", op->doc}});
   }
   return out;
 }

@@ -49,14 +49,15 @@ HeatInverse::HeatInverse(HeatInverseOptions options, Communicator& comm)
   Value f = g.constant(heat_source(c, patch_), "f");
   for (std::size_t i = 0; i < options_.observe_steps.size(); ++i) {
     const int64_t t = options_.observe_steps[i];
-    if (t < 1 || t > c.nt ||
-        (i > 0 && t <= options_.observe_steps[i - 1])) {
-      throw OptionsError("observation times must increase strictly within "
-                         "[1, " + std::to_string(c.nt) + "]; entry " +
-                             std::to_string(i) + " is " + std::to_string(t),
-                         {},
-                         {},
-                         "observe_steps");
+    if (t < 1 || t > c.nt || (i > 0 && t <= options_.observe_steps[i - 1])) {
+      throw OptionsError(
+          "observation times must increase strictly within "
+          "[1, " +
+              std::to_string(c.nt) + "]; entry " + std::to_string(i) + " is " +
+              std::to_string(t),
+          {},
+          {},
+          "observe_steps");
     }
   }
   HeatSolution solution =

@@ -119,12 +119,13 @@ HeatSolution heat_solve(Value u0,
       {kappa, f},
       [&](const LoopArgs& a) {
         const Values& c = a.carries;
-        auto halos = data_exchange(c[1], c[2], c[3], c[4], config.px, config.py);
-        HeatStep next = heat_step(c[0], a.invariants[0], a.invariants[1],
-                                  halos, dt, h);
+        auto halos =
+            data_exchange(c[1], c[2], c[3], c[4], config.px, config.py);
+        HeatStep next =
+            heat_step(c[0], a.invariants[0], a.invariants[1], halos, dt, h);
         LoopStep step;
-        step.carries = {next.u, next.edges[0], next.edges[1], next.edges[2],
-                        next.edges[3]};
+        step.carries = {
+            next.u, next.edges[0], next.edges[1], next.edges[2], next.edges[3]};
         if (observing) step.outputs = {next.u};
         return step;
       },

@@ -26,8 +26,9 @@ struct HeatConfig {
   // Time step; 0 selects 0.2·h²/max κ_true over the grid (the demo rule).
   // Range >= 0.
   double dt = 0.0;
-  // Checkpoint schedule of the time loop's adjoint (core/checkpoint_schedule.h).
-  // Default: the graph's default (store_all() unless changed).
+  // Checkpoint schedule of the time loop's adjoint
+  // (core/checkpoint_schedule.h). Default: the graph's default (store_all()
+  // unless changed).
   CheckpointSchedule checkpoints;
 
   double h() const { return 1.0 / (nx + 1); }

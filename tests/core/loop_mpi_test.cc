@@ -29,13 +29,12 @@ LoopStep communicating_step(const LoopArgs& l) {
                              slice(u, 0, 2, 3),
                              grid_rows(),
                              grid_cols());
-  Value around = sum(halos[0]) + sum(halos[1]) + sum(halos[2]) +
-                 sum(halos[3]);
+  Value around = sum(halos[0]) + sum(halos[1]) + sum(halos[2]) + sum(halos[3]);
   Value total = mpi_allreduce(sum(u));
   Value sent = mpi_send(u, (rank + 1) % size, 3);
   Value from_left = mpi_recv(u, (rank + size - 1) % size, 3);
-  Value next = 0.6 * sin(sent) * a + 0.2 * from_left + 0.01 * around +
-               0.001 * total;
+  Value next =
+      0.6 * sin(sent) * a + 0.2 * from_left + 0.01 * around + 0.001 * total;
   return {{next}, {sum(square(next))}};
 }
 
@@ -56,8 +55,7 @@ void build(RingProblem& p, int64_t n, CheckpointSchedule schedule) {
 }
 
 FeedMap feeds_of(const RingProblem& p) {
-  return {{p.u0, random_tensor({3, 4}, 11)},
-          {p.a, random_tensor({3, 4}, 12)}};
+  return {{p.u0, random_tensor({3, 4}, 11)}, {p.a, random_tensor({3, 4}, 12)}};
 }
 
 TEST(LoopMpi, GradientCheckerThroughHaloAllreduceAndRingInTheBody) {
@@ -100,15 +98,17 @@ TEST(LoopMpi, NestedLoopsWithAnAllreduceInTheInnerBody) {
         {l.invariants[0]},
         [](const LoopArgs& m) {
           Value y = m.carries[0];
-          return LoopStep{
-              {y + 0.1 * sin(mpi_allreduce(y)) * m.invariants[0]}, {}};
+          return LoopStep{{y + 0.1 * sin(mpi_allreduce(y)) * m.invariants[0]},
+                          {}};
         },
         inner);
     return LoopStep{{0.8 * in.carries[0]}, {}};
   });
   Value loss = rank_weighted_loss(r.carries[0]);
   expect_gradients_ok(
-      loss, {x0, a}, {{x0, random_tensor({2}, 21)}, {a, random_tensor({2}, 22)}});
+      loss,
+      {x0, a},
+      {{x0, random_tensor({2}, 21)}, {a, random_tensor({2}, 22)}});
 }
 
 TEST(LoopMpi, AdjointOfARingMatchesItsTransposeAtEveryRank) {
@@ -116,12 +116,15 @@ TEST(LoopMpi, AdjointOfARingMatchesItsTransposeAtEveryRank) {
   // loop and jvp(A x) = A t for its tangent.
   expect_adjoint_identity(
       [](Value x) {
-        return loop(4, {x}, {}, [](const LoopArgs& l) {
-                 const int rank = world_rank(), size = world_size();
-                 Value s = mpi_send(l.carries[0], (rank + 1) % size, 5);
-                 Value r = mpi_recv(s, (rank + size - 1) % size, 5);
-                 return LoopStep{{0.5 * s + r}, {}};
-               })
+        return loop(4,
+                    {x},
+                    {},
+                    [](const LoopArgs& l) {
+                      const int rank = world_rank(), size = world_size();
+                      Value s = mpi_send(l.carries[0], (rank + 1) % size, 5);
+                      Value r = mpi_recv(s, (rank + size - 1) % size, 5);
+                      return LoopStep{{0.5 * s + r}, {}};
+                    })
             .carries[0];
       },
       {5});
@@ -153,11 +156,16 @@ TEST(LoopMpi, DivergentBodiesRaiseOneErrorOnEveryRank) {
   Value x = g.placeholder("x", {2});
   LoopOptions o;
   o.name = "steps";
-  LoopResult r = loop(2, {x}, {}, [&](const LoopArgs& l) {
-    Value y = rank == size - 1 ? mpi_bcast(l.carries[0])
-                               : mpi_allreduce(l.carries[0]);
-    return LoopStep{{y}, {}};
-  }, o);
+  LoopResult r = loop(
+      2,
+      {x},
+      {},
+      [&](const LoopArgs& l) {
+        Value y = rank == size - 1 ? mpi_bcast(l.carries[0])
+                                   : mpi_allreduce(l.carries[0]);
+        return LoopStep{{y}, {}};
+      },
+      o);
   Session s(g);
   std::string message;
   try {

@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 #include "core/error.h"
@@ -59,8 +59,8 @@ void build(Problem& p,
   Value y = r.outputs[0];  // [K, 3]
   Tensor w(y.shape());
   for (int64_t i = 0; i < w.size(); ++i) w[i] = 0.01 * (i % 7) - 0.02;
-  p.loss = sum(square(r.carries[0])) + sum(r.carries[1]) +
-           dot(y, p.g.constant(w));
+  p.loss =
+      sum(square(r.carries[0])) + sum(r.carries[1]) + dot(y, p.g.constant(w));
 }
 
 // The same computation unrolled: the reference.
@@ -220,9 +220,18 @@ TEST(Loop, BinomialForwardStepsAreRevolvesOptimum) {
   EXPECT_EQ(revolve_steps(3, 1), 3);
   EXPECT_EQ(revolve_steps(10, 3), 15);
   EXPECT_EQ(binomial_forward_steps(10, 3), 15);
-  const std::vector<std::pair<int64_t, int64_t>> cases = {
-      {1, 1}, {2, 1}, {7, 1}, {10, 3}, {11, 3}, {20, 2},
-      {35, 3}, {36, 3}, {50, 4}, {12, 12}, {12, 40}, {100, 5}};
+  const std::vector<std::pair<int64_t, int64_t>> cases = {{1, 1},
+                                                          {2, 1},
+                                                          {7, 1},
+                                                          {10, 3},
+                                                          {11, 3},
+                                                          {20, 2},
+                                                          {35, 3},
+                                                          {36, 3},
+                                                          {50, 4},
+                                                          {12, 12},
+                                                          {12, 40},
+                                                          {100, 5}};
   for (auto [n, s] : cases) {
     Problem p;
     build(p, n, CheckpointSchedule::binomial(s));
@@ -350,19 +359,29 @@ TEST(Loop, ErrorsNameTheLoopAndTheField) {
   EXPECT_EQ(message([&] {
               LoopOptions o;
               o.name = "grow";
-              loop(3, {x}, {}, [](const LoopArgs& l) {
-                Value bigger = l.graph->constant(Tensor({1.0, 2.0, 3.0}));
-                return LoopStep{{bigger + sum(l.carries[0])}, {}};
-              }, o);
+              loop(
+                  3,
+                  {x},
+                  {},
+                  [](const LoopArgs& l) {
+                    Value bigger = l.graph->constant(Tensor({1.0, 2.0, 3.0}));
+                    return LoopStep{{bigger + sum(l.carries[0])}, {}};
+                  },
+                  o);
             }),
             "node \"grow\" (loop): carry 0 (\"x\"): the body maps shape [2] "
             "to [3]");
   EXPECT_EQ(message([&] {
               LoopOptions o;
               o.name = "two";
-              loop(3, {x}, {}, [](const LoopArgs& l) {
-                return LoopStep{{l.carries[0], l.carries[0]}, {}};
-              }, o);
+              loop(
+                  3,
+                  {x},
+                  {},
+                  [](const LoopArgs& l) {
+                    return LoopStep{{l.carries[0], l.carries[0]}, {}};
+                  },
+                  o);
             }),
             "node \"two\" (loop): body: the body returned 2 carries for 1");
   EXPECT_NE(message([&] {
@@ -374,18 +393,28 @@ TEST(Loop, ErrorsNameTheLoopAndTheField) {
   EXPECT_EQ(message([&] {
               LoopOptions o;
               o.name = "none";
-              loop(0, {x}, {}, [](const LoopArgs& l) {
-                return LoopStep{{l.carries[0]}, {}};
-              }, o);
+              loop(
+                  0,
+                  {x},
+                  {},
+                  [](const LoopArgs& l) {
+                    return LoopStep{{l.carries[0]}, {}};
+                  },
+                  o);
             }),
             "node \"none\" (loop): trips: the trip count must be >= 1, got 0");
   EXPECT_EQ(message([&] {
               LoopOptions o;
               o.name = "steps";
               o.output_steps = {1, 1};
-              loop(3, {x}, {}, [](const LoopArgs& l) {
-                return LoopStep{{l.carries[0]}, {l.carries[0]}};
-              }, o);
+              loop(
+                  3,
+                  {x},
+                  {},
+                  [](const LoopArgs& l) {
+                    return LoopStep{{l.carries[0]}, {l.carries[0]}};
+                  },
+                  o);
             }),
             "node \"steps\" (loop): output_steps: output steps must increase "
             "strictly within [0, 3); entry 1 is 1");
@@ -393,22 +422,35 @@ TEST(Loop, ErrorsNameTheLoopAndTheField) {
               LoopOptions o;
               o.name = "snaps";
               o.checkpoints = CheckpointSchedule::binomial(0);
-              loop(3, {x}, {}, [](const LoopArgs& l) {
-                return LoopStep{{l.carries[0]}, {}};
-              }, o);
+              loop(
+                  3,
+                  {x},
+                  {},
+                  [](const LoopArgs& l) {
+                    return LoopStep{{l.carries[0]}, {}};
+                  },
+                  o);
             }),
             "node \"snaps\" (loop): checkpoints: binomial(s) needs s >= 1 "
             "snapshots, got 0");
+  EXPECT_EQ(
+      message([&] {
+        LoopOptions o;
+        o.name = "every0";
+        o.checkpoints = CheckpointSchedule::every(0);
+        loop(
+            3,
+            {x},
+            {},
+            [](const LoopArgs& l) {
+              return LoopStep{{l.carries[0]}, {}};
+            },
+            o);
+      }),
+      "node \"every0\" (loop): checkpoints: every(k) needs k >= 1, got 0");
   EXPECT_EQ(message([&] {
-              LoopOptions o;
-              o.name = "every0";
-              o.checkpoints = CheckpointSchedule::every(0);
-              loop(3, {x}, {}, [](const LoopArgs& l) {
-                return LoopStep{{l.carries[0]}, {}};
-              }, o);
+              g.add_node("loop", {x}, {{"trips", 2}});
             }),
-            "node \"every0\" (loop): checkpoints: every(k) needs k >= 1, got 0");
-  EXPECT_EQ(message([&] { g.add_node("loop", {x}, {{"trips", 2}}); }),
             "node \"loop_1\" (loop): op: a loop node is built by loop() (or a "
             "JSON repeat block), not by name");
   // Nothing was added to the graph by the failed loops but the last node.
@@ -438,9 +480,14 @@ TEST(Loop, BinomialSnapshotsBoundThePeakMemory) {
     Value x0 = g.placeholder("x0", {4096});
     LoopOptions o;
     o.checkpoints = schedule;
-    LoopResult r = loop(200, {x0}, {}, [](const LoopArgs& l) {
-      return LoopStep{{l.carries[0] + 0.01 * sin(l.carries[0])}, {}};
-    }, o);
+    LoopResult r = loop(
+        200,
+        {x0},
+        {},
+        [](const LoopArgs& l) {
+          return LoopStep{{l.carries[0] + 0.01 * sin(l.carries[0])}, {}};
+        },
+        o);
     Value gx = gradient(sum(r.carries[0]), x0);
     Session s(g);
     s.run(gx, {{x0, Tensor(Shape{4096}, 0.5)}});

@@ -169,37 +169,49 @@ TEST(HeatSolver, EveryDecompositionMatchesTheSerialReference) {
           .abs()
           .maxCoeff();
   for (auto [px, py] : decompositions(base.nx, base.ny, size)) {
-    HeatConfig c = base;
-    c.px = px, c.py = py;
-    const Patch p = patch_of(c, rank);
-    Graph g;
-    Value kappa = g.placeholder("kappa", {p.n, p.m});
-    Value u = heat_solve(g.constant(heat_initial(c, p)),
-                         kappa,
-                         g.constant(heat_source(c, p)),
-                         c);
-    Tensor obs_patch(Shape{p.n, p.m});
-    for (int64_t i = 0; i < p.n; ++i) {
-      for (int64_t j = 0; j < p.m; ++j)
-        obs_patch[i * p.m + j] = obs[(p.row0 + i) * c.ny + p.col0 + j];
-    }
-    Value loss = sum(square(u - g.constant(obs_patch)));
-    Value grad = gradient(loss, kappa);
-    // Sequential runs accumulate κ̄ in place; concurrent ones never hand
-    // buffers over (heat_step_adjoint copies the running sum instead).
-    for (bool concurrent : {false, true}) {
-      Session s(g, {.concurrent = concurrent, .num_threads = 2});
-      auto out = s.run({loss, grad}, {{kappa, wavy_kappa(c, p)}});
-      const double total = comm->allreduce_sum(out[0].item());
-      EXPECT_NEAR(total, ref.loss, kInvariance * ref.loss)
-          << px << " x " << py << " concurrent " << concurrent;
+    std::vector<Tensor> store_all_result;
+    for (auto schedule : {CheckpointSchedule::store_all(),
+                          CheckpointSchedule::binomial(3),
+                          CheckpointSchedule::every(6)}) {
+      HeatConfig c = base;
+      c.px = px, c.py = py;
+      c.checkpoints = schedule;
+      const Patch p = patch_of(c, rank);
+      Graph g;
+      Value kappa = g.placeholder("kappa", {p.n, p.m});
+      Value u = heat_solve(g.constant(heat_initial(c, p)),
+                           kappa,
+                           g.constant(heat_source(c, p)),
+                           c);
+      Tensor obs_patch(Shape{p.n, p.m});
       for (int64_t i = 0; i < p.n; ++i) {
-        for (int64_t j = 0; j < p.m; ++j) {
-          EXPECT_NEAR(out[1][i * p.m + j],
-                      ref.gradient[(p.row0 + i) * c.ny + p.col0 + j],
-                      kInvariance * gmax)
-              << px << " x " << py << " concurrent " << concurrent << " at ("
-              << p.row0 + i << ", " << p.col0 + j << ")";
+        for (int64_t j = 0; j < p.m; ++j)
+          obs_patch[i * p.m + j] = obs[(p.row0 + i) * c.ny + p.col0 + j];
+      }
+      Value loss = sum(square(u - g.constant(obs_patch)));
+      Value grad = gradient(loss, kappa);
+      // Sequential runs accumulate κ̄ in place; concurrent ones never hand
+      // buffers over (heat_step_adjoint copies the running sum instead).
+      for (bool concurrent : {false, true}) {
+        Session s(g, {.concurrent = concurrent, .num_threads = 2});
+        auto out = s.run({loss, grad}, {{kappa, wavy_kappa(c, p)}});
+        // Every schedule recomputes exactly what store_all kept.
+        if (store_all_result.empty()) store_all_result = out;
+        EXPECT_EQ(out[0].item(), store_all_result[0].item())
+            << schedule.describe();
+        EXPECT_EQ(out[1].to_vector(), store_all_result[1].to_vector())
+            << schedule.describe();
+        const double total = comm->allreduce_sum(out[0].item());
+        EXPECT_NEAR(total, ref.loss, kInvariance * ref.loss)
+            << px << " x " << py << " concurrent " << concurrent;
+        for (int64_t i = 0; i < p.n; ++i) {
+          for (int64_t j = 0; j < p.m; ++j) {
+            EXPECT_NEAR(out[1][i * p.m + j],
+                        ref.gradient[(p.row0 + i) * c.ny + p.col0 + j],
+                        kInvariance * gmax)
+                << px << " x " << py << " concurrent " << concurrent << " at ("
+                << p.row0 + i << ", " << p.col0 + j << ")";
+          }
         }
       }
     }
@@ -259,6 +271,47 @@ TEST(HeatInverse, ReplicatedShardedAndSensorLossesAgreeWithTheReference) {
         }
       }
     }
+  }
+}
+
+TEST(HeatInverse, ObservationTimesAddUpTheSingleTimeProblems) {
+  // Observing u at t = 4, 9 and 15 is the sum of three problems that each
+  // observe their final time (nt = 4, 9, 15): a per-step output of one loop
+  // against three separate loops.
+  const int size = world_size();
+  HeatInverseOptions o;
+  o.config.nx = 12, o.config.ny = 8, o.config.nt = 15;
+  o.config.px = size == 4 ? 2 : size, o.config.py = size == 4 ? 2 : 1;
+  o.config.checkpoints = CheckpointSchedule::binomial(2);
+  o.sensors = {{0, 0}, {5, 3}, {11, 7}};
+  HeatInverseOptions timed = o;
+  timed.observe_steps = {4, 9, 15};
+  HeatInverse problem(timed, *Communicator::world());
+  auto [loss, grad] = problem.loss_and_gradient(problem.kappa_start());
+  double want_loss = 0;
+  Tensor want_grad(grad.shape(), 0.0);
+  for (int nt : {4, 9, 15}) {
+    HeatInverseOptions single = o;
+    single.config.nt = nt;
+    // Same time step as the 15-step problem (dt does not depend on nt).
+    HeatInverse part(single, *Communicator::world());
+    auto [l, g] = part.loss_and_gradient(part.kappa_start());
+    want_loss += l;
+    want_grad.array() += g.array();
+  }
+  EXPECT_NEAR(loss, want_loss, 1e-13 * want_loss);
+  for (int64_t k = 0; k < grad.size(); ++k)
+    EXPECT_NEAR(
+        grad[k], want_grad[k], 1e-13 * (1e-3 + std::fabs(want_grad[k])));
+  // Out of range or unsorted times are refused, naming the field.
+  timed.observe_steps = {4, 16};
+  try {
+    HeatInverse bad(timed, *Communicator::world());
+    ADD_FAILURE();
+  } catch (const OptionsError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "observe_steps: observation times must increase strictly "
+              "within [1, 15]; entry 1 is 16");
   }
 }
 
