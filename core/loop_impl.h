@@ -3,12 +3,15 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "core/loop.h"
+#include "core/op.h"
 #include "core/tensor.h"
 
 namespace adgraph::detail {
@@ -92,6 +95,75 @@ class LoopCache final {
   };
   std::map<int64_t, Handed> handed_;
 };
+
+// Small helpers of loop.cc, loop_kernels.cc and loop_derivatives.cc.
+using Values = std::vector<Value>;
+inline int as_int(std::size_t n) { return static_cast<int>(n); }
+
+inline Values take(const Values& v, int first, int count) {
+  return Values(v.begin() + first, v.begin() + first + count);
+}
+
+inline Values join(std::initializer_list<Values> parts) {
+  Values out;
+  for (const Values& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+inline Values placeholders(Graph& g,
+                           const std::string& prefix,
+                           const Values& like) {
+  Values out;
+  for (std::size_t k = 0; k < like.size(); ++k)
+    out.push_back(
+        g.placeholder(prefix + "[" + std::to_string(k) + "]", like[k].shape()));
+  return out;
+}
+
+inline Value zeros_like(Graph& g, const Shape& shape) {
+  return g.add_node("zeros", {}, {{"shape", shape}});
+}
+
+// The stacked shape of a per-step output: [K] + shape.
+inline Shape stacked(const LoopSpec& spec, const Shape& shape) {
+  Shape out{spec.output_steps.empty()
+                ? spec.trips
+                : static_cast<int64_t>(spec.output_steps.size())};
+  out.insert(out.end(), shape.begin(), shape.end());
+  return out;
+}
+
+// Row of step t in the stacked outputs, -1 when t is not kept.
+inline std::vector<int64_t> rows_of_steps(const LoopSpec& spec) {
+  std::vector<int64_t> row(spec.trips, -1);
+  if (spec.output_steps.empty()) {
+    for (int64_t t = 0; t < spec.trips; ++t) row[t] = t;
+  } else {
+    for (std::size_t i = 0; i < spec.output_steps.size(); ++i)
+      row[spec.output_steps[i]] = static_cast<int64_t>(i);
+  }
+  return row;
+}
+
+inline void copy_row(const Tensor& from, Tensor& stacked_tensor, int64_t row) {
+  const int64_t n = from.size();
+  std::memcpy(stacked_tensor.data() + row * n, from.data(), n * sizeof(double));
+}
+
+// The kernels (loop_kernels.cc) and derivative rules (loop_derivatives.cc)
+// of loop and loop_adjoint.
+void run_loop(KernelContext& c);
+void run_loop_adjoint(KernelContext& c);
+Values loop_gradient(const GradientContext& c);
+Values loop_tangent(const TangentContext& c);
+Values loop_adjoint_tangent(const TangentContext& c);
+// Adds a loop or loop_adjoint node for `spec` (given a cache if it has
+// none) and returns its outputs.
+std::vector<Value> add_loop_node(Graph& g,
+                                 const std::string& op,
+                                 const Values& inputs,
+                                 std::shared_ptr<LoopSpec> spec,
+                                 const std::string& name);
 
 // Copies into `dst` the nodes of `body` needed for `wanted` plus every
 // communication node, with body.inputs[i] replaced by inputs[i], and

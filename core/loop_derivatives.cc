@@ -1,0 +1,279 @@
+// The derivative rules of loop and loop_adjoint (core/loop.h): the adjoint
+// loop a loop's gradient builds, and the tangent loops.
+#include <utility>
+
+#include "core/error.h"
+#include "core/gradients.h"
+#include "core/jvp.h"
+#include "core/loop_impl.h"
+#include "core/op.h"
+
+namespace adgraph::detail {
+
+// ---------------------------------------------------------------------------
+// Building loop nodes.
+
+std::vector<Value> add_loop_node(Graph& g,
+                                 const std::string& op,
+                                 const Values& inputs,
+                                 std::shared_ptr<LoopSpec> spec,
+                                 const std::string& name) {
+  spec->finish();
+  if (!spec->cache) spec->cache = std::make_shared<detail::LoopCache>();
+  NodeOptions options;
+  options.name = name;
+  options.loop = spec;
+  return g.add_node_outputs(
+      op,
+      inputs,
+      {{"trips", spec->trips}, {"checkpoints", spec->schedule.describe()}},
+      std::move(options));
+}
+
+// y = loop(c₀, p); (c̄₀, p̄) = loop_adjoint(c₀, p, c̄ₙ, 0, ȳ, tape)
+Values loop_gradient(const GradientContext& c) {
+  const Node& node = c.node();
+  const LoopSpec& spec = *node.loop;
+  Graph& g = c.graph();
+  const int nc = spec.num_carries, ni = spec.num_invariants,
+            ny = spec.num_step_outputs;
+  const LoopBody& fwd = spec.forward;
+  // No cotangent reached the loop (gradients() still asks, because it
+  // communicates): its adjoint would step zeros back. As for tangents, the
+  // messages of a loop pair up inside its own bodies, so it is skipped.
+  bool any = false;
+  for (int k = 0; k < nc + ny; ++k)
+    any = any || c.grad(k).node().op_name() != "zeros";
+  if (!any) return Values(node.inputs.size());
+  // Per-step cotangents that are known zeros are not fed.
+  std::vector<int> present;
+  for (int j = 0; j < ny; ++j) {
+    if (c.grad(nc + j).node().op_name() != "zeros") present.push_back(j);
+  }
+  // Invariants whose cotangent nobody wants (f beside κ) are not summed.
+  std::vector<int> wanted;
+  for (int j = 0; j < ni; ++j) {
+    if (c.needs_gradient(nc + j)) wanted.push_back(j);
+  }
+  auto ag = new_body_graph(*fwd.graph);
+  Values ct = placeholders(*ag, "carry", take(fwd.inputs, 0, nc));
+  Values p = placeholders(*ag, "invariant", take(fwd.inputs, nc, ni));
+  Value step = ag->placeholder("step", {});
+  Values ct_bar = placeholders(*ag, "carry_cotangent", ct);
+  Values p_wanted, p_bar;
+  for (int j : wanted) {
+    p_wanted.push_back(p[j]);
+    p_bar.push_back(ag->placeholder(
+        "invariant_cotangent[" + std::to_string(j) + "]", p[j].shape()));
+  }
+  Values y_bar;
+  for (int j : present) {
+    y_bar.push_back(
+        ag->placeholder("output_cotangent[" + std::to_string(j) + "]",
+                        fwd.outputs[nc + j].shape()));
+  }
+  Values outs = clone_body(fwd, *ag, join({ct, p, {step}}), fwd.outputs);
+  Values ys = take(outs, 0, nc), grad_ys = ct_bar;
+  for (std::size_t i = 0; i < present.size(); ++i) {
+    ys.push_back(outs[nc + present[i]]);
+    grad_ys.push_back(y_bar[i]);
+  }
+  Values initial(nc);
+  initial.insert(initial.end(), p_bar.begin(), p_bar.end());
+  Values grads =
+      detail::body_gradients(ys, grad_ys, join({ct, p_wanted}), initial);
+
+  auto adj = std::make_shared<LoopSpec>();
+  adj->kind = LoopSpec::Kind::kAdjoint;
+  adj->trips = spec.trips;
+  adj->num_carries = nc;
+  adj->num_invariants = ni;
+  adj->num_step_outputs = ny;
+  adj->output_steps = spec.output_steps;
+  adj->schedule = spec.schedule;
+  adj->forward = fwd;
+  adj->reverse = {ag, join({ct, p, {step}, ct_bar, p_bar, y_bar}), grads};
+  adj->num_reverse = nc + as_int(wanted.size());
+  adj->num_step_cotangents = as_int(present.size());
+  adj->taped = true;
+  adj->cache = spec.cache;  // where the forward run hands its snapshots
+  Values inputs = take(node.inputs, 0, nc + ni);
+  for (int k = 0; k < nc; ++k) inputs.push_back(c.grad(k));
+  for (int j : wanted)
+    inputs.push_back(zeros_like(g, node.inputs[nc + j].shape()));
+  for (int j : present) inputs.push_back(c.grad(nc + j));
+  inputs.push_back(c.output(nc + ny));  // the tape
+  Values r = add_loop_node(g, "loop_adjoint", inputs, adj, {});
+  spec.adjoints.emplace_back(&g, r[0].node_id());
+  Values result = take(r, 0, nc);
+  result.resize(nc + ni);
+  for (std::size_t i = 0; i < wanted.size(); ++i)
+    result[nc + wanted[i]] = r[nc + i];
+  return result;
+}
+
+// Tangent bodies: `body` with a tangent input beside each input listed in
+// `with_tangent`; returns the tangent body's input placeholders in the
+// order given by `order` (see below) and outputs (values, then tangents).
+namespace {
+
+struct TangentBody {
+  std::shared_ptr<Graph> graph;
+  Values inputs;        // the body's inputs, in the tangent body
+  Values tangents;      // one per entry of with_tangent
+  Values outputs;       // the body's outputs
+  Values out_tangents;  // their tangents
+};
+
+TangentBody tangent_body(const LoopBody& body,
+                         const std::vector<int>& with_tangent,
+                         int num_outputs) {
+  TangentBody t;
+  t.graph = new_body_graph(*body.graph);
+  for (std::size_t i = 0; i < body.inputs.size(); ++i) {
+    t.inputs.push_back(
+        t.graph->placeholder(body.inputs[i].name(), body.inputs[i].shape()));
+  }
+  Values xs;
+  for (int i : with_tangent) {
+    xs.push_back(t.inputs[i]);
+    t.tangents.push_back(t.graph->placeholder(
+        "tangent:" + body.inputs[i].name(), body.inputs[i].shape()));
+  }
+  t.outputs =
+      clone_body(body, *t.graph, t.inputs, take(body.outputs, 0, num_outputs));
+  if (xs.empty()) {
+    for (const Value& y : t.outputs)
+      t.out_tangents.push_back(zeros_like(*t.graph, y.shape()));
+  } else {
+    t.out_tangents = detail::body_jvp(t.outputs, xs, t.tangents);
+  }
+  return t;
+}
+
+Value tangent_or_zeros(const TangentContext& c, int i) {
+  return c.tangent(i).valid() ? c.tangent(i)
+                              : zeros_like(c.graph(), c.input(i).shape());
+}
+
+// (ċₙ, ẏ) = loop over (c, ċ) with the body's tangent graph.
+}  // namespace
+
+Values loop_tangent(const TangentContext& c) {
+  const Node& node = c.node();
+  const LoopSpec& spec = *node.loop;
+  const int nc = spec.num_carries, ni = spec.num_invariants,
+            ny = spec.num_step_outputs;
+  // No tangent in, none out. Unlike a single communication node, a loop
+  // pairs its messages inside its own body, so skipping it is safe as long
+  // as every rank's loop has tangents on the same inputs (true whenever the
+  // ranks build the same graph).
+  if (!c.any_tangent()) return Values(node.num_outputs());
+  std::vector<int> with;
+  for (int k = 0; k < nc; ++k) with.push_back(k);
+  for (int j = 0; j < ni; ++j) {
+    if (c.tangent(nc + j).valid()) with.push_back(nc + j);
+  }
+  TangentBody t = tangent_body(spec.forward, with, nc + ny);
+  const int np = as_int(with.size()) - nc;
+  auto tl = std::make_shared<LoopSpec>();
+  tl->trips = spec.trips;
+  tl->num_carries = 2 * nc;
+  tl->num_invariants = ni + np;
+  tl->num_step_outputs = 2 * ny;
+  tl->output_steps = spec.output_steps;
+  tl->schedule = spec.schedule;
+  tl->forward = {t.graph,
+                 join({take(t.inputs, 0, nc),
+                       take(t.tangents, 0, nc),
+                       take(t.inputs, nc, ni),
+                       take(t.tangents, nc, np),
+                       {t.inputs[nc + ni]}}),
+                 join({take(t.outputs, 0, nc),
+                       take(t.out_tangents, 0, nc),
+                       take(t.outputs, nc, ny),
+                       take(t.out_tangents, nc, ny)})};
+  Values inputs = take(node.inputs, 0, nc);
+  for (int k = 0; k < nc; ++k) inputs.push_back(tangent_or_zeros(c, k));
+  for (int j = 0; j < ni; ++j) inputs.push_back(node.inputs[nc + j]);
+  for (int i = nc; i < as_int(with.size()); ++i)
+    inputs.push_back(c.tangent(with[i]));
+  Values out = add_loop_node(c.graph(), "loop", inputs, tl, {});
+  Values result = take(out, nc, nc);
+  for (int j = 0; j < ny; ++j) result.push_back(out[2 * nc + ny + j]);
+  result.push_back(Value());  // the tape has no tangent
+  return result;
+}
+
+// ṙ₀ = loop_adjoint over the tangent bodies of forward and reverse.
+Values loop_adjoint_tangent(const TangentContext& c) {
+  const Node& node = c.node();
+  const LoopSpec& spec = *node.loop;
+  const int nc = spec.num_carries, ni = spec.num_invariants,
+            nr = spec.num_reverse, ns = spec.num_step_cotangents;
+  if (!c.any_tangent()) return Values(nr);  // as in loop_tangent
+  std::vector<int> p_sel, y_sel;
+  for (int j = 0; j < ni; ++j) {
+    if (c.tangent(nc + j).valid()) p_sel.push_back(j);
+  }
+  for (int j = 0; j < ns; ++j) {
+    if (c.tangent(nc + ni + nr + j).valid()) y_sel.push_back(j);
+  }
+  const int np = as_int(p_sel.size()), nys = as_int(y_sel.size());
+  // Forward body over (c, ċ; p, ṗ).
+  std::vector<int> fwith;
+  for (int k = 0; k < nc; ++k) fwith.push_back(k);
+  for (int j : p_sel) fwith.push_back(nc + j);
+  TangentBody f = tangent_body(spec.forward, fwith, nc);
+  // Reverse body: inputs c, p, step, r, ȳ.
+  std::vector<int> rwith;
+  for (int k = 0; k < nc; ++k) rwith.push_back(k);
+  for (int j : p_sel) rwith.push_back(nc + j);
+  for (int k = 0; k < nr; ++k) rwith.push_back(nc + ni + 1 + k);
+  for (int j : y_sel) rwith.push_back(nc + ni + 1 + nr + j);
+  TangentBody a = tangent_body(spec.reverse, rwith, nr);
+
+  auto ta = std::make_shared<LoopSpec>();
+  ta->kind = LoopSpec::Kind::kAdjoint;
+  ta->trips = spec.trips;
+  ta->num_carries = 2 * nc;
+  ta->num_invariants = ni + np;
+  ta->num_step_outputs = spec.num_step_outputs;
+  ta->output_steps = spec.output_steps;
+  ta->schedule = spec.schedule;
+  ta->forward = {f.graph,
+                 join({take(f.inputs, 0, nc),
+                       take(f.tangents, 0, nc),
+                       take(f.inputs, nc, ni),
+                       take(f.tangents, nc, np),
+                       {f.inputs[nc + ni]}}),
+                 join({take(f.outputs, 0, nc), f.out_tangents})};
+  ta->reverse = {a.graph,
+                 join({take(a.inputs, 0, nc),
+                       take(a.tangents, 0, nc),
+                       take(a.inputs, nc, ni),
+                       take(a.tangents, nc, np),
+                       {a.inputs[nc + ni]},
+                       take(a.inputs, nc + ni + 1, nr),
+                       take(a.tangents, nc + np, nr),
+                       take(a.inputs, nc + ni + 1 + nr, ns),
+                       take(a.tangents, nc + np + nr, nys)}),
+                 join({a.outputs, a.out_tangents})};
+  ta->num_reverse = 2 * nr;
+  ta->num_step_cotangents = ns + nys;
+  ta->taped = false;
+
+  Values inputs = take(node.inputs, 0, nc);
+  for (int k = 0; k < nc; ++k) inputs.push_back(tangent_or_zeros(c, k));
+  for (int j = 0; j < ni; ++j) inputs.push_back(node.inputs[nc + j]);
+  for (int j : p_sel) inputs.push_back(c.tangent(nc + j));
+  for (int k = 0; k < nr; ++k) inputs.push_back(node.inputs[nc + ni + k]);
+  for (int k = 0; k < nr; ++k)
+    inputs.push_back(tangent_or_zeros(c, nc + ni + k));
+  for (int j = 0; j < ns; ++j) inputs.push_back(node.inputs[nc + ni + nr + j]);
+  for (int j : y_sel) inputs.push_back(c.tangent(nc + ni + nr + j));
+  Values out = add_loop_node(c.graph(), "loop_adjoint", inputs, ta, {});
+  return take(out, nr, nr);
+}
+
+}  // namespace adgraph::detail
