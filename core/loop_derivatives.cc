@@ -151,6 +151,17 @@ TangentBody tangent_body(const LoopBody& body,
   return t;
 }
 
+// A tangent forward body's inputs in the order a loop feeds them: the
+// carries, their tangents, the invariants, the tangents of the np
+// invariants that have one, the step.
+Values carry_order_inputs(const TangentBody& t, int nc, int ni, int np) {
+  return join({take(t.inputs, 0, nc),
+               take(t.tangents, 0, nc),
+               take(t.inputs, nc, ni),
+               take(t.tangents, nc, np),
+               {t.inputs[nc + ni]}});
+}
+
 Value tangent_or_zeros(const TangentContext& c, int i) {
   return c.tangent(i).valid() ? c.tangent(i)
                               : zeros_like(c.graph(), c.input(i).shape());
@@ -184,11 +195,7 @@ Values loop_tangent(const TangentContext& c) {
   tl->output_steps = spec.output_steps;
   tl->schedule = spec.schedule;
   tl->forward = {t.graph,
-                 join({take(t.inputs, 0, nc),
-                       take(t.tangents, 0, nc),
-                       take(t.inputs, nc, ni),
-                       take(t.tangents, nc, np),
-                       {t.inputs[nc + ni]}}),
+                 carry_order_inputs(t, nc, ni, np),
                  join({take(t.outputs, 0, nc),
                        take(t.out_tangents, 0, nc),
                        take(t.outputs, nc, ny),
@@ -242,11 +249,7 @@ Values loop_adjoint_tangent(const TangentContext& c) {
   ta->output_steps = spec.output_steps;
   ta->schedule = spec.schedule;
   ta->forward = {f.graph,
-                 join({take(f.inputs, 0, nc),
-                       take(f.tangents, 0, nc),
-                       take(f.inputs, nc, ni),
-                       take(f.tangents, nc, np),
-                       {f.inputs[nc + ni]}}),
+                 carry_order_inputs(f, nc, ni, np),
                  join({take(f.outputs, 0, nc), f.out_tangents})};
   ta->reverse = {a.graph,
                  join({take(a.inputs, 0, nc),
