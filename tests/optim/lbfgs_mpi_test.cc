@@ -111,8 +111,13 @@ TEST(LbfgsMpi, ShardedIteratesMatchASingleProcessRun) {
       Layout::kSharded);
   EXPECT_EQ(dist.termination, Termination::kGradientNorm) << dist.message;
   EXPECT_EQ(dist.iterations, ref.iterations);
+  // The sharded dot products sum in another order than the serial ones
+  // (per rank, then across ranks; Eigen's reductions also change order with
+  // the vector width), and 200 iterations amplify that: up to 2.7e-12 was
+  // measured with AVX2 (ADGRAPH_NATIVE), 9e-13 with SSE2.
+  constexpr double kIterateTolerance = 1e-11;
   for (int64_t k = 0; k < mine.size(); ++k) {
-    EXPECT_NEAR(mine[k], serial[begin + k], 1e-12);
+    EXPECT_NEAR(mine[k], serial[begin + k], kIterateTolerance);
   }
   ASSERT_EQ(dist.f_history.size(), ref.f_history.size());
   for (std::size_t i = 0; i < ref.f_history.size(); ++i) {
