@@ -237,7 +237,7 @@ class OpRegistry final {
   std::vector<const OpDef*> all() const;
 
   // The process-wide registry with every built-in op registered (done once,
-  // on first use, by core/builtin_ops.cc).
+  // on first use, by builtin_ops.cc beside adgraph.h).
   static OpRegistry& global();
 
  private:

@@ -1,5 +1,5 @@
-#include "core/builtin_ops.h"
-
+// The library's entry point for ops: every layer registers its families
+// here, so core/ never includes a layer above it.
 #include "core/loop.h"
 #include "core/op.h"
 #include "mpi_ops/collectives.h"
@@ -13,6 +13,7 @@
 #include "solvers/heat_step.h"
 
 namespace adgraph {
+namespace {
 
 void register_builtin_ops(OpRegistry& registry) {
   register_source_ops(registry);
@@ -26,6 +27,8 @@ void register_builtin_ops(OpRegistry& registry) {
   register_halo_ops(registry);
   solvers::register_heat_ops(registry);
 }
+
+}  // namespace
 
 OpRegistry& OpRegistry::global() {
   static OpRegistry* registry = [] {
