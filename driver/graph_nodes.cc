@@ -1,0 +1,458 @@
+// The Loader's node entries: their form, their order and repeat blocks
+// (one loop node each).
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <queue>
+#include <set>
+
+#include "core/error.h"
+#include "core/gradients.h"
+#include "core/jvp.h"
+#include "core/loop.h"
+#include "core/op.h"
+#include "core/tensor_json.h"
+#include "driver/loader_impl.h"
+
+namespace adgraph::driver::detail {
+
+void Loader::create(const json& entry,
+                    std::map<std::string, Value>& scope,
+                    const std::string& graph_name,
+                    const std::map<std::string, Value>& after_scope) {
+  const std::string name = entry.at("name").get<std::string>();
+  const std::string op = entry.at("op").get<std::string>();
+  std::vector<Value> inputs;
+  if (entry.contains("inputs")) {
+    const json& list = entry.at("inputs");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      inputs.push_back(resolve(
+          scope, list[i], name, op, "inputs[" + std::to_string(i) + "]"));
+    }
+  }
+  json attrs = entry.value("attrs", json::object());
+  if (entry.contains("shape")) {
+    if (op != "placeholder")
+      fail(name, op, "shape", "only placeholders take a shape");
+    attrs["shape"] = shape_of(entry.at("shape"), name, "shape");
+  }
+  if (op == "placeholder" && !attrs.contains("shape")) {
+    fail(name, op, "shape", "a placeholder needs a shape");
+  }
+  NodeOptions options;
+  options.name = graph_name;
+  if (entry.contains("after")) {
+    const json& list = entry.at("after");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      options.after.push_back(resolve(
+          after_scope, list[i], name, op, "after[" + std::to_string(i) + "]"));
+    }
+  }
+  try {
+    std::vector<Value> out = target_->add_node_outputs(
+        op, std::move(inputs), attrs, std::move(options));
+    bind_group(scope, name, {out[0]});
+  } catch (const JsonError&) {
+    throw;
+  } catch (const Error& e) {
+    // The graph names the node as built ("u@3" inside a repeat body).
+    fail(e.node().empty() ? name : e.node(),
+         e.op().empty() ? op : e.op(),
+         e.field(),
+         e.detail());
+  }
+}
+
+void Loader::check_entry(const json& entry, const std::string& where) {
+  if (!entry.is_object())
+    fail({}, {}, where, "expected an object, found " + type_of(entry));
+  const std::string name =
+      require(entry, "name", &json::is_string, "a string", {}, where)
+          .get<std::string>();
+  if (name.empty() || name.find_first_of(":@") != std::string::npos) {
+    fail(name,
+         {},
+         "name",
+         "a node name must be non-empty and contain neither ':' nor '@'");
+  }
+  only(entry,
+       {"name", "op", "inputs", "attrs", "shape", "after", "doc"},
+       name,
+       "");
+  require(entry, "op", &json::is_string, "a string", name, "");
+  for (const char* list : {"inputs", "after"}) {
+    if (!entry.contains(list)) continue;
+    if (!entry.at(list).is_array())
+      fail(name, {}, list, "expected a list of node names");
+    for (const json& r : entry.at(list)) {
+      if (!r.is_string())
+        fail(name, {}, list, "expected node names, found " + type_of(r));
+    }
+  }
+  if (entry.contains("attrs") && !entry.at("attrs").is_object()) {
+    fail(name,
+         {},
+         "attrs",
+         "expected an object, found " + type_of(entry.at("attrs")));
+  }
+}
+
+std::string Loader::base_of(const std::string& ref) {
+  const auto colon = ref.rfind(':');
+  return colon == std::string::npos ? ref : ref.substr(0, colon);
+}
+
+void Loader::load_nodes(const json& nodes, Document& d) {
+  // Entries in document order; repeat blocks are barriers.
+  std::map<std::string, std::size_t> declared;
+  std::map<std::size_t, std::string> repeat_where;
+  std::vector<std::vector<std::size_t>> deps(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const std::string where = "nodes[" + std::to_string(i) + "]";
+    const json& e = nodes[i];
+    if (e.is_object() && e.contains("repeat")) {
+      check_repeat(e, where);
+      repeat_where[i] = where;
+      for (std::size_t j = 0; j < i; ++j) deps[i].push_back(j);
+      for (const auto& [var, init] : e.at("carry").items()) declared[var] = i;
+      continue;
+    }
+    check_entry(e, where);
+    const std::string name = e.at("name").get<std::string>();
+    if (declared.count(name) && !(nodes[declared[name]].contains("repeat"))) {
+      fail(name, e.at("op").get<std::string>(), "name", "duplicate node name");
+    }
+    declared[name] = i;
+  }
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const json& e = nodes[i];
+    if (e.contains("repeat")) continue;
+    const std::string name = e.at("name").get<std::string>(),
+                      op = e.at("op").get<std::string>();
+    if (e.contains("inputs")) {
+      for (std::size_t k = 0; k < e.at("inputs").size(); ++k) {
+        const std::string ref = e.at("inputs")[k].get<std::string>();
+        auto it = declared.find(base_of(ref));
+        if (it == declared.end()) it = declared.find(ref);
+        const std::string field = "inputs[" + std::to_string(k) + "]";
+        if (it == declared.end())
+          fail(name, op, field, "unknown node \"" + ref + "\"");
+        if (it->second >= i) {
+          fail(name,
+               op,
+               field,
+               "\"" + ref +
+                   "\" is defined later in the document; inputs must name "
+                   "earlier nodes");
+        }
+        deps[i].push_back(it->second);
+      }
+    }
+    if (e.contains("after")) {
+      for (std::size_t k = 0; k < e.at("after").size(); ++k) {
+        const std::string ref = e.at("after")[k].get<std::string>();
+        auto it = declared.find(ref);
+        const std::string field = "after[" + std::to_string(k) + "]";
+        if (it == declared.end())
+          fail(name, op, field, "unknown node \"" + ref + "\"");
+        if (it->second == i)
+          fail(name, op, field, "a node cannot run after itself");
+        deps[i].push_back(it->second);
+      }
+    }
+  }
+  // Kahn's algorithm, earliest entry first, so documents without forward
+  // "after" references are built in document order.
+  std::vector<int> missing(nodes.size(), 0);
+  std::vector<std::vector<std::size_t>> users(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    std::set<std::size_t> unique(deps[i].begin(), deps[i].end());
+    missing[i] = static_cast<int>(unique.size());
+    for (std::size_t j : unique) users[j].push_back(i);
+  }
+  std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>>
+      ready;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (missing[i] == 0) ready.push(i);
+  }
+  std::vector<char> done(nodes.size(), 0);
+  while (!ready.empty()) {
+    const std::size_t i = ready.top();
+    ready.pop();
+    done[i] = 1;
+    if (nodes[i].contains("repeat")) {
+      build_repeat(nodes[i], d.values, repeat_where[i]);
+    } else {
+      create(
+          nodes[i], d.values, nodes[i].at("name").get<std::string>(), d.values);
+    }
+    for (std::size_t u : users[i]) {
+      if (--missing[u] == 0) ready.push(u);
+    }
+  }
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (done[i]) continue;
+    const json& e = nodes[i];
+    fail(e.value("name", ""),
+         e.value("op", ""),
+         "after",
+         "the \"after\" dependencies form a cycle through this node");
+  }
+}
+
+void Loader::check_repeat(const json& e, const std::string& where) {
+  only(e, {"repeat", "carry", "body", "checkpoints", "doc"}, {}, where);
+  const json& k =
+      require(e, "repeat", &json::is_number_integer, "an integer", {}, where);
+  if (k.get<int64_t>() < 1 || k.get<int64_t>() > kMaxRepeat) {
+    fail({}, {}, where + ".repeat", "must be in [1, 1000000]");
+  }
+  const json& carry =
+      require(e, "carry", &json::is_object, "an object", {}, where);
+  for (const auto& [var, init] : carry.items()) {
+    if (!init.is_string())
+      fail({}, {}, where + ".carry." + var, "expected a node name");
+  }
+  if (e.contains("checkpoints")) schedule_of(e.at("checkpoints"), where);
+  const json& body = require(e, "body", &json::is_array, "a list", {}, where);
+  if (body.empty()) fail({}, {}, where + ".body", "the body is empty");
+  // Names the body defines, with the index of the entry defining them.
+  std::map<std::string, std::size_t> defined;
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    const std::string w = where + ".body[" + std::to_string(i) + "]";
+    if (body[i].is_object() && body[i].contains("repeat")) {
+      check_repeat(body[i], w);
+      for (const auto& [var, init] : body[i].at("carry").items())
+        defined.emplace(var, i);
+      continue;
+    }
+    check_entry(body[i], w);
+    const std::string name = body[i].at("name").get<std::string>();
+    if (!defined.emplace(name, i).second)
+      fail(name, {}, "name", "duplicate node name in a repeat body");
+  }
+  for (const auto& [var, init] : carry.items()) {
+    if (!defined.count(var)) {
+      fail({},
+           {},
+           where + ".carry." + var,
+           "the body has no node \"" + var + "\" to carry");
+    }
+  }
+  // A body entry reads carries, earlier body nodes and outer nodes; a body
+  // node defined later is never what it means.
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    if (body[i].contains("repeat")) continue;
+    const std::string name = body[i].at("name").get<std::string>();
+    if (!body[i].contains("inputs")) continue;
+    const json& inputs = body[i].at("inputs");
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      const std::string base = base_of(inputs[k].get<std::string>());
+      auto it = defined.find(base);
+      if (it == defined.end() || it->second < i || carry.contains(base))
+        continue;
+      fail(name,
+           body[i].at("op").get<std::string>(),
+           "inputs[" + std::to_string(k) + "]",
+           "\"" + base +
+               "\" is defined later in the repeat body (or is this node); "
+               "carry it to read the previous step's value");
+    }
+  }
+}
+
+CheckpointSchedule Loader::schedule_of(const json& v,
+                                       const std::string& where) {
+  const std::string field = where + ".checkpoints";
+  if (v.is_string() && v.get<std::string>() == "all")
+    return CheckpointSchedule::store_all();
+  if (v.is_number_integer()) {
+    if (v.get<int64_t>() < 1)
+      fail(
+          {}, {}, field, "a number of snapshots must be >= 1, got " + v.dump());
+    return CheckpointSchedule::binomial(v.get<int64_t>());
+  }
+  if (v.is_object() && v.contains("every")) {
+    only(v, {"every"}, {}, field);
+    const json& k = v.at("every");
+    if (!k.is_number_integer() || k.get<int64_t>() < 1)
+      fail({},
+           {},
+           field + ".every",
+           "expected an integer >= 1, got " + k.dump());
+    return CheckpointSchedule::every(k.get<int64_t>());
+  }
+  fail({},
+       {},
+       field,
+       "expected \"all\", a number of snapshots or {\"every\": k}, found " +
+           v.dump());
+}
+
+void Loader::free_references(const json& e, std::set<std::string>& out) {
+  std::set<std::string> inside;
+  for (const auto& [var, init] : e.at("carry").items()) inside.insert(var);
+  for (const json& entry : e.at("body")) {
+    if (entry.contains("repeat")) {
+      for (const auto& [var, init] : entry.at("carry").items())
+        inside.insert(var);
+    } else {
+      inside.insert(entry.at("name").get<std::string>());
+    }
+  }
+  auto consider = [&](const std::string& ref) {
+    if (!inside.count(base_of(ref)) && !inside.count(ref)) out.insert(ref);
+  };
+  for (const json& entry : e.at("body")) {
+    if (entry.contains("repeat")) {
+      for (const auto& [var, init] : entry.at("carry").items())
+        consider(init.get<std::string>());
+      std::set<std::string> nested;
+      free_references(entry, nested);
+      for (const std::string& ref : nested) consider(ref);
+      continue;
+    }
+    if (entry.contains("inputs")) {
+      for (const json& ref : entry.at("inputs"))
+        consider(ref.get<std::string>());
+    }
+  }
+}
+
+std::vector<Value> Loader::group_of(const std::map<std::string, Value>& scope,
+                                    const std::string& ref,
+                                    const std::string& field) {
+  std::vector<Value> out;
+  if (ref.find(':') == std::string::npos && scope.count(ref + ":0")) {
+    while (scope.count(ref + ":" + std::to_string(out.size())))
+      out.push_back(scope.at(ref + ":" + std::to_string(out.size())));
+    return out;
+  }
+  const Value v = resolve(scope, json(ref), {}, {}, field);
+  if (ref.find(':') != std::string::npos) return {v};
+  for (int k = 0; k < v.node().num_outputs(); ++k)
+    out.emplace_back(&v.graph(), v.node_id(), k);
+  return out;
+}
+
+void Loader::bind_group(std::map<std::string, Value>& scope,
+                        const std::string& var,
+                        const std::vector<Value>& values) {
+  for (int k = 0; scope.count(var + ":" + std::to_string(k)); ++k)
+    scope.erase(var + ":" + std::to_string(k));
+  scope[var] = values[0];
+  if (values.size() > 1) {
+    for (std::size_t k = 0; k < values.size(); ++k)
+      scope[var + ":" + std::to_string(k)] = values[k];
+  }
+}
+
+void Loader::build_repeat(const json& e,
+                          std::map<std::string, Value>& scope,
+                          const std::string& where) {
+  const int64_t times = e.at("repeat").get<int64_t>();
+  std::vector<std::string> vars, labels;
+  std::vector<int> group_size;
+  std::vector<Value> init;
+  for (const auto& [var, ref] : e.at("carry").items()) {
+    auto values =
+        group_of(scope, ref.get<std::string>(), where + ".carry." + var);
+    // Carried: the outputs the initial value and the body's node both
+    // have (u0 → heat_step carries u only, as the unrolled passes did).
+    for (const json& entry : e.at("body")) {
+      if (entry.contains("repeat") || entry.at("name") != var) continue;
+      const OpDef* def = g_.registry().find(entry.at("op").get<std::string>());
+      if (def && def->num_outputs > 0 &&
+          static_cast<int>(values.size()) > def->num_outputs)
+        values.resize(def->num_outputs);
+    }
+    vars.push_back(var);
+    group_size.push_back(static_cast<int>(values.size()));
+    for (std::size_t k = 0; k < values.size(); ++k) {
+      init.push_back(values[k]);
+      std::string label = where + ".carry." + var;
+      if (values.size() > 1) label.append(1, ':').append(std::to_string(k));
+      labels.push_back(std::move(label));
+    }
+  }
+  std::set<std::string> refs;
+  free_references(e, refs);
+  std::vector<std::string> invariant_refs(refs.begin(), refs.end());
+  std::vector<Value> invariants;
+  for (const std::string& ref : invariant_refs)
+    invariants.push_back(resolve(scope, json(ref), {}, {}, where + ".body"));
+
+  LoopOptions options;
+  options.name = where;
+  if (e.contains("checkpoints"))
+    options.checkpoints = schedule_of(e.at("checkpoints"), where);
+  Graph* outer = target_;
+  auto body = [&](const LoopArgs& a) {
+    target_ = a.graph;
+    std::map<std::string, Value> local;
+    std::size_t next = 0;
+    for (std::size_t v = 0; v < vars.size(); ++v) {
+      std::vector<Value> values(a.carries.begin() + next,
+                                a.carries.begin() + next + group_size[v]);
+      bind_group(local, vars[v], values);
+      next += group_size[v];
+    }
+    for (std::size_t i = 0; i < invariant_refs.size(); ++i)
+      local[invariant_refs[i]] = a.invariants[i];
+    const json& entries = e.at("body");
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      if (entries[i].contains("repeat")) {
+        build_repeat(
+            entries[i], local, where + ".body[" + std::to_string(i) + "]");
+      } else {
+        const std::string name = entries[i].at("name").get<std::string>();
+        create(entries[i], local, name, local);
+      }
+    }
+    LoopStep step;
+    for (std::size_t v = 0; v < vars.size(); ++v) {
+      std::vector<Value> out =
+          group_of(local, vars[v], where + ".carry." + vars[v]);
+      if (static_cast<int>(out.size()) < group_size[v]) {
+        fail(vars[v],
+             out[0].node().op_name(),
+             where + ".carry." + vars[v],
+             "the body's node has " + std::to_string(out.size()) +
+                 " output(s), the carried value " +
+                 std::to_string(group_size[v]));
+      }
+      step.carries.insert(
+          step.carries.end(), out.begin(), out.begin() + group_size[v]);
+    }
+    target_ = outer;
+    return step;
+  };
+  LoopResult r;
+  try {
+    r = loop(times, init, invariants, body, options);
+  } catch (const JsonError&) {
+    target_ = outer;
+    throw;
+  } catch (const Error& ex) {
+    target_ = outer;
+    std::string field = ex.field();
+    // loop() names a carry by position ("carry 2 (…)"): name it as written.
+    if (field.rfind("carry ", 0) == 0) {
+      const std::size_t k = std::stoul(field.substr(6));
+      if (k < labels.size()) field = labels[k];
+    } else if (!field.empty() && ex.node() == where) {
+      field = where + "." + field;
+    }
+    fail(ex.node(), ex.op(), field, ex.detail());
+  }
+  std::size_t next = 0;
+  for (std::size_t v = 0; v < vars.size(); ++v) {
+    bind_group(scope,
+               vars[v],
+               std::vector<Value>(r.carries.begin() + next,
+                                  r.carries.begin() + next + group_size[v]));
+    next += group_size[v];
+  }
+}
+
+}  // namespace adgraph::driver::detail

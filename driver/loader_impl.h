@@ -1,0 +1,102 @@
+// The JSON loader's internals (driver/loader.h documents the format): one
+// Loader per document, its members in three files by concern:
+// json_fields.cc (typed field access and error messages), graph_nodes.cc
+// (node entries, their order, repeat blocks) and loader.cc (the document's
+// sections). Not installed.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/checkpoint_schedule.h"
+#include "core/graph.h"
+#include "driver/loader.h"
+
+namespace adgraph::driver::detail {
+
+using nlohmann::json;
+
+constexpr int kMaxDepth = 64;
+constexpr int64_t kMaxElements = int64_t{1} << 30;
+constexpr int64_t kMaxRepeat = 1000000;
+constexpr int kVersion = 1;
+
+// "an integer", "a list", … for error messages.
+std::string type_of(const json& v);
+
+class Loader final {
+ public:
+  Loader(const std::string& file, Graph& graph)
+      : file_(file), g_(graph), target_(&graph) {}
+
+  [[noreturn]] void fail(const std::string& node,
+                         const std::string& op,
+                         const std::string& field,
+                         const std::string& detail) const;
+  // Rejects fields of `object` that are not in `allowed`.
+  void only(const json& object,
+            std::initializer_list<const char*> allowed,
+            const std::string& node,
+            const std::string& where) const;
+  const json& require(const json& object,
+                      const char* key,
+                      bool (json::*is)() const noexcept,
+                      const char* expected,
+                      const std::string& node,
+                      const std::string& where) const;
+  // "name" or "name:k" in `scope`.
+  Value resolve(const std::map<std::string, Value>& scope,
+                const json& ref,
+                const std::string& node,
+                const std::string& op,
+                const std::string& field) const;
+  Shape shape_of(const json& v,
+                 const std::string& node,
+                 const std::string& field) const;
+  // A feed or start value for a tensor of `shape`.
+  Tensor value_of(const json& v,
+                  const Shape& shape,
+                  const std::string& node,
+                  const std::string& field) const;
+  // Creates one node entry in `scope`, under the graph name `graph_name`.
+  void create(const json& entry,
+              std::map<std::string, Value>& scope,
+              const std::string& graph_name,
+              const std::map<std::string, Value>& after_scope);
+  // Checks the form of a plain node entry.
+  void check_entry(const json& entry, const std::string& where);
+  static std::string base_of(const std::string& ref);
+  void load_nodes(const json& nodes, Document& d);
+  // Checks the form of a repeat block (and of the blocks nested in it).
+  void check_repeat(const json& e, const std::string& where);
+  // "all", a number of snapshots s >= 1, or {"every": k >= 1}.
+  CheckpointSchedule schedule_of(const json& v, const std::string& where);
+  // References a repeat block reads from outside it, in a stable order.
+  void free_references(const json& e, std::set<std::string>& out);
+  // The values a reference to a carry stands for: every output of a plain
+  // node (or of a carried group), one value for "name:k".
+  std::vector<Value> group_of(const std::map<std::string, Value>& scope,
+                              const std::string& ref,
+                              const std::string& field);
+  static void bind_group(std::map<std::string, Value>& scope,
+                         const std::string& var,
+                         const std::vector<Value>& values);
+  // A repeat block becomes one loop node (core/loop.h): carries from
+  // "carry", the outer values the body reads as invariants.
+  void build_repeat(const json& e,
+                    std::map<std::string, Value>& scope,
+                    const std::string& where);
+  Document load(const json& doc);
+
+ private:
+  const std::string& file_;
+  Graph& g_;
+  // The graph nodes are created in: g_, or a repeat block's body.
+  Graph* target_;
+};
+
+}  // namespace adgraph::driver::detail
