@@ -1,6 +1,7 @@
 // Umbrella header: everything a user of adgraph needs.
 #pragma once
 
+#include "core/core_ops.h"
 #include "core/error.h"
 #include "core/gradient_checker.h"
 #include "core/gradients.h"
@@ -20,7 +21,6 @@
 #include "ops/linalg.h"
 #include "ops/reductions.h"
 #include "ops/shape_ops.h"
-#include "ops/sources.h"
 #include "optim/lbfgs.h"
 #include "optim/line_search.h"
 #include "optim/minimize.h"

@@ -1,13 +1,17 @@
-// The slice of a communicator that core/ needs, without <mpi.h>. The MPI
-// implementation lives in mpi_ops/communicator.h; a graph without
-// communication nodes has no CommContext and runs as a single process.
+// The slice of a communicator that the layers below mpi_ops/ need (the
+// executor, loops, the optimizers), without <mpi.h>. The MPI implementation
+// is mpi_ops/communicator.h; tests may implement it in process. A graph
+// without communication nodes has no CommContext and runs as one process.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace adgraph {
+
+enum class ReduceOp { kSum, kMax, kMin, kProd };
 
 class CommContext {
  public:
@@ -16,15 +20,32 @@ class CommContext {
   virtual int rank() const = 0;
   virtual int size() const = 0;
 
-  // Sum of `value` over all ranks. Collective.
-  virtual double allreduce_sum(double value) = 0;
-  // Maximum of `value` over all ranks. Collective.
-  virtual double allreduce_max(double value) = 0;
+  // Collectives; every rank calls them with the same n (and root).
+  // out[i] = op over ranks of in[i]; `in` may equal `out` (in place).
+  virtual void allreduce(const double* in,
+                         double* out,
+                         int64_t n,
+                         ReduceOp op) = 0;
+  // Rank root's data[0..n) on every rank.
+  virtual void bcast(double* data, int64_t n, int root) = 0;
+  // Rank root's text on every rank.
+  virtual std::string bcast(const std::string& text, int root) = 0;
+
+  // One value reduced over all ranks. Collective.
+  double allreduce_sum(double value) {
+    return reduce_one(value, ReduceOp::kSum);
+  }
+  double allreduce_max(double value) {
+    return reduce_one(value, ReduceOp::kMax);
+  }
+  double allreduce_min(double value) {
+    return reduce_one(value, ReduceOp::kMin);
+  }
 
   // Collective. Throws adgraph::RunError with the same message on every rank
-  // when the ranks' `descriptors` (one per collective node of a plan, in
+  // when the ranks' `descriptors` (one per every-rank node of a plan, in
   // execution order) differ; the message names the first differing entry.
-  // Session calls it for every new plan that contains a collective.
+  // Session calls it for every new plan that contains such a node.
   virtual void check_same_sequence(
       const std::vector<std::string>& descriptors) = 0;
 
@@ -37,6 +58,12 @@ class CommContext {
   // Completes the pending sends after the first `first` ones (a loop body
   // completes the sends of each step within the step).
   virtual void complete_sends_from(std::size_t first) { (void)first; }
+
+ private:
+  double reduce_one(double value, ReduceOp op) {
+    allreduce(&value, &value, 1, op);
+    return value;
+  }
 };
 
 }  // namespace adgraph

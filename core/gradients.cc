@@ -3,15 +3,12 @@
 #include <map>
 #include <utility>
 
+#include "core/core_ops.h"
 #include "core/error.h"
 #include "core/op.h"
 
 namespace adgraph {
 namespace {
-
-Value zeros_of(Graph& g, const Shape& shape) {
-  return g.add_node("zeros", {}, {{"shape", shape}});
-}
 
 std::vector<Value> reverse_sweep(const Values& ys,
                                  Values grad_ys,
@@ -45,7 +42,7 @@ std::vector<Value> reverse_sweep(const Values& ys,
                          "grad_y");
       }
     } else {
-      gk = g.add_node("fill", {}, {{"shape", yk.shape()}, {"value", 1.0}});
+      gk = ones(g, yk.shape());
     }
   }
 
@@ -79,7 +76,7 @@ std::vector<Value> reverse_sweep(const Values& ys,
         if (it == adjoint.end()) {
           adjoint.emplace(key, contribution);
         } else {
-          it->second = g.add_node("add", {it->second, contribution});
+          it->second = adgraph::accumulate(it->second, contribution);
         }
         if (real) from_y[target.node_id()] = 1;
       };
@@ -132,7 +129,7 @@ std::vector<Value> reverse_sweep(const Values& ys,
     }
     for (int k = 0; k < n_out; ++k) {
       if (!output_grads[k].valid()) {
-        output_grads[k] = zeros_of(g, node.output_shapes[k]);
+        output_grads[k] = zeros(g, node.output_shapes[k]);
       }
     }
     std::vector<bool> needed;
@@ -195,7 +192,7 @@ std::vector<Value> reverse_sweep(const Values& ys,
   std::vector<Value> result;
   for (const Value& x : xs) {
     auto it = adjoint.find({x.node_id(), x.output()});
-    result.push_back(it != adjoint.end() ? it->second : zeros_of(g, x.shape()));
+    result.push_back(it != adjoint.end() ? it->second : zeros(g, x.shape()));
   }
   if (wait) detail::wait_for_messages(g, last_forward_communication, result);
   return result;
@@ -209,10 +206,10 @@ std::vector<Value> gradients(Value y,
   return reverse_sweep({y}, {grad_y}, xs, {}, true, true);
 }
 
-std::vector<Value> detail::local_gradients(Value y,
-                                           const std::vector<Value>& xs,
-                                           Value grad_y) {
-  return reverse_sweep({y}, {grad_y}, xs, {}, false, true);
+std::vector<Value> detail::local_gradients(const Values& ys,
+                                           const Values& grad_ys,
+                                           const std::vector<Value>& xs) {
+  return reverse_sweep(ys, grad_ys, xs, {}, false, true);
 }
 
 std::vector<Value> detail::body_gradients(const Values& ys,

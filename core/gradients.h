@@ -29,12 +29,13 @@ std::vector<Value> gradients(Value y,
 Value gradient(Value y, Value x, Value grad_y = {});
 
 namespace detail {
-// gradients() restricted to the paths from xs to y: no adjoints for
+// The cotangents of xs for Σ_k ⟨grad_ys_k, ys_k⟩ (a vector-Jacobian
+// product), restricted to the paths from xs to the ys: no adjoints for
 // communication nodes off those paths and no waiting for them. Used where a
 // purely local adjoint is needed (jvp()'s transpose-of-the-adjoint rule).
-std::vector<Value> local_gradients(Value y,
-                                   const std::vector<Value>& xs,
-                                   Value grad_y = {});
+std::vector<Value> local_gradients(const std::vector<Value>& ys,
+                                   const std::vector<Value>& grad_ys,
+                                   const std::vector<Value>& xs);
 
 // The reverse sweep of a loop body (core/loop.cc): the cotangents of xs
 // for Σ_k ⟨grad_ys_k, ys_k⟩, plus initial[i] (when valid) added to x_i's

@@ -235,11 +235,15 @@ std::vector<Value> Graph::add_node_outputs(const std::string& op,
 
   node->loop = std::move(options.loop);
   node->communication = def->communication;
-  node->collective = def->collective;
+  node->every_rank = def->every_rank;
   if (node->loop) {
     node->communication = node->loop->communicates();
-    node->collective = node->loop->has_collective();
+    node->every_rank = node->loop->has_every_rank_node();
     if (node->communication) set_comm(node->loop->shared_comm());
+  } else if (def->communicator && !comm_) {
+    // The first communication node binds the graph's communicator, before
+    // its shape rule (which may ask for the communicator's size) runs.
+    set_comm(def->communicator());
   }
   node->output_shapes = def->shape(ShapeContext(*node, *this));
   ADGRAPH_CHECK(def->num_outputs == 0 ||
@@ -314,7 +318,7 @@ void Graph::set_default_checkpoints(CheckpointSchedule schedule) {
   throw OptionsError(error, {}, {}, "default checkpoints");
 }
 
-void Graph::set_comm(std::shared_ptr<CommContext> comm) const {
+void Graph::set_comm(std::shared_ptr<CommContext> comm) {
   if (comm_ && comm_ != comm) {
     throw GraphError(
         "a graph's communication nodes must share one communicator");

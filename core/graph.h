@@ -70,8 +70,9 @@ struct Node {
   // The node communicates (its op does, or a loop body holds a
   // communication node) and so is chained by ghost dependencies.
   bool communication = false;
-  // Every rank runs it and it joins the plan-time sequence check.
-  bool collective = false;
+  // Every rank runs it (its op is every_rank, or a loop body holds such a
+  // node), so it joins the plan-time sequence check.
+  bool every_rank = false;
   // A loop node's body and schedule (core/loop.h); null for other nodes.
   std::shared_ptr<const LoopSpec> loop;
 
@@ -146,7 +147,7 @@ class Graph final {
   // because the shape rules of communication ops bind it lazily.
   CommContext* comm() const { return comm_.get(); }
   const std::shared_ptr<CommContext>& shared_comm() const { return comm_; }
-  void set_comm(std::shared_ptr<CommContext> comm) const;
+  void set_comm(std::shared_ptr<CommContext> comm);
 
   // The checkpoint schedule of loops built with
   // CheckpointSchedule::graph_default(); store_all() unless changed. Throws
@@ -165,7 +166,7 @@ class Graph final {
  private:
   std::vector<std::unique_ptr<Node>> nodes_;
   std::unordered_map<std::string, int> by_name_;
-  mutable std::shared_ptr<CommContext> comm_;
+  std::shared_ptr<CommContext> comm_;
   const OpRegistry* registry_;
   int last_communication_ = -1;
   int num_communication_ = 0;

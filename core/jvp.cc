@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "core/core_ops.h"
 #include "core/error.h"
 #include "core/gradients.h"
 #include "core/op.h"
@@ -13,31 +14,32 @@ namespace {
 
 // The tangent of a local node whose op has a gradient but no tangent rule:
 // the transpose of its adjoint. With dummy cotangents w of the outputs, the
-// adjoint gives x̄_i(w), linear in w, so ẏ = ∂(Σ_i ⟨x̄_i(w), ẋ_i⟩)/∂w. Needs
-// the op's adjoint to be differentiable.
+// adjoint gives x̄_i(w), linear in w, so ẏ = ∂(Σ_i ⟨x̄_i(w), ẋ_i⟩)/∂w: the
+// reverse sweep of the adjoint seeded with the tangents ẋ_i. Needs the op's
+// adjoint to be differentiable.
 Values transposed_adjoint(const Node& node,
                           const Values& outputs,
                           const Values& input_tangents) {
   Graph& g = outputs[0].graph();
   Values w;
   for (const Shape& shape : node.output_shapes) {
-    w.push_back(g.add_node("zeros", {}, {{"shape", shape}}));
+    w.push_back(zeros(g, shape));
   }
   std::vector<bool> needed;
   for (const Value& t : input_tangents) needed.push_back(t.valid());
   Values adjoints =
       node.op->gradient(GradientContext(node, outputs, w, std::move(needed)));
-  Value pairing;
+  Values ys, seeds;
   for (std::size_t i = 0; i < input_tangents.size(); ++i) {
     if (!input_tangents[i].valid() || i >= adjoints.size() ||
         !adjoints[i].valid()) {
       continue;
     }
-    Value term = g.add_node("dot", {adjoints[i], input_tangents[i]});
-    pairing = pairing.valid() ? g.add_node("add", {pairing, term}) : term;
+    ys.push_back(adjoints[i]);
+    seeds.push_back(input_tangents[i]);
   }
-  if (!pairing.valid()) return Values(w.size());
-  return detail::local_gradients(pairing, w);
+  if (ys.empty()) return Values(w.size());
+  return detail::local_gradients(ys, seeds, w);
 }
 
 }  // namespace
@@ -93,7 +95,7 @@ std::vector<Value> forward_sweep(const std::vector<Value>& ys,
     if (it == tangent.end()) {
       tangent.emplace(key, tangents[k]);
     } else {
-      it->second = g.add_node("add", {it->second, tangents[k]});
+      it->second = accumulate(it->second, tangents[k]);
     }
   }
 
@@ -165,9 +167,7 @@ std::vector<Value> forward_sweep(const std::vector<Value>& ys,
   std::vector<Value> result;
   for (const Value& y : ys) {
     auto it = tangent.find({y.node_id(), y.output()});
-    result.push_back(it != tangent.end()
-                         ? it->second
-                         : g.add_node("zeros", {}, {{"shape", y.shape()}}));
+    result.push_back(it != tangent.end() ? it->second : zeros(g, y.shape()));
   }
   if (wait) detail::wait_for_messages(g, last_forward_communication, result);
   return result;

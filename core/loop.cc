@@ -16,11 +16,11 @@ namespace {
 
 using namespace detail;
 
-std::string collective_signature(const Graph& g) {
+std::string every_rank_signature(const Graph& g) {
   std::string out;
   for (int id = 0; id < g.num_nodes(); ++id) {
     const Node& n = g.node(id);
-    if (!n.collective) continue;
+    if (!n.every_rank) continue;
     out += n.op_name() + n.attrs.dump();
     for (const Value& in : n.inputs) out += shape_string(in.shape());
     if (n.loop) out += "{" + n.loop->signature() + "}";
@@ -53,7 +53,7 @@ bool LoopSpec::communicates() const {
          (reverse.graph && reverse.graph->num_communication_nodes() > 0);
 }
 
-bool LoopSpec::has_collective() const {
+bool LoopSpec::has_every_rank_node() const {
   return signature_.find(';') != std::string::npos;
 }
 
@@ -74,8 +74,8 @@ int64_t LoopSpec::state_elements() const {
 }
 
 void LoopSpec::finish() {
-  signature_ = collective_signature(*forward.graph);
-  if (reverse.graph) signature_ += "|" + collective_signature(*reverse.graph);
+  signature_ = every_rank_signature(*forward.graph);
+  if (reverse.graph) signature_ += "|" + every_rank_signature(*reverse.graph);
   if (signature_ == "|") signature_.clear();
 }
 
@@ -233,7 +233,7 @@ std::vector<Value> loop_adjoints(const Value& loop_node) {
   return out;
 }
 
-void register_loop_ops(OpRegistry& registry) {
+void register_loop_ops() {
   const std::vector<AttrSpec> attrs = {
       {"trips", AttrType::kInt, nlohmann::json(), "number of steps n", 1},
       {"checkpoints", AttrType::kString, "", "the adjoint's schedule"}};
@@ -262,7 +262,7 @@ void register_loop_ops(OpRegistry& registry) {
   loop.compute = run_loop;
   loop.gradient = loop_gradient;
   loop.tangent = loop_tangent;
-  registry.add(std::move(loop));
+  register_op(std::move(loop));
 
   OpDef adjoint;
   adjoint.name = "loop_adjoint";
@@ -288,7 +288,7 @@ void register_loop_ops(OpRegistry& registry) {
   };
   adjoint.compute = run_loop_adjoint;
   adjoint.tangent = loop_adjoint_tangent;
-  registry.add(std::move(adjoint));
+  register_op(std::move(adjoint));
 }
 
 }  // namespace adgraph

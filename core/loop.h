@@ -62,7 +62,6 @@
 
 namespace adgraph {
 
-class OpRegistry;
 namespace detail {
 class LoopCache;
 }
@@ -182,7 +181,7 @@ struct LoopSpec {
   std::shared_ptr<detail::LoopCache> cache;
 
   bool communicates() const;
-  bool has_collective() const;
+  bool has_every_rank_node() const;
   std::shared_ptr<CommContext> shared_comm() const;
   // The body's collectives, for the plan-time sequence check.
   const std::string& signature() const { return signature_; }
@@ -205,6 +204,6 @@ struct LoopSpec {
 };
 
 // Registers loop and loop_adjoint.
-void register_loop_ops(OpRegistry& registry);
+void register_loop_ops();
 
 }  // namespace adgraph

@@ -1,9 +1,12 @@
 #include "core/op.h"
 
 #include <algorithm>
+#include <mutex>
 #include <utility>
 
+#include "core/core_ops.h"
 #include "core/error.h"
+#include "core/loop.h"
 
 namespace adgraph {
 namespace {
@@ -47,6 +50,8 @@ const char* attr_type_name(AttrType type) {
   }
   return "?";
 }
+
+CommContext* ShapeContext::comm() const { return graph_.comm(); }
 
 int ShapeContext::num_inputs() const {
   return static_cast<int>(node_.inputs.size());
@@ -136,7 +141,7 @@ const Value& TangentContext::input(int i) const { return node_.inputs[i]; }
 
 Value TangentContext::tangent_or_zeros(int i) const {
   if (input_tangents_[i].valid()) return input_tangents_[i];
-  return graph().add_node("zeros", {}, {{"shape", node_.inputs[i].shape()}});
+  return zeros(graph(), node_.inputs[i].shape());
 }
 
 bool TangentContext::any_tangent() const {
@@ -170,7 +175,7 @@ Values bilinear_tangent(const TangentContext& c) {
     std::vector<Value> inputs = {c.input(0), c.input(1)};
     inputs[i] = c.tangent(i);
     Value term = g.add_node(node.op_name(), std::move(inputs), node.attrs);
-    t = t.valid() ? g.add_node("add", {t, term}) : term;
+    t = t.valid() ? accumulate(t, term) : term;
   }
   return {t};
 }
@@ -216,6 +221,24 @@ std::vector<const OpDef*> OpRegistry::all() const {
   std::vector<const OpDef*> out;
   for (const auto& [name, def] : ops_) out.push_back(def.get());
   return out;
+}
+
+OpRegistry& OpRegistry::global() {
+  static OpRegistry registry;
+  static std::once_flag once;
+  // register_op calls global() while the families register; that nested
+  // call on the registering thread must not wait for itself.
+  thread_local bool registering = false;
+  if (!registering) {
+    std::call_once(once, [] {
+      registering = true;
+      register_core_ops();
+      register_loop_ops();
+      detail::register_library_ops();
+      registering = false;
+    });
+  }
+  return registry;
 }
 
 void register_op(OpDef def) { OpRegistry::global().add(std::move(def)); }

@@ -24,6 +24,7 @@
 
 #include <functional>
 #include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -61,6 +62,9 @@ class ShapeContext final {
       : node_(node), graph_(graph) {}
   const Node& node() const { return node_; }
   const Graph& graph() const { return graph_; }
+  // The graph's communicator (bound before a communication op's shape rule
+  // runs, OpDef::communicator); nullptr for a graph without one.
+  CommContext* comm() const;
   int num_inputs() const;
   const Shape& input_shape(int i) const;
   int64_t attr_int(const std::string& name) const;
@@ -212,8 +216,14 @@ struct OpDef {
   // ghost dependency orders; it does not make a run execute the older node
   // (point-to-point nodes excepted, see Session::run).
   bool communication = false;
-  // Collective nodes also enter the per-plan cross-rank consistency check.
-  bool collective = false;
+  // Every rank runs each node of this op (collectives, and pairwise
+  // exchanges such as mpi_sendrecv), so it joins the per-plan cross-rank
+  // sequence check and runs whenever a plan runs a later communication node.
+  bool every_rank = false;
+  // For ops that need a communicator (communication ops, mpi_rank): the
+  // communicator a graph without one binds when the first node of this op
+  // is added, before the shape rule runs (ShapeContext::comm).
+  std::function<std::shared_ptr<CommContext>()> communicator;
   // (output, input) pairs: a sequential Session hands input's buffer to the
   // output when this node is the input's last consumer, the input is
   // neither fed nor fetched nor given to another input of the node, and
@@ -227,7 +237,8 @@ struct OpDef {
 class OpRegistry final {
  public:
   // Adds `def`. Throws GraphError when the name is taken or a required
-  // member (name, shape, compute) is missing.
+  // member (name, shape, compute) is missing. Code outside the core calls
+  // register_op, which adds to the global registry.
   void add(OpDef def);
   // nullptr when unknown.
   const OpDef* find(const std::string& name) const;
@@ -236,15 +247,23 @@ class OpRegistry final {
   // All ops, sorted by name.
   std::vector<const OpDef*> all() const;
 
-  // The process-wide registry with every built-in op registered (done once,
-  // on first use, by builtin_ops.cc beside adgraph.h).
+  // The process-wide registry. On first use it registers the core's own
+  // ops (core/core_ops.h, the loop ops) and then asks the library's entry
+  // point to register every other family (detail::register_library_ops).
   static OpRegistry& global();
 
  private:
   std::map<std::string, std::unique_ptr<OpDef>> ops_;
 };
 
-// Registers a user op in the global registry (custom-op API).
+// Registers an op in the global registry: the one way to add an op, for
+// the library's own families and for users alike.
 void register_op(OpDef def);
+
+namespace detail {
+// Defined by the library's entry point (builtin_ops.cc beside adgraph.h),
+// which calls each layer's register_*_ops(). Runs once, from global().
+void register_library_ops();
+}  // namespace detail
 
 }  // namespace adgraph

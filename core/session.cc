@@ -115,7 +115,7 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
   }
   for (int id = newest; id >= 0; id = graph_.node(id).ghost_input) {
     const Node& n = graph_.node(id);
-    if (!needed[id] && !n.collective) {
+    if (!needed[id] && !n.every_rank) {
       roots.push_back(id);
       mark(id);
     }
@@ -172,6 +172,9 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
   std::vector<int> level_of;
   std::vector<int> slot_owner;
   std::vector<int> last_use;
+  // The reader in the highest level: where a concurrent run may release a
+  // slot (a reader earlier in `order` can sit in a later level).
+  std::vector<int> last_level_use;
   std::vector<std::string> collectives;
   for (int id : order) {
     const Node& n = graph_.node(id);
@@ -188,6 +191,9 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
       last_use[slot] = index;
       level = std::max(level, level_of[s] + 1);
     }
+    for (int slot : step.input_slots) {
+      if (level_of[last_level_use[slot]] <= level) last_level_use[slot] = index;
+    }
     for (int c : n.control_inputs)
       level = std::max(level, level_of[step_of[c]] + 1);
     if (previous[id] >= 0)
@@ -195,6 +201,7 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
     for (int k = 0; k < n.num_outputs(); ++k) {
       slot_owner.push_back(index);
       last_use.push_back(index);
+      last_level_use.push_back(index);
     }
     plan->num_slots += n.num_outputs();
     step_of[id] = index;
@@ -202,7 +209,7 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
     if (static_cast<int>(plan->levels.size()) <= level)
       plan->levels.resize(level + 1);
     plan->levels[level].push_back(index);
-    if (n.collective) {
+    if (n.every_rank) {
       std::string shapes;
       for (const Value& in : n.inputs) shapes += shape_string(in.shape());
       collectives.push_back("\"" + n.name + "\" (" + n.op_name() + " " +
@@ -244,8 +251,9 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
     }
   }
   for (int slot = 0; slot < plan->num_slots; ++slot) {
-    if (!fetched[slot] && !handed_over[slot])
-      plan->steps[last_use[slot]].release.push_back(slot);
+    if (fetched[slot] || handed_over[slot]) continue;
+    const int at = options_.concurrent ? last_level_use[slot] : last_use[slot];
+    plan->steps[at].release.push_back(slot);
   }
   std::vector<int> readers(plan->num_slots, 0);
   for (const Plan::Step& step : plan->steps)

@@ -49,7 +49,7 @@ std::vector<std::string> gather_text(Communicator& comm,
   std::vector<std::string> out;
   for (int r = 0; r < comm.size(); ++r) {
     const std::string text =
-        comm.broadcast(comm.rank() == r ? mine : std::string(), r);
+        comm.bcast(comm.rank() == r ? mine : std::string(), r);
     if (comm.rank() == 0) out.push_back(text);
   }
   return out;

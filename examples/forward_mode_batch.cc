@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
         readable = static_cast<bool>(in);
         content << in.rdbuf();
       }
-      text = comm->broadcast(readable ? content.str() : std::string("\x01"), 0);
+      text = comm->bcast(readable ? content.str() : std::string("\x01"), 0);
       if (text == "\x01")
         throw JsonError("cannot read the file", {}, {}, {}, inputs);
     }

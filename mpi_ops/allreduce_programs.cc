@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "core/core_ops.h"
 #include "mpi_ops/communicator.h"
 #include "mpi_ops/point_to_point.h"
 #include "ops/elementwise.h"
@@ -10,7 +11,7 @@
 namespace adgraph {
 
 Value allreduce_naive(Value x, int tag) {
-  Communicator& comm = communicator_of(x.graph());
+  Communicator& comm = bind_communicator(x.graph());
   const int rank = comm.rank(), size = comm.size();
   // All sends first: they never block, so no order of receives deadlocks.
   for (int q = 0; q < size; ++q) {
@@ -24,7 +25,7 @@ Value allreduce_naive(Value x, int tag) {
 }
 
 Value allreduce_ring(Value x, int tag) {
-  Communicator& comm = communicator_of(x.graph());
+  Communicator& comm = bind_communicator(x.graph());
   const int rank = comm.rank(), size = comm.size();
   if (size == 1) return identity(x);
   const Shape shape = x.shape();

@@ -14,12 +14,13 @@
 #pragma once
 
 #include "core/graph.h"
+#include "mpi_ops/tags.h"
 
 namespace adgraph {
 
-// Tags [tag, tag + 1] are used.
-Value allreduce_naive(Value x, int tag = 900);
-// Tags [tag, tag + 1] are used.
-Value allreduce_ring(Value x, int tag = 910);
+// Its messages use `tag` only.
+Value allreduce_naive(Value x, int tag = kNaiveAllreduceTag);
+// Its messages use tags `tag` (reduce-scatter) and `tag + 1` (allgather).
+Value allreduce_ring(Value x, int tag = kRingAllreduceTag);
 
 }  // namespace adgraph

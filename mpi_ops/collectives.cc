@@ -13,15 +13,11 @@ namespace {
 
 const std::set<std::string> kReduceOps = {"sum", "max", "min", "prod"};
 
-Communicator& comm_of(KernelContext& c) {
-  return static_cast<Communicator&>(*c.comm());
-}
-
 int root_of(const Node& n) { return static_cast<int>(n.attr_int("root")); }
 
 // Checks `root` against the communicator size.
 void check_root(const ShapeContext& c) {
-  const int size = communicator_of(c.graph()).size();
+  const int size = c.comm()->size();
   if (c.attr_int("root") >= size) {
     c.fail("attribute \"root\"",
            "root " + std::to_string(c.attr_int("root")) +
@@ -32,14 +28,14 @@ void check_root(const ShapeContext& c) {
 
 // Shape [P, …x].
 Shape stacked(const ShapeContext& c, const Shape& x) {
-  Shape out{communicator_of(c.graph()).size()};
+  Shape out{c.comm()->size()};
   out.insert(out.end(), x.begin(), x.end());
   return out;
 }
 
 // Shape x without its leading extent, which must be P.
 Shape unstacked(const ShapeContext& c, const Shape& x) {
-  const int size = communicator_of(c.graph()).size();
+  const int size = c.comm()->size();
   if (x.empty() || x[0] != size) {
     c.fail("input \"x\"",
            "expected a leading extent of " + std::to_string(size) +
@@ -54,7 +50,8 @@ OpDef collective(std::string name, std::string doc, bool with_root) {
   def.doc = std::move(doc);
   def.inputs = {"x"};
   def.communication = true;
-  def.collective = true;
+  def.every_rank = true;
+  def.communicator = world_communicator;
   if (with_root) def.attrs = {{"root", AttrType::kInt, 0, "root rank", 0}};
   return def;
 }
@@ -90,7 +87,7 @@ Value mpi_alltoall(Value x) { return x.graph().add_node("mpi_alltoall", {x}); }
 Value mpi_rank(Graph& graph) { return graph.add_node("mpi_rank", {}); }
 Value mpi_size(Graph& graph) { return graph.add_node("mpi_size", {}); }
 
-void register_collective_ops(OpRegistry& r) {
+void register_collective_ops() {
   // y = Σ_r x_r on root, 0 elsewhere;  x̄_r = bcast(ȳ, root)
   OpDef sum = collective(
       "mpi_sum", "y = sum over ranks of x on root, zeros elsewhere", true);
@@ -98,26 +95,23 @@ void register_collective_ops(OpRegistry& r) {
     check_root(c);
     return Shapes{c.input_shape(0)};
   };
-  sum.compute = [](KernelContext& c) {
-    Communicator& comm = comm_of(c);
-    Communicator::Watch watch(comm, c.node());
+  sum.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
     Tensor& y = c.output(0);
     const int root = root_of(c.node());
     comm.reduce_sum(c.input(0).data(), y.data(), y.size(), root);
     if (comm.rank() != root) y.array().setZero();
-  };
+  });
   sum.gradient = [](const GradientContext& c) {
     return Values{mpi_bcast(c.grad(), root_of(c.node()))};
   };
   sum.tangent = linear_tangent;
-  r.add(std::move(sum));
+  register_op(std::move(sum));
 
   // y = ⊕_r x_r;  x̄_r = Σ_q ȳ_q (sum), masked (max/min), · Π_{q≠r} x_q (prod)
   OpDef all = collective(
       "mpi_allreduce", "y = sum/max/min/prod over ranks of x", false);
   all.attrs = {{"op", AttrType::kString, "sum", "sum, max, min or prod"}};
   all.shape = [](const ShapeContext& c) {
-    communicator_of(c.graph());
     if (!kReduceOps.count(c.node().attr_string("op"))) {
       c.fail("attribute \"op\"",
              "\"" + c.node().attr_string("op") +
@@ -125,9 +119,7 @@ void register_collective_ops(OpRegistry& r) {
     }
     return Shapes{c.input_shape(0)};
   };
-  all.compute = [](KernelContext& c) {
-    Communicator& comm = comm_of(c);
-    Communicator::Watch watch(comm, c.node());
+  all.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
     const std::string op = c.node().attr_string("op");
     const ReduceOp reduce = op == "max"    ? ReduceOp::kMax
                             : op == "min"  ? ReduceOp::kMin
@@ -135,7 +127,7 @@ void register_collective_ops(OpRegistry& r) {
                                            : ReduceOp::kSum;
     comm.allreduce(
         c.input(0).data(), c.output(0).data(), c.output(0).size(), reduce);
-  };
+  });
   all.gradient = [](const GradientContext& c) {
     const std::string op = c.node().attr_string("op");
     Value total = mpi_allreduce(c.grad(), "sum");
@@ -158,7 +150,7 @@ void register_collective_ops(OpRegistry& r) {
     }
     return Values{mpi_allreduce(t, "sum")};
   };
-  r.add(std::move(all));
+  register_op(std::move(all));
 
   // mask = 1 where this rank is the lowest holding x == y;  no derivative
   OpDef owner = collective(
@@ -167,7 +159,6 @@ void register_collective_ops(OpRegistry& r) {
       false);
   owner.inputs = {"x", "y"};
   owner.shape = [](const ShapeContext& c) {
-    communicator_of(c.graph());
     if (c.input_shape(0) != c.input_shape(1)) {
       c.fail("input \"y\"",
              "shape " + shape_string(c.input_shape(1)) + " differs from " +
@@ -175,9 +166,7 @@ void register_collective_ops(OpRegistry& r) {
     }
     return Shapes{c.input_shape(0)};
   };
-  owner.compute = [](KernelContext& c) {
-    Communicator& comm = comm_of(c);
-    Communicator::Watch watch(comm, c.node());
+  owner.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
     const Tensor &x = c.input(0), &y = c.input(1);
     Tensor& mask = c.output(0);
     std::vector<double> lowest(x.size());
@@ -187,12 +176,12 @@ void register_collective_ops(OpRegistry& r) {
     comm.allreduce(lowest.data(), lowest.data(), x.size(), ReduceOp::kMin);
     for (int64_t i = 0; i < x.size(); ++i)
       mask[i] = lowest[i] == comm.rank() ? 1.0 : 0.0;
-  };
+  });
   owner.gradient = [](const GradientContext&) {
     return Values{Value(), Value()};
   };
   owner.tangent = [](const TangentContext&) { return Values{Value()}; };
-  r.add(std::move(owner));
+  register_op(std::move(owner));
 
   // z_r = Π_{q≠r} x_q, multiplied in rank order (no division: zero-safe).
   // Helper of the prod adjoint; it declares no adjoint of its own.
@@ -200,13 +189,8 @@ void register_collective_ops(OpRegistry& r) {
       collective("mpi_allreduce_prod_others",
                  "y = product over the other ranks of x (no division)",
                  false);
-  others.shape = [](const ShapeContext& c) {
-    communicator_of(c.graph());
-    return Shapes{c.input_shape(0)};
-  };
-  others.compute = [](KernelContext& c) {
-    Communicator& comm = comm_of(c);
-    Communicator::Watch watch(comm, c.node());
+  others.shape = [](const ShapeContext& c) { return Shapes{c.input_shape(0)}; };
+  others.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
     const Tensor& x = c.input(0);
     const int64_t n = x.size();
     std::vector<double> all(n * comm.size());
@@ -217,8 +201,8 @@ void register_collective_ops(OpRegistry& r) {
       if (q == comm.rank()) continue;
       z.array() *= Eigen::Map<const Eigen::ArrayXd>(all.data() + q * n, n);
     }
-  };
-  r.add(std::move(others));
+  });
+  register_op(std::move(others));
 
   // y = x_root;  x̄_r = mpi_sum(ȳ, root)
   OpDef bcast = collective("mpi_bcast", "y = x of root on every rank", true);
@@ -226,18 +210,16 @@ void register_collective_ops(OpRegistry& r) {
     check_root(c);
     return Shapes{c.input_shape(0)};
   };
-  bcast.compute = [](KernelContext& c) {
-    Communicator& comm = comm_of(c);
-    Communicator::Watch watch(comm, c.node());
+  bcast.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
     Tensor& y = c.output(0);
     y.array() = c.input(0).array();
     comm.bcast(y.data(), y.size(), root_of(c.node()));
-  };
+  });
   bcast.gradient = [](const GradientContext& c) {
     return Values{mpi_sum(c.grad(), root_of(c.node()))};
   };
   bcast.tangent = linear_tangent;
-  r.add(std::move(bcast));
+  register_op(std::move(bcast));
 
   // y = [x_0; …; x_{P−1}] on root, 0 elsewhere;  x̄_r = scatter(ȳ, root)[r]
   OpDef gather =
@@ -248,19 +230,17 @@ void register_collective_ops(OpRegistry& r) {
     check_root(c);
     return Shapes{stacked(c, c.input_shape(0))};
   };
-  gather.compute = [](KernelContext& c) {
-    Communicator& comm = comm_of(c);
-    Communicator::Watch watch(comm, c.node());
+  gather.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
     Tensor& y = c.output(0);
     const int root = root_of(c.node());
     comm.gather(c.input(0).data(), y.data(), c.input(0).size(), root);
     if (comm.rank() != root) y.array().setZero();
-  };
+  });
   gather.gradient = [](const GradientContext& c) {
     return Values{mpi_scatter(c.grad(), root_of(c.node()))};
   };
   gather.tangent = linear_tangent;
-  r.add(std::move(gather));
+  register_op(std::move(gather));
 
   // y_r = x_root[r];  x̄ = gather(ȳ, root) (zeros off root)
   OpDef scatter =
@@ -269,17 +249,15 @@ void register_collective_ops(OpRegistry& r) {
     check_root(c);
     return Shapes{unstacked(c, c.input_shape(0))};
   };
-  scatter.compute = [](KernelContext& c) {
-    Communicator& comm = comm_of(c);
-    Communicator::Watch watch(comm, c.node());
+  scatter.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
     Tensor& y = c.output(0);
     comm.scatter(c.input(0).data(), y.data(), y.size(), root_of(c.node()));
-  };
+  });
   scatter.gradient = [](const GradientContext& c) {
     return Values{mpi_gather(c.grad(), root_of(c.node()))};
   };
   scatter.tangent = linear_tangent;
-  r.add(std::move(scatter));
+  register_op(std::move(scatter));
 
   // y = [x_0; …; x_{P−1}];  x̄_r = reduce_scatter(ȳ)
   OpDef allgather = collective(
@@ -287,16 +265,14 @@ void register_collective_ops(OpRegistry& r) {
   allgather.shape = [](const ShapeContext& c) {
     return Shapes{stacked(c, c.input_shape(0))};
   };
-  allgather.compute = [](KernelContext& c) {
-    Communicator& comm = comm_of(c);
-    Communicator::Watch watch(comm, c.node());
+  allgather.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
     comm.allgather(c.input(0).data(), c.output(0).data(), c.input(0).size());
-  };
+  });
   allgather.gradient = [](const GradientContext& c) {
     return Values{mpi_reduce_scatter(c.grad())};
   };
   allgather.tangent = linear_tangent;
-  r.add(std::move(allgather));
+  register_op(std::move(allgather));
 
   // y_r = Σ_q x_q[r];  x̄ = allgather(ȳ)
   OpDef reduce_scatter =
@@ -306,17 +282,16 @@ void register_collective_ops(OpRegistry& r) {
   reduce_scatter.shape = [](const ShapeContext& c) {
     return Shapes{unstacked(c, c.input_shape(0))};
   };
-  reduce_scatter.compute = [](KernelContext& c) {
-    Communicator& comm = comm_of(c);
-    Communicator::Watch watch(comm, c.node());
-    comm.reduce_scatter(
-        c.input(0).data(), c.output(0).data(), c.output(0).size());
-  };
+  reduce_scatter.compute =
+      comm_kernel([](KernelContext& c, Communicator& comm) {
+        comm.reduce_scatter(
+            c.input(0).data(), c.output(0).data(), c.output(0).size());
+      });
   reduce_scatter.gradient = [](const GradientContext& c) {
     return Values{mpi_allgather(c.grad())};
   };
   reduce_scatter.tangent = linear_tangent;
-  r.add(std::move(reduce_scatter));
+  register_op(std::move(reduce_scatter));
 
   // y_r[q] = x_q[r];  x̄ = alltoall(ȳ)
   OpDef alltoall =
@@ -325,33 +300,33 @@ void register_collective_ops(OpRegistry& r) {
     unstacked(c, c.input_shape(0));
     return Shapes{c.input_shape(0)};
   };
-  alltoall.compute = [](KernelContext& c) {
-    Communicator& comm = comm_of(c);
-    Communicator::Watch watch(comm, c.node());
+  alltoall.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
     const int64_t block = c.input(0).size() / comm.size();
     comm.alltoall(c.input(0).data(), c.output(0).data(), block);
-  };
+  });
   alltoall.gradient = [](const GradientContext& c) {
     return Values{mpi_alltoall(c.grad())};
   };
   alltoall.tangent = linear_tangent;
-  r.add(std::move(alltoall));
+  register_op(std::move(alltoall));
 
   // Local queries; no communication and no inputs.
   OpDef rank;
   rank.name = "mpi_rank";
   rank.doc = "y = this process's rank (a scalar)";
-  rank.shape = [](const ShapeContext& c) {
-    communicator_of(c.graph());
-    return Shapes{Shape{}};
+  rank.communicator = world_communicator;
+  rank.shape = [](const ShapeContext&) { return Shapes{Shape{}}; };
+  rank.compute = [](KernelContext& c) {
+    c.output(0)[0] = kernel_communicator(c).rank();
   };
-  rank.compute = [](KernelContext& c) { c.output(0)[0] = comm_of(c).rank(); };
   OpDef size = rank;
   size.name = "mpi_size";
   size.doc = "y = the number of ranks (a scalar)";
-  size.compute = [](KernelContext& c) { c.output(0)[0] = comm_of(c).size(); };
-  r.add(std::move(rank));
-  r.add(std::move(size));
+  size.compute = [](KernelContext& c) {
+    c.output(0)[0] = kernel_communicator(c).size();
+  };
+  register_op(std::move(rank));
+  register_op(std::move(size));
 }
 
 }  // namespace adgraph

@@ -7,8 +7,9 @@
 //
 // Every rank must build the same collectives in the same order; Session
 // checks this when it builds a plan and throws the same RunError on every
-// rank if they differ. Each handle binds MPI_COMM_WORLD to the graph on first
-// use (an MpiEnvironment must exist). Attributes: `root` in [0, size).
+// rank if they differ. The first communication node added to a graph binds
+// MPI_COMM_WORLD to it (an MpiEnvironment must exist). Attributes: `root` in
+// [0, size).
 #pragma once
 
 #include <string>
@@ -17,7 +18,8 @@
 
 namespace adgraph {
 
-// y = Σ_r x_r on `root`, zeros of x's shape elsewhere (ADCME's mpi_sum).
+// A reduce to root (MPI_Reduce with MPI_SUM; ADCME calls it mpi_sum):
+// y = Σ_r x_r on `root`, zeros of x's shape elsewhere.
 // Adjoint: x̄_r = ȳ_root for every r (a broadcast from root).
 Value mpi_sum(Value x, int root = 0);
 
@@ -51,7 +53,6 @@ Value mpi_alltoall(Value x);
 Value mpi_rank(Graph& graph);
 Value mpi_size(Graph& graph);
 
-class OpRegistry;
-void register_collective_ops(OpRegistry& registry);
+void register_collective_ops();
 
 }  // namespace adgraph

@@ -1,5 +1,8 @@
-// The MPI environment and the communicator wrapper: the only code in adgraph
-// that calls MPI.
+// The communicator: adgraph's CommContext over MPI. Its code is split by
+// concern: communicator.cc (the world communicator, abort, the checked
+// entries below), mpi_calls.cc (typed MPI calls), deadline.cc (the
+// watchdog), sequence_check.cc (the plan-time check); mpi_environment.h
+// starts MPI. Only mpi_ops/ calls MPI.
 //
 // Deadline. Every communication call runs under a watch: when a deadline is
 // set (CommOptions::deadline_seconds, or the environment variable
@@ -22,28 +25,10 @@
 
 #include "core/comm_context.h"
 #include "core/graph.h"
+#include "core/op.h"
+#include "mpi_ops/mpi_environment.h"
 
 namespace adgraph {
-
-// Initialises MPI (MPI_THREAD_SERIALIZED: the ghost dependencies keep at most
-// one MPI call in flight per process) and finalises it on destruction, if it
-// initialised it. Create one in main() before any communication node runs.
-// Unless OMP_NUM_THREADS is set, it also sizes OpenMP to
-// min(CPUs this rank may use, cores / ranks on this node), at least 1, so
-// ranks and threads never oversubscribe the cores.
-// Throws adgraph::Error when MPI cannot provide the thread level.
-class MpiEnvironment final {
- public:
-  MpiEnvironment(int* argc, char*** argv);
-  ~MpiEnvironment();
-  MpiEnvironment(const MpiEnvironment&) = delete;
-  MpiEnvironment& operator=(const MpiEnvironment&) = delete;
-
- private:
-  bool owns_ = false;
-};
-
-enum class ReduceOp { kSum, kMax, kMin, kProd };
 
 // Neighbour ranks of a patch; -1 where there is none.
 struct HaloNeighbours {
@@ -78,9 +63,12 @@ class Communicator final : public CommContext {
   };
 
   // Collectives on n doubles; every rank calls them with the same n.
-  void allreduce(const double* in, double* out, int64_t n, ReduceOp op);
+  void allreduce(const double* in,
+                 double* out,
+                 int64_t n,
+                 ReduceOp op) override;
   void reduce_sum(const double* in, double* out, int64_t n, int root);
-  void bcast(double* data, int64_t n, int root);
+  void bcast(double* data, int64_t n, int root) override;
   // `out` holds size()·n values (on the root only, for gather).
   void gather(const double* in, double* out, int64_t n, int root);
   void allgather(const double* in, double* out, int64_t n);
@@ -90,7 +78,7 @@ class Communicator final : public CommContext {
   void alltoall(const double* in, double* out, int64_t n);
 
   // Root's string on every rank.
-  std::string broadcast(const std::string& text, int root);
+  std::string bcast(const std::string& text, int root) override;
 
   // Point to point. send() copies the data and returns at once; the message
   // completes by the end of the run (finish_run). recv() blocks.
@@ -101,15 +89,13 @@ class Communicator final : public CommContext {
   // neighbour, then one wait. send[k]/recv[k] are ordered left, right, up,
   // down, each of `counts[k]` doubles. Receive buffers of missing
   // neighbours are left untouched.
-  void halo_exchange(const HaloNeighbours& neighbours,
+  void data_exchange(const HaloNeighbours& neighbours,
                      const double* const send[4],
                      double* const recv[4],
                      const int64_t counts[4],
                      int tag);
 
   // CommContext.
-  double allreduce_sum(double value) override;
-  double allreduce_max(double value) override;
   void check_same_sequence(
       const std::vector<std::string>& descriptors) override;
   void finish_run() override;
@@ -122,6 +108,7 @@ class Communicator final : public CommContext {
 
  private:
   Communicator();
+  static double deadline_from_environment();
   void watchdog_loop();
   // Watches a call described by `label`, or by the node being run.
   void start_watch(std::string label);
@@ -145,9 +132,30 @@ class Communicator final : public CommContext {
   std::thread watchdog_;
 };
 
-// The communicator bound to `graph`, binding MPI_COMM_WORLD on first use.
-// Every communication op's shape rule calls it, so a graph knows its
-// communicator as soon as it has a communication node.
+// The MPI communicator bound to `graph`. A graph binds one when its first
+// communication node is added (OpDef::communicator); throws GraphError when
+// it has none or a non-MPI one.
 Communicator& communicator_of(const Graph& graph);
+// Binds MPI_COMM_WORLD to a graph that has no communicator yet, for code
+// that needs the rank or size before it adds communication nodes.
+Communicator& bind_communicator(Graph& graph);
+
+// The one entry of a communication op's kernel: the node's communicator,
+// checked, with the calls of `body(c, comm)` watched by the deadline as
+// this node's.
+Communicator& kernel_communicator(const KernelContext& c);
+template <class Body>
+ComputeFn comm_kernel(Body body) {
+  return [body](KernelContext& c) {
+    Communicator& comm = kernel_communicator(c);
+    Communicator::Watch watch(comm, c.node());
+    body(c, comm);
+  };
+}
+
+// OpDef::communicator of every MPI op: the world communicator.
+inline std::shared_ptr<CommContext> world_communicator() {
+  return Communicator::world();
+}
 
 }  // namespace adgraph

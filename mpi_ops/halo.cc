@@ -4,12 +4,10 @@
 
 #include "core/op.h"
 #include "mpi_ops/communicator.h"
+#include "mpi_ops/tags.h"
 
 namespace adgraph {
 namespace {
-
-// Halo messages use tags [kHaloTag, kHaloTag + 4), above user tags.
-constexpr int kHaloTag = 1000;
 
 HaloNeighbours neighbours_of(int rank, int rows, int cols) {
   const int i = rank / cols, j = rank % cols;
@@ -31,7 +29,7 @@ std::array<Value, 4> data_exchange(
   return {out[0], out[1], out[2], out[3]};
 }
 
-void register_halo_ops(OpRegistry& r) {
+void register_halo_ops() {
   // y_k = strip the neighbour in direction k sent to this rank (0 if none);
   // x̄ = data_exchange(ȳ)
   OpDef def;
@@ -43,9 +41,10 @@ void register_halo_ops(OpRegistry& r) {
       {"cols", AttrType::kInt, nlohmann::json(), "patch columns M", 1}};
   def.num_outputs = 4;
   def.communication = true;
-  def.collective = true;
+  def.every_rank = true;
+  def.communicator = world_communicator;
   def.shape = [](const ShapeContext& c) {
-    const int size = communicator_of(c.graph()).size();
+    const int size = c.comm()->size();
     if (c.attr_int("rows") * c.attr_int("cols") != size) {
       c.fail("attribute \"rows\"",
              "a " + std::to_string(c.attr_int("rows")) + " x " +
@@ -66,9 +65,7 @@ void register_halo_ops(OpRegistry& r) {
     return Shapes{
         c.input_shape(0), c.input_shape(1), c.input_shape(2), c.input_shape(3)};
   };
-  def.compute = [](KernelContext& c) {
-    auto& comm = static_cast<Communicator&>(*c.comm());
-    Communicator::Watch watch(comm, c.node());
+  def.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
     const HaloNeighbours n =
         neighbours_of(comm.rank(),
                       static_cast<int>(c.attr_int("rows")),
@@ -82,8 +79,8 @@ void register_halo_ops(OpRegistry& r) {
       counts[k] = c.input(k).size();
       c.output(k).array().setZero();
     }
-    comm.halo_exchange(n, send, recv, counts, kHaloTag);
-  };
+    comm.data_exchange(n, send, recv, counts, kHaloTag);
+  });
   def.gradient = [](const GradientContext& c) {
     auto adj = data_exchange(c.grad(0),
                              c.grad(1),
@@ -94,7 +91,7 @@ void register_halo_ops(OpRegistry& r) {
     return Values{adj[0], adj[1], adj[2], adj[3]};
   };
   def.tangent = linear_tangent;
-  r.add(std::move(def));
+  register_op(std::move(def));
 }
 
 }  // namespace adgraph

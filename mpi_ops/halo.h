@@ -26,7 +26,6 @@ namespace adgraph {
 std::array<Value, 4> data_exchange(
     Value left, Value right, Value up, Value down, int rows, int cols);
 
-class OpRegistry;
-void register_halo_ops(OpRegistry& registry);
+void register_halo_ops();
 
 }  // namespace adgraph

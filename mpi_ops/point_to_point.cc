@@ -4,23 +4,18 @@
 
 #include "core/op.h"
 #include "mpi_ops/communicator.h"
+#include "mpi_ops/tags.h"
 #include "ops/elementwise.h"
 
 namespace adgraph {
 namespace {
-
-constexpr int kMaxTag = 999;
-
-Communicator& comm_of(KernelContext& c) {
-  return static_cast<Communicator&>(*c.comm());
-}
 
 int attr(const Node& n, const char* name) {
   return static_cast<int>(n.attr_int(name));
 }
 
 void check_peer(const ShapeContext& c, const char* name) {
-  const int size = communicator_of(c.graph()).size();
+  const int size = c.comm()->size();
   if (c.attr_int(name) >= size) {
     c.fail(std::string("attribute \"") + name + "\"",
            "rank " + std::to_string(c.attr_int(name)) + " is not a rank of a " +
@@ -33,7 +28,7 @@ AttrSpec rank_attr(const char* name, const char* doc) {
 }
 
 AttrSpec tag_attr() {
-  return {"tag", AttrType::kInt, 0, "message tag", 0, kMaxTag};
+  return {"tag", AttrType::kInt, 0, "message tag", 0, kMaxUserTag};
 }
 
 // mpi_sendrecv (transpose = false) and its transpose, mpi_sendrecv_adjoint:
@@ -48,15 +43,14 @@ OpDef sendrecv_def(std::string name, std::string doc, bool transpose) {
                tag_attr()};
   def.communication = true;
   // Every rank runs it, so it joins the cross-rank sequence check.
-  def.collective = true;
+  def.every_rank = true;
+  def.communicator = world_communicator;
   def.shape = [](const ShapeContext& c) {
     check_peer(c, "src");
     check_peer(c, "dest");
     return Shapes{c.input_shape(0)};
   };
-  def.compute = [transpose](KernelContext& c) {
-    Communicator& comm = comm_of(c);
-    Communicator::Watch watch(comm, c.node());
+  def.compute = comm_kernel([transpose](KernelContext& c, Communicator& comm) {
     const int src = attr(c.node(), "src"), dest = attr(c.node(), "dest");
     const int tag = attr(c.node(), "tag");
     const Tensor& x = c.input(0);
@@ -75,7 +69,7 @@ OpDef sendrecv_def(std::string name, std::string doc, bool transpose) {
       comm.recv(y.data(), y.size(), dest, tag);
       y.array() += x.array();
     }
-  };
+  });
   def.gradient = [transpose](const GradientContext& c) {
     const Node& n = c.node();
     const int src = attr(n, "src"), dest = attr(n, "dest"),
@@ -106,7 +100,7 @@ Value mpi_sendrecv_adjoint(Value x, int src, int dest, int tag) {
                             {{"src", src}, {"dest", dest}, {"tag", tag}});
 }
 
-void register_point_to_point_ops(OpRegistry& r) {
+void register_point_to_point_ops() {
   // y = x, and x goes to dest;  x̄ = ȳ + recv(from dest)
   OpDef send;
   send.name = "mpi_send";
@@ -114,25 +108,24 @@ void register_point_to_point_ops(OpRegistry& r) {
   send.inputs = {"x"};
   send.attrs = {rank_attr("dest", "receiving rank"), tag_attr()};
   send.communication = true;
+  send.communicator = world_communicator;
   send.shape = [](const ShapeContext& c) {
     check_peer(c, "dest");
     return Shapes{c.input_shape(0)};
   };
-  send.compute = [](KernelContext& c) {
-    Communicator& comm = comm_of(c);
-    Communicator::Watch watch(comm, c.node());
+  send.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
     const Tensor& x = c.input(0);
     comm.send(
         x.data(), x.size(), attr(c.node(), "dest"), attr(c.node(), "tag"));
     c.output(0).array() = x.array();
-  };
+  });
   send.gradient = [](const GradientContext& c) {
     const Node& n = c.node();
     return Values{c.grad() +
                   mpi_recv(c.grad(), attr(n, "dest"), attr(n, "tag"))};
   };
   send.tangent = linear_tangent;
-  r.add(std::move(send));
+  register_op(std::move(send));
 
   // y = message from src;  ȳ goes back to src, like gets nothing
   OpDef recv;
@@ -141,16 +134,15 @@ void register_point_to_point_ops(OpRegistry& r) {
   recv.inputs = {"like"};
   recv.attrs = {rank_attr("src", "sending rank"), tag_attr()};
   recv.communication = true;
+  recv.communicator = world_communicator;
   recv.shape = [](const ShapeContext& c) {
     check_peer(c, "src");
     return Shapes{c.input_shape(0)};
   };
-  recv.compute = [](KernelContext& c) {
-    Communicator& comm = comm_of(c);
-    Communicator::Watch watch(comm, c.node());
+  recv.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
     Tensor& y = c.output(0);
     comm.recv(y.data(), y.size(), attr(c.node(), "src"), attr(c.node(), "tag"));
-  };
+  });
   recv.gradient = [](const GradientContext& c) {
     // The send is a side effect: gradients() makes its results depend on the
     // last adjoint communication node, so this send always runs.
@@ -158,17 +150,17 @@ void register_point_to_point_ops(OpRegistry& r) {
     return Values{Value()};
   };
   recv.tangent = linear_tangent;
-  r.add(std::move(recv));
+  register_op(std::move(recv));
 
   // src: y = x (and sends x);  dest: y = x_src;  others: y = x
   // x̄ = mpi_sendrecv_adjoint(ȳ)
-  r.add(sendrecv_def(
+  register_op(sendrecv_def(
       "mpi_sendrecv",
       "rank src sends x to dest, which returns it; others return x",
       false));
   // src: y = x + x_dest;  dest: y = 0 (and sends x);  others: y = x
   // x̄ = mpi_sendrecv(ȳ)
-  r.add(sendrecv_def(
+  register_op(sendrecv_def(
       "mpi_sendrecv_adjoint",
       "transpose of mpi_sendrecv: dest sends x to src, which adds it",
       true));

@@ -7,7 +7,7 @@
 // Sends never block: the data is copied and the message completes by the
 // end of Session::run. Receives block until the message arrives (bounded by
 // the communication deadline, see mpi_ops/communicator.h). Tags are in
-// [0, 999]; halo exchanges use tags from 1000 up.
+// [0, kMaxUserTag] (mpi_ops/tags.h holds every tag range).
 #pragma once
 
 #include "core/graph.h"
@@ -35,7 +35,6 @@ Value mpi_sendrecv(Value x, int src, int dest, int tag = 0);
 // mpi_sendrecv.
 Value mpi_sendrecv_adjoint(Value x, int src, int dest, int tag = 0);
 
-class OpRegistry;
-void register_point_to_point_ops(OpRegistry& registry);
+void register_point_to_point_ops();
 
 }  // namespace adgraph

@@ -144,9 +144,9 @@ Value operator*(double a, Value b) { return mul(b.graph().scalar(a), b); }
 Value operator/(Value a, double b) { return div(a, a.graph().scalar(b)); }
 Value operator/(double a, Value b) { return div(b.graph().scalar(a), b); }
 
-void register_elementwise_ops(OpRegistry& r) {
+void register_elementwise_ops() {
   // y = a + b;  ā += ȳ,  b̄ += ȳ (summed over broadcast)
-  r.add(binary(
+  register_op(binary(
       "add",
       "y = a + b",
       [](const auto& a, const auto& b) { return a + b; },
@@ -159,7 +159,7 @@ void register_elementwise_ops(OpRegistry& r) {
             c, [](Value ta) { return ta; }, [](Value tb) { return tb; });
       }));
   // y = a − b;  ā += ȳ,  b̄ −= ȳ
-  r.add(binary(
+  register_op(binary(
       "sub",
       "y = a - b",
       [](const auto& a, const auto& b) { return a - b; },
@@ -172,7 +172,7 @@ void register_elementwise_ops(OpRegistry& r) {
             c, [](Value ta) { return ta; }, [](Value tb) { return -tb; });
       }));
   // y = a·b;  ā += ȳ·b,  b̄ += ȳ·a
-  r.add(binary(
+  register_op(binary(
       "mul",
       "y = a * b",
       [](const auto& a, const auto& b) { return a * b; },
@@ -187,7 +187,7 @@ void register_elementwise_ops(OpRegistry& r) {
             [&](Value tb) { return c.input(0) * tb; });
       }));
   // y = a/b;  ā += ȳ/b,  b̄ −= ȳ·y/b
-  r.add(binary(
+  register_op(binary(
       "div",
       "y = a / b",
       [](const auto& a, const auto& b) { return a / b; },
@@ -203,7 +203,7 @@ void register_elementwise_ops(OpRegistry& r) {
             [&](Value tb) { return -(c.output(0) * tb / c.input(1)); });
       }));
   // y = a^b;  ā += ȳ·pow_base_derivative(a, b),  b̄ += ȳ·y·log(a)
-  r.add(binary(
+  register_op(binary(
       "pow",
       "y = a ^ b (b a tensor; d/db needs a > 0)",
       [](const auto& a, const auto& b) { return a.pow(b); },
@@ -224,7 +224,7 @@ void register_elementwise_ops(OpRegistry& r) {
       }));
   // y = b·a^(b−1), exactly 0 where b = 0 (so a = 0 gives 0, not 0·∞);
   // ā += ȳ·b·pow_base_derivative(a, b − 1),  b̄ += ȳ·(a^(b−1) + y·log(a))
-  r.add(binary(
+  register_op(binary(
       "pow_base_derivative",
       "y = b * a ^ (b - 1), 0 where b = 0 (the derivative of a ^ b)",
       [](const auto& a, const auto& b) {
@@ -253,23 +253,14 @@ void register_elementwise_ops(OpRegistry& r) {
       }));
 
   // y = x^p;  x̄ += ȳ·p·x^(p−1)
-  OpDef pow_scalar = unary(
-      "pow_scalar",
-      "y = x ^ exponent",
-      [](const auto& x) { return x; },
-      [](const GradientContext& c) {
-        const double p = c.node().attr_float("exponent");
-        if (p == 0.0) return Values{Value()};
-        if (p == 1.0) return Values{c.grad()};
-        return Values{c.grad() * (p * pow(c.input(0), p - 1.0))};
-      },
-      [](const TangentContext& c) {
-        const double p = c.node().attr_float("exponent");
-        if (p == 0.0) return Values{Value()};
-        if (p == 1.0) return Values{c.tangent(0)};
-        return Values{c.tangent(0) * (p * pow(c.input(0), p - 1.0))};
-      });
+  OpDef pow_scalar;
+  pow_scalar.name = "pow_scalar";
+  pow_scalar.doc = "y = x ^ exponent";
+  pow_scalar.inputs = {"x"};
   pow_scalar.attrs = {{"exponent", AttrType::kFloat, nlohmann::json(), "p"}};
+  pow_scalar.shape = [](const ShapeContext& c) {
+    return Shapes{c.input_shape(0)};
+  };
   pow_scalar.compute = [](KernelContext& c) {
     const double p = c.attr_float("exponent");
     if (p == 2.0) {
@@ -278,17 +269,30 @@ void register_elementwise_ops(OpRegistry& r) {
       c.output(0).array() = c.input(0).array().pow(p);
     }
   };
-  r.add(std::move(pow_scalar));
+  pow_scalar.in_place = {{0, 0}};
+  pow_scalar.gradient = [](const GradientContext& c) {
+    const double p = c.node().attr_float("exponent");
+    if (p == 0.0) return Values{Value()};
+    if (p == 1.0) return Values{c.grad()};
+    return Values{c.grad() * (p * pow(c.input(0), p - 1.0))};
+  };
+  pow_scalar.tangent = [](const TangentContext& c) {
+    const double p = c.node().attr_float("exponent");
+    if (p == 0.0) return Values{Value()};
+    if (p == 1.0) return Values{c.tangent(0)};
+    return Values{c.tangent(0) * (p * pow(c.input(0), p - 1.0))};
+  };
+  register_op(std::move(pow_scalar));
 
   // y = −x;  x̄ −= ȳ
-  r.add(unary(
+  register_op(unary(
       "neg",
       "y = -x",
       [](const auto& x) { return -x; },
       [](const GradientContext& c) { return Values{-c.grad()}; },
       [](const TangentContext& c) { return Values{-c.tangent()}; }));
   // y = exp(x);  x̄ += ȳ·y
-  r.add(unary(
+  register_op(unary(
       "exp",
       "y = exp(x)",
       [](const auto& x) { return x.exp(); },
@@ -297,7 +301,7 @@ void register_elementwise_ops(OpRegistry& r) {
         return Values{c.tangent() * c.output(0)};
       }));
   // y = log(x);  x̄ += ȳ/x
-  r.add(unary(
+  register_op(unary(
       "log",
       "y = log(x)",
       [](const auto& x) { return x.log(); },
@@ -306,7 +310,7 @@ void register_elementwise_ops(OpRegistry& r) {
         return Values{c.tangent() / c.input(0)};
       }));
   // y = √x;  x̄ += ȳ/(2y)
-  r.add(unary(
+  register_op(unary(
       "sqrt",
       "y = sqrt(x)",
       [](const auto& x) { return x.sqrt(); },
@@ -317,7 +321,7 @@ void register_elementwise_ops(OpRegistry& r) {
         return Values{c.tangent() / (2.0 * c.output(0))};
       }));
   // y = x²;  x̄ += 2xȳ
-  r.add(unary(
+  register_op(unary(
       "square",
       "y = x^2",
       [](const auto& x) { return x.square(); },
@@ -328,7 +332,7 @@ void register_elementwise_ops(OpRegistry& r) {
         return Values{c.tangent() * (2.0 * c.input(0))};
       }));
   // y = sin(x);  x̄ += ȳ·cos(x)
-  r.add(unary(
+  register_op(unary(
       "sin",
       "y = sin(x)",
       [](const auto& x) { return x.sin(); },
@@ -339,7 +343,7 @@ void register_elementwise_ops(OpRegistry& r) {
         return Values{c.tangent() * cos(c.input(0))};
       }));
   // y = cos(x);  x̄ −= ȳ·sin(x)
-  r.add(unary(
+  register_op(unary(
       "cos",
       "y = cos(x)",
       [](const auto& x) { return x.cos(); },
@@ -350,7 +354,7 @@ void register_elementwise_ops(OpRegistry& r) {
         return Values{-(c.tangent() * sin(c.input(0)))};
       }));
   // y = tanh(x);  x̄ += ȳ·(1 − y²)
-  r.add(unary(
+  register_op(unary(
       "tanh",
       "y = tanh(x)",
       [](const auto& x) { return x.tanh(); },
@@ -361,7 +365,7 @@ void register_elementwise_ops(OpRegistry& r) {
         return Values{c.tangent() * (1.0 - square(c.output(0)))};
       }));
   // y = |x|;  x̄ += ȳ·sign(x)
-  r.add(unary(
+  register_op(unary(
       "abs",
       "y = |x| (derivative 0 at 0)",
       [](const auto& x) { return x.abs(); },
@@ -372,7 +376,7 @@ void register_elementwise_ops(OpRegistry& r) {
         return Values{c.tangent() * sign(c.input(0))};
       }));
   // y = sign(x);  x̄ += 0
-  r.add(unary(
+  register_op(unary(
       "sign",
       "y = sign(x) in {-1, 0, 1} (zero derivative)",
       [](const auto& x) { return x.sign(); },

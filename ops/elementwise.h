@@ -44,7 +44,6 @@ Value operator*(double a, Value b);
 Value operator/(Value a, double b);
 Value operator/(double a, Value b);
 
-class OpRegistry;
-void register_elementwise_ops(OpRegistry& registry);
+void register_elementwise_ops();
 
 }  // namespace adgraph

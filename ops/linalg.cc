@@ -27,7 +27,7 @@ Value matmul(Value a, Value b) { return a.graph().add_node("matmul", {a, b}); }
 Value matvec(Value a, Value x) { return a.graph().add_node("matvec", {a, x}); }
 Value transpose(Value a) { return a.graph().add_node("transpose", {a}); }
 
-void register_linalg_ops(OpRegistry& r) {
+void register_linalg_ops() {
   // Y = A·B;  Ā += Ȳ·Bᵀ,  B̄ += Aᵀ·Ȳ
   OpDef mm;
   mm.name = "matmul";
@@ -52,7 +52,7 @@ void register_linalg_ops(OpRegistry& r) {
                   matmul(transpose(c.input(0)), c.grad())};
   };
   mm.tangent = bilinear_tangent;
-  r.add(std::move(mm));
+  register_op(std::move(mm));
 
   // y = A·x;  Ā += ȳ·xᵀ,  x̄ += Aᵀ·ȳ
   OpDef mv;
@@ -82,7 +82,7 @@ void register_linalg_ops(OpRegistry& r) {
     return Values{outer, matvec(transpose(c.input(0)), c.grad())};
   };
   mv.tangent = bilinear_tangent;
-  r.add(std::move(mv));
+  register_op(std::move(mv));
 
   // Y = Aᵀ;  Ā += Ȳᵀ
   OpDef tr;
@@ -101,7 +101,7 @@ void register_linalg_ops(OpRegistry& r) {
     return Values{transpose(c.grad())};
   };
   tr.tangent = linear_tangent;
-  r.add(std::move(tr));
+  register_op(std::move(tr));
 }
 
 }  // namespace adgraph

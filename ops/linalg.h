@@ -12,7 +12,6 @@ Value matvec(Value a, Value x);
 // [m, n] → [n, m].
 Value transpose(Value a);
 
-class OpRegistry;
-void register_linalg_ops(OpRegistry& registry);
+void register_linalg_ops();
 
 }  // namespace adgraph

@@ -170,9 +170,11 @@ Value sum_to(Value x, Shape shape) {
   return x.graph().add_node("sum_to", {x}, {{"shape", shape}});
 }
 
-void register_reduction_ops(OpRegistry& r) {
-  r.add(reduction("sum", "y = sum of x over axes (all when empty)", false));
-  r.add(reduction("mean", "y = mean of x over axes (all when empty)", true));
+void register_reduction_ops() {
+  register_op(
+      reduction("sum", "y = sum of x over axes (all when empty)", false));
+  register_op(
+      reduction("mean", "y = mean of x over axes (all when empty)", true));
 
   // y = Σ a·b;  ā += ȳ·b,  b̄ += ȳ·a
   OpDef dot_def;
@@ -194,7 +196,7 @@ void register_reduction_ops(OpRegistry& r) {
     return Values{c.grad() * c.input(1), c.grad() * c.input(0)};
   };
   dot_def.tangent = bilinear_tangent;
-  r.add(std::move(dot_def));
+  register_op(std::move(dot_def));
 
   // y = broadcast(x);  x̄ += sum_to(ȳ, shape(x))
   OpDef bcast;
@@ -223,7 +225,7 @@ void register_reduction_ops(OpRegistry& r) {
     return Values{sum_to(c.grad(), c.input(0).shape())};
   };
   bcast.tangent = linear_tangent;
-  r.add(std::move(bcast));
+  register_op(std::move(bcast));
 
   // y = sum_to(x, shape);  x̄ += broadcast_to(ȳ, shape(x))
   OpDef sum_to_def;
@@ -248,7 +250,7 @@ void register_reduction_ops(OpRegistry& r) {
     return Values{broadcast_to(c.grad(), c.input(0).shape())};
   };
   sum_to_def.tangent = linear_tangent;
-  r.add(std::move(sum_to_def));
+  register_op(std::move(sum_to_def));
 }
 
 }  // namespace adgraph

@@ -23,7 +23,6 @@ Value broadcast_to(Value x, Shape shape);
 // to x's shape.
 Value sum_to(Value x, Shape shape);
 
-class OpRegistry;
-void register_reduction_ops(OpRegistry& registry);
+void register_reduction_ops();
 
 }  // namespace adgraph

@@ -76,9 +76,8 @@ Value concat(const std::vector<Value>& xs, int64_t axis) {
   if (xs.empty()) throw GraphError("concat of no values");
   return xs[0].graph().add_node("concat", xs, {{"axis", axis}});
 }
-Value identity(Value x) { return x.graph().add_node("identity", {x}); }
 
-void register_shape_ops(OpRegistry& r) {
+void register_shape_ops() {
   // y = reshape(x);  x̄ += reshape(ȳ, shape(x))
   OpDef reshape_def;
   reshape_def.name = "reshape";
@@ -117,7 +116,7 @@ void register_shape_ops(OpRegistry& r) {
     return Values{reshape(c.grad(), c.input(0).shape())};
   };
   reshape_def.tangent = linear_tangent;
-  r.add(std::move(reshape_def));
+  register_op(std::move(reshape_def));
 
   // y = x[begin:end] along axis;  x̄ += pad(ȳ, begin, n − end)
   OpDef slice_def;
@@ -154,7 +153,7 @@ void register_shape_ops(OpRegistry& r) {
     return Values{pad(c.grad(), axis, begin, x[axis] - end)};
   };
   slice_def.tangent = linear_tangent;
-  r.add(std::move(slice_def));
+  register_op(std::move(slice_def));
 
   // y = [value…, x, value…] along axis;  x̄ += ȳ[before : before + n]
   OpDef pad_def;
@@ -185,7 +184,7 @@ void register_shape_ops(OpRegistry& r) {
     return Values{slice(c.grad(), axis, before, before + x[axis])};
   };
   pad_def.tangent = linear_tangent;
-  r.add(std::move(pad_def));
+  register_op(std::move(pad_def));
 
   // y = [x_0, x_1, …] along axis;  x̄_k += ȳ[offset_k : offset_k + n_k]
   OpDef concat_def;
@@ -234,24 +233,7 @@ void register_shape_ops(OpRegistry& r) {
     return grads;
   };
   concat_def.tangent = linear_tangent;
-  r.add(std::move(concat_def));
-
-  // y = x;  x̄ += ȳ
-  OpDef identity_def;
-  identity_def.name = "identity";
-  identity_def.doc = "y = x";
-  identity_def.inputs = {"x"};
-  identity_def.shape = [](const ShapeContext& c) {
-    return Shapes{c.input_shape(0)};
-  };
-  identity_def.compute = [](KernelContext& c) {
-    c.output(0).array() = c.input(0).array();
-  };
-  identity_def.gradient = [](const GradientContext& c) {
-    return Values{c.grad()};
-  };
-  identity_def.tangent = linear_tangent;
-  r.add(std::move(identity_def));
+  register_op(std::move(concat_def));
 }
 
 }  // namespace adgraph

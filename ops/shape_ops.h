@@ -17,10 +17,7 @@ Value pad(
     Value x, int64_t axis, int64_t before, int64_t after, double value = 0.0);
 // Tensors joined along `axis`; all other extents must agree.
 Value concat(const std::vector<Value>& xs, int64_t axis);
-// y = x (a named copy; useful as a graph output).
-Value identity(Value x);
 
-class OpRegistry;
-void register_shape_ops(OpRegistry& registry);
+void register_shape_ops();
 
 }  // namespace adgraph

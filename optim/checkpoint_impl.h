@@ -7,10 +7,6 @@
 #include <string>
 #include <vector>
 
-namespace adgraph {
-class Communicator;
-}
-
 namespace adgraph::optim::detail {
 
 struct LbfgsState {

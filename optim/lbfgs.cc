@@ -6,8 +6,8 @@
 #include <iostream>
 #include <limits>
 
+#include "core/comm_context.h"
 #include "core/error.h"
-#include "mpi_ops/communicator.h"
 #include "optim/checkpoint_impl.h"
 
 namespace adgraph::optim {
@@ -21,7 +21,7 @@ using detail::LbfgsState;
 // floating-point sums on all ranks, and lockstep decisions need them).
 class Reducer {
  public:
-  Reducer(Communicator* comm, Layout layout)
+  Reducer(CommContext* comm, Layout layout)
       : comm_(comm != nullptr && comm->size() > 1 ? comm : nullptr),
         layout_(layout) {}
 
@@ -60,26 +60,26 @@ class Reducer {
     g = packed.head(g.size());
     return packed[g.size()];
   }
-  Communicator* comm() const { return comm_; }
+  CommContext* comm() const { return comm_; }
 
  private:
-  Communicator* comm_;
+  CommContext* comm_;
   Layout layout_;
 };
 
 // Raises the same Error on every rank when any rank's `problem` is non-empty
 // (the lowest such rank's text).
 void agree_or_throw(const Reducer& reduce, const std::string& problem) {
-  Communicator* comm = reduce.comm();
+  CommContext* comm = reduce.comm();
   if (comm == nullptr) {
     if (!problem.empty()) throw Error(problem, {}, {}, "checkpoint");
     return;
   }
-  double first = problem.empty() ? comm->size() : comm->rank();
-  comm->allreduce(&first, &first, 1, ReduceOp::kMin);
+  const double first =
+      comm->allreduce_min(problem.empty() ? comm->size() : comm->rank());
   if (first >= comm->size()) return;
   throw Error(
-      comm->broadcast(problem, static_cast<int>(first)), {}, {}, "checkpoint");
+      comm->bcast(problem, static_cast<int>(first)), {}, {}, "checkpoint");
 }
 
 void print_line(
@@ -125,17 +125,7 @@ bool LbfgsOptions::is_valid(std::string* error) const {
   if (!(tolerance_function >= 0)) return bad("tolerance_function must be >= 0");
   if (max_iterations < 0) return bad("max_iterations must be >= 0");
   if (max_evaluations < 1) return bad("max_evaluations must be >= 1");
-  const auto& ls = line_search;
-  if (!(ls.c1 > 0 && ls.c1 < ls.c2 && ls.c2 < 1)) {
-    return bad("line_search needs 0 < c1 < c2 < 1");
-  }
-  if (!(ls.max_step > 0)) return bad("line_search.max_step must be > 0");
-  if (ls.max_evaluations < 1)
-    return bad("line_search.max_evaluations must be >= 1");
-  if (!(ls.approximate_wolfe_epsilon >= 0 &&
-        ls.approximate_wolfe_epsilon <= 1e-6)) {
-    return bad("line_search.approximate_wolfe_epsilon must be in [0, 1e-6]");
-  }
+  if (!line_search.is_valid(error)) return false;
   if (checkpoint_every < 0) return bad("checkpoint_every must be >= 0");
   if ((checkpoint_every > 0 || resume) && checkpoint_path.empty()) {
     return bad(
@@ -147,7 +137,7 @@ bool LbfgsOptions::is_valid(std::string* error) const {
 LbfgsSummary lbfgs(const Objective& objective,
                    Eigen::VectorXd& x,
                    const LbfgsOptions& options,
-                   Communicator* comm,
+                   CommContext* comm,
                    Layout layout) {
   std::string error;
   if (!options.is_valid(&error))
@@ -190,7 +180,8 @@ LbfgsSummary lbfgs(const Objective& objective,
   }
 
   Termination why = Termination::kMaxIterations;
-  Eigen::VectorXd d, trial_x, trial_g, best_x, best_g;
+  // The trial point of the last evaluation, and the line search's result.
+  Eigen::VectorXd d, trial_x, trial_g, kept_x, kept_g;
   while (true) {
     if (!std::isfinite(st.f) || !std::isfinite(gnorm)) {
       why = Termination::kNotFinite;
@@ -228,36 +219,36 @@ LbfgsSummary lbfgs(const Objective& objective,
       st.gamma = 1.0;
       d = -st.g;
       dphi0 = reduce.dot(st.g, d);
+      if (!(dphi0 < 0)) {  // |g|² underflows: no direction descends
+        why = Termination::kLineSearchFailed;
+        break;
+      }
     }
     const double initial = st.iteration == 0 && st.s.empty()
                                ? std::min(1.0, 1.0 / std::sqrt(-dphi0))
                                : 1.0;
 
-    double best_f = std::numeric_limits<double>::infinity();
-    double last_alpha = -1;
     auto line = [&](double a, double* phi, double* dphi) {
       trial_x = st.x + a * d;
       *phi = evaluate(trial_x, trial_g);
       *dphi = reduce.dot(trial_g, d);
-      last_alpha = a;
-      if (*phi < best_f) best_f = *phi, best_x = trial_x, best_g = trial_g;
     };
+    auto keep = [&] { kept_x = trial_x, kept_g = trial_g; };
     LineSearchOptions ls = options.line_search;
     ls.max_evaluations =
         std::min(ls.max_evaluations, options.max_evaluations - st.evaluations);
     const LineSearchResult found =
-        line_search_strong_wolfe(line, st.f, dphi0, initial, ls);
+        line_search_strong_wolfe(line, st.f, dphi0, initial, ls, keep);
 
+    // Not found: the best point seen, if it decreased f.
     const bool accepted = found.found;
-    if (!accepted && !(best_f < st.f)) {
+    if (!accepted && !(found.phi < st.f)) {
       why = Termination::kLineSearchFailed;
       break;
     }
-    Eigen::VectorXd new_x =
-        accepted && found.alpha == last_alpha ? trial_x : best_x;
-    Eigen::VectorXd new_g =
-        accepted && found.alpha == last_alpha ? trial_g : best_g;
-    const double new_f = accepted ? found.phi : best_f;
+    Eigen::VectorXd new_x = std::move(kept_x);
+    Eigen::VectorXd new_g = std::move(kept_g);
+    const double new_f = found.phi;
 
     Eigen::VectorXd s = new_x - st.x, y = new_g - st.g;
     const double sy = reduce.dot(s, y), yy = reduce.dot(y, y);

@@ -21,7 +21,7 @@
 #include "optim/line_search.h"
 
 namespace adgraph {
-class Communicator;
+class CommContext;
 }
 
 namespace adgraph::optim {
@@ -111,7 +111,7 @@ using Objective =
 LbfgsSummary lbfgs(const Objective& objective,
                    Eigen::VectorXd& x,
                    const LbfgsOptions& options = {},
-                   Communicator* comm = nullptr,
+                   CommContext* comm = nullptr,
                    Layout layout = Layout::kReplicated);
 
 }  // namespace adgraph::optim

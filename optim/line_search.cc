@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/error.h"
+
 namespace adgraph::optim {
 namespace {
 
@@ -32,11 +34,38 @@ double cubic_step(
 
 }  // namespace
 
+bool LineSearchOptions::is_valid(std::string* error) const {
+  auto bad = [&](const std::string& msg) {
+    *error = msg;
+    return false;
+  };
+  if (!(c1 > 0 && c1 < c2 && c2 < 1)) {
+    return bad("line_search needs 0 < c1 < c2 < 1");
+  }
+  if (!(max_step > 0)) return bad("line_search.max_step must be > 0");
+  if (max_evaluations < 1)
+    return bad("line_search.max_evaluations must be >= 1");
+  if (!(approximate_wolfe_epsilon >= 0 && approximate_wolfe_epsilon <= 1e-6)) {
+    return bad("line_search.approximate_wolfe_epsilon must be in [0, 1e-6]");
+  }
+  return true;
+}
+
 LineSearchResult line_search_strong_wolfe(const LineFunction& f,
                                           double phi0,
                                           double dphi0,
                                           double initial,
-                                          const LineSearchOptions& o) {
+                                          const LineSearchOptions& o,
+                                          const std::function<void()>& keep) {
+  std::string error;
+  if (!o.is_valid(&error))
+    throw OptionsError(error, {}, {}, "LineSearchOptions");
+  if (!(dphi0 < 0)) {
+    throw OptionsError(
+        "the search direction must descend (dphi0 < 0)", {}, {}, "dphi0");
+  }
+  if (!(initial > 0))
+    throw OptionsError("the initial step must be > 0", {}, {}, "initial");
   LineSearchResult best;
   best.alpha = 0;
   best.phi = phi0;
@@ -46,11 +75,15 @@ LineSearchResult line_search_strong_wolfe(const LineFunction& f,
     ++best.evaluations;
     if (std::isfinite(*phi) && *phi < best.phi) {
       best.alpha = alpha, best.phi = *phi, best.dphi = *dphi;
+      if (keep) keep();
     }
   };
+  // Called right after evaluating `alpha`.
   auto accept = [&](double alpha, double phi, double dphi) {
+    const bool kept = best.alpha == alpha && best.phi == phi;
     best.found = true;
     best.alpha = alpha, best.phi = phi, best.dphi = dphi;
+    if (keep && !kept) keep();
     return best;
   };
   // Sufficient decrease, exact or (within round-off of φ(0)) approximate.

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 
 namespace adgraph::optim {
 
@@ -29,6 +30,10 @@ struct LineSearchOptions {
   int max_evaluations = 20;
   // ε of the approximate Wolfe test; 0 disables it. Range [0, 1e-6]. 1e-12.
   double approximate_wolfe_epsilon = 1e-12;
+
+  // False (and the reason in *error, naming the field) when a member is out
+  // of its range.
+  bool is_valid(std::string* error) const;
 };
 
 struct LineSearchResult {
@@ -40,13 +45,23 @@ struct LineSearchResult {
   int evaluations = 0;
 };
 
-// Searches from α = `initial` for a step satisfying the strong Wolfe
+// Searches from α = `initial` > 0 for a step satisfying the strong Wolfe
 // conditions. `phi0` and `dphi0` are φ(0) and φ'(0) < 0. Deterministic: the
 // same inputs give the same trial steps on every rank.
-LineSearchResult line_search_strong_wolfe(const LineFunction& f,
-                                          double phi0,
-                                          double dphi0,
-                                          double initial,
-                                          const LineSearchOptions& options);
+//
+// The result is the accepted step or, when none is found, the best one
+// seen. `keep`, when given, is called right after `f` evaluated the step
+// that becomes that result (each new best, and the accepted step), so a
+// caller can keep that point's x and ∇f without tracking the best itself.
+//
+// Throws OptionsError for invalid options, a non-negative φ'(0) or an
+// initial step that is not positive.
+LineSearchResult line_search_strong_wolfe(
+    const LineFunction& f,
+    double phi0,
+    double dphi0,
+    double initial,
+    const LineSearchOptions& options,
+    const std::function<void()>& keep = {});
 
 }  // namespace adgraph::optim

@@ -2,7 +2,6 @@
 
 #include "core/error.h"
 #include "core/gradients.h"
-#include "mpi_ops/communicator.h"
 
 namespace adgraph::optim {
 
@@ -78,8 +77,7 @@ LbfgsSummary minimize(Value objective,
     x.segment(offset, t.size()) = t.array().matrix();
     offset += t.size();
   }
-  auto* comm = dynamic_cast<Communicator*>(g.comm());
-  LbfgsSummary summary = lbfgs(f, x, options, comm, layout);
+  LbfgsSummary summary = lbfgs(f, x, options, g.comm(), layout);
   unpack(x);
   for (std::size_t k = 0; k < variables.size(); ++k)
     values[k] = at[variables[k]];

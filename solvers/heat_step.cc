@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/core_ops.h"
 #include "core/op.h"
 #include "ops/elementwise.h"
 
@@ -99,7 +100,7 @@ std::array<Value, 4> patch_edges(Value u) {
   return {out[0], out[1], out[2], out[3]};
 }
 
-void register_heat_ops(OpRegistry& registry) {
+void register_heat_ops() {
   // (left, right, up, down) = (u[:, 0], u[:, m−1], u[0, :], u[n−1, :]);
   // ū = patch_edges_adjoint(l̄, r̄, ū_up, ū_down)
   OpDef edges;
@@ -125,7 +126,7 @@ void register_heat_ops(OpRegistry& registry) {
         "patch_edges_adjoint", {c.grad(0), c.grad(1), c.grad(2), c.grad(3)})};
   };
   edges.tangent = linear_tangent;
-  registry.add(std::move(edges));
+  register_op(std::move(edges));
 
   // y = 0 with the four strips added onto their edges;  strip̄ = edges of ȳ
   OpDef edges_adjoint;
@@ -155,7 +156,7 @@ void register_heat_ops(OpRegistry& registry) {
     return Values{e[0], e[1], e[2], e[3]};
   };
   edges_adjoint.tangent = linear_tangent;
-  registry.add(std::move(edges_adjoint));
+  register_op(std::move(edges_adjoint));
 
   // u⁺ = u + dt·(κ ⊙ stencil(u, halos)/h² + f), and the edges of u⁺;
   // adjoint: heat_step_adjoint
@@ -247,7 +248,7 @@ void register_heat_ops(OpRegistry& registry) {
       t = edges[0];
     }
     if (c.tangent(1).valid()) {
-      Value zero_f = g.add_node("zeros", {}, {{"shape", c.input(2).shape()}});
+      Value zero_f = zeros(g, c.input(2).shape());
       Value from_kappa = g.add_node("heat_step",
                                     {c.input(0),
                                      c.tangent(1),
@@ -265,7 +266,7 @@ void register_heat_ops(OpRegistry& registry) {
     if (edges.empty()) edges.resize(5);  // no tangent in: none of 5 outputs
     return edges;
   };
-  registry.add(std::move(step));
+  register_op(std::move(step));
 
   // (ū, κ̄, f̄, halō…) of heat_step for the cotangents of u⁺ and its edges;
   // one pass over the patch with rolling rows (see the header).
@@ -427,7 +428,7 @@ void register_heat_ops(OpRegistry& registry) {
       }
     }
   };
-  registry.add(std::move(adjoint));
+  register_op(std::move(adjoint));
 }
 
 }  // namespace adgraph::solvers

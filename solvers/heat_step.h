@@ -57,6 +57,6 @@ std::array<Value, 4> patch_edges(Value u);
 
 // Registers heat_step, heat_step_adjoint, patch_edges and
 // patch_edges_adjoint in `registry`.
-void register_heat_ops(OpRegistry& registry);
+void register_heat_ops();
 
 }  // namespace adgraph::solvers

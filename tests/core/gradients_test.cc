@@ -5,12 +5,12 @@
 #include <cmath>
 #include <string>
 
+#include "core/core_ops.h"
 #include "core/error.h"
 #include "core/op.h"
 #include "core/session.h"
 #include "ops/elementwise.h"
 #include "ops/reductions.h"
-#include "ops/sources.h"
 
 namespace adgraph {
 namespace {

@@ -79,14 +79,5 @@ TEST(Concat, AlongEitherAxis) {
   expect_gradients_ok(weighted(concat({x, c, x}, 1)), {x, c}, f);
 }
 
-TEST(Identity, PassesValuesAndGradients) {
-  Graph g;
-  Value x = g.placeholder("x", {2, 3});
-  Session s(g);
-  EXPECT_EQ(s.run(identity(x), {{x, sample()}}).to_vector(),
-            sample().to_vector());
-  expect_gradients_ok(weighted(identity(x)), {x}, {{x, sample()}});
-}
-
 }  // namespace
 }  // namespace adgraph

@@ -159,5 +159,50 @@ TEST(LineSearch, FindsAStrongWolfeStepOnAQuadratic) {
   EXPECT_LE(std::fabs(r.dphi), o.c2 * 6);
 }
 
+// The public search checks its own inputs.
+TEST(LineSearch, RejectsInvalidOptionsAndAscentDirections) {
+  auto phi = [](double a, double* f, double* d) {
+    *f = (a - 3) * (a - 3);
+    *d = 2 * (a - 3);
+  };
+  LineSearchOptions bad;
+  bad.c2 = 1e-5;  // c2 < c1
+  EXPECT_THROW(line_search_strong_wolfe(phi, 9, -6, 1.0, bad), OptionsError);
+  bad = {};
+  bad.max_evaluations = 0;
+  EXPECT_THROW(line_search_strong_wolfe(phi, 9, -6, 1.0, bad), OptionsError);
+  EXPECT_THROW(line_search_strong_wolfe(phi, 9, 6, 1.0, {}), OptionsError);
+  EXPECT_THROW(line_search_strong_wolfe(phi, 9, -6, 0.0, {}), OptionsError);
+}
+
+// `keep` fires right after the evaluation of the step that is returned.
+TEST(LineSearch, KeepMarksTheReturnedStep) {
+  // φ(α) = (α − 3)² with a tight curvature test: the search brackets and
+  // zooms over several trials; the step `keep` saw last is the result.
+  double last = -1, kept = -1;
+  auto phi = [&](double a, double* f, double* d) {
+    last = a;
+    *f = (a - 3) * (a - 3);
+    *d = 2 * (a - 3);
+  };
+  LineSearchOptions o;
+  o.c2 = 0.1;  // forces several trials
+  LineSearchResult r =
+      line_search_strong_wolfe(phi, 9, -6, 1.0, o, [&] { kept = last; });
+  ASSERT_TRUE(r.found);
+  EXPECT_EQ(kept, r.alpha);
+  EXPECT_GT(r.evaluations, 1);
+  // No step decreases f (the direction is wrong): nothing is kept.
+  kept = -1;
+  auto up = [&](double a, double* f, double* d) {
+    last = a;
+    *f = 9 + a;
+    *d = -6;  // claims descent, but f grows
+  };
+  r = line_search_strong_wolfe(up, 9, -6, 1.0, o, [&] { kept = last; });
+  EXPECT_FALSE(r.found);
+  EXPECT_EQ(kept, -1);
+}
+
 }  // namespace
 }  // namespace adgraph::optim

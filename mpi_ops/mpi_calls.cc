@@ -1,0 +1,230 @@
+// The typed MPI calls of Communicator: collectives, point to point and the
+// halo swap, each a thin wrapper that checks MPI's return code.
+#include <mpi.h>
+
+#include <climits>
+#include <cstdio>
+#include <utility>
+
+#include "core/check.h"
+#include "mpi_ops/communicator.h"
+#include "mpi_ops/mpi_detail.h"
+
+namespace adgraph {
+
+namespace mpi_detail {
+
+int count_of(int64_t n) {
+  ADGRAPH_CHECK(n >= 0 && n <= INT_MAX) << "message of " << n << " doubles";
+  return static_cast<int>(n);
+}
+
+void check_mpi(int code, const char* call) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  std::fprintf(stderr, "adgraph: %s failed: %s\n", call, text);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+MPI_Op mpi_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return MPI_SUM;
+    case ReduceOp::kMax:
+      return MPI_MAX;
+    case ReduceOp::kMin:
+      return MPI_MIN;
+    case ReduceOp::kProd:
+      return MPI_PROD;
+  }
+  return MPI_SUM;
+}
+
+}  // namespace mpi_detail
+
+using mpi_detail::check_mpi;
+using mpi_detail::count_of;
+using mpi_detail::mpi_op;
+
+void Communicator::allreduce(const double* in,
+                             double* out,
+                             int64_t n,
+                             ReduceOp op) {
+  const void* send = in == out ? MPI_IN_PLACE : in;
+  check_mpi(MPI_Allreduce(
+                send, out, count_of(n), MPI_DOUBLE, mpi_op(op), MPI_COMM_WORLD),
+            "MPI_Allreduce");
+}
+
+void Communicator::reduce_sum(const double* in,
+                              double* out,
+                              int64_t n,
+                              int root) {
+  check_mpi(
+      MPI_Reduce(
+          in, out, count_of(n), MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD),
+      "MPI_Reduce");
+}
+
+void Communicator::bcast(double* data, int64_t n, int root) {
+  check_mpi(MPI_Bcast(data, count_of(n), MPI_DOUBLE, root, MPI_COMM_WORLD),
+            "MPI_Bcast");
+}
+
+std::string Communicator::bcast(const std::string& text, int root) {
+  int64_t length = static_cast<int64_t>(text.size());
+  check_mpi(MPI_Bcast(&length, 1, MPI_INT64_T, root, MPI_COMM_WORLD),
+            "MPI_Bcast");
+  std::string out = rank_ == root ? text : std::string(length, '\0');
+  check_mpi(
+      MPI_Bcast(out.data(), count_of(length), MPI_CHAR, root, MPI_COMM_WORLD),
+      "MPI_Bcast");
+  return out;
+}
+
+void Communicator::gather(const double* in, double* out, int64_t n, int root) {
+  check_mpi(MPI_Gather(in,
+                       count_of(n),
+                       MPI_DOUBLE,
+                       out,
+                       count_of(n),
+                       MPI_DOUBLE,
+                       root,
+                       MPI_COMM_WORLD),
+            "MPI_Gather");
+}
+
+void Communicator::allgather(const double* in, double* out, int64_t n) {
+  check_mpi(MPI_Allgather(in,
+                          count_of(n),
+                          MPI_DOUBLE,
+                          out,
+                          count_of(n),
+                          MPI_DOUBLE,
+                          MPI_COMM_WORLD),
+            "MPI_Allgather");
+}
+
+void Communicator::scatter(const double* in, double* out, int64_t n, int root) {
+  check_mpi(MPI_Scatter(in,
+                        count_of(n),
+                        MPI_DOUBLE,
+                        out,
+                        count_of(n),
+                        MPI_DOUBLE,
+                        root,
+                        MPI_COMM_WORLD),
+            "MPI_Scatter");
+}
+
+void Communicator::reduce_scatter(const double* in, double* out, int64_t n) {
+  check_mpi(MPI_Reduce_scatter_block(
+                in, out, count_of(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
+            "MPI_Reduce_scatter_block");
+}
+
+void Communicator::alltoall(const double* in, double* out, int64_t n) {
+  check_mpi(MPI_Alltoall(in,
+                         count_of(n),
+                         MPI_DOUBLE,
+                         out,
+                         count_of(n),
+                         MPI_DOUBLE,
+                         MPI_COMM_WORLD),
+            "MPI_Alltoall");
+}
+
+void Communicator::send(const double* data, int64_t n, int dest, int tag) {
+  auto pending = std::make_unique<PendingSend>();
+  pending->buffer.assign(data, data + n);
+  check_mpi(MPI_Isend(pending->buffer.data(),
+                      count_of(n),
+                      MPI_DOUBLE,
+                      dest,
+                      tag,
+                      MPI_COMM_WORLD,
+                      &pending->request),
+            "MPI_Isend");
+  pending_.push_back(std::move(pending));
+}
+
+void Communicator::recv(double* data, int64_t n, int src, int tag) {
+  MPI_Status status;
+  check_mpi(
+      MPI_Recv(
+          data, count_of(n), MPI_DOUBLE, src, tag, MPI_COMM_WORLD, &status),
+      "MPI_Recv");
+  int received = 0;
+  MPI_Get_count(&status, MPI_DOUBLE, &received);
+  if (received != n) {
+    abort("received " + std::to_string(received) + " doubles from rank " +
+          std::to_string(src) + " (tag " + std::to_string(tag) +
+          "), expected " + std::to_string(n));
+  }
+}
+
+void Communicator::data_exchange(const HaloNeighbours& neighbours,
+                                 const double* const send[4],
+                                 double* const recv[4],
+                                 const int64_t counts[4],
+                                 int tag) {
+  const int peer[4] = {
+      neighbours.left, neighbours.right, neighbours.up, neighbours.down};
+  // What I send towards direction k arrives at that neighbour from the
+  // opposite direction; the tag names the receiving side's direction.
+  const int opposite[4] = {1, 0, 3, 2};
+  MPI_Request requests[8];
+  int n_requests = 0;
+  for (int k = 0; k < 4; ++k) {
+    if (peer[k] < 0) continue;
+    check_mpi(MPI_Irecv(recv[k],
+                        count_of(counts[k]),
+                        MPI_DOUBLE,
+                        peer[k],
+                        tag + k,
+                        MPI_COMM_WORLD,
+                        &requests[n_requests++]),
+              "MPI_Irecv");
+  }
+  for (int k = 0; k < 4; ++k) {
+    if (peer[k] < 0) continue;
+    check_mpi(MPI_Isend(send[k],
+                        count_of(counts[k]),
+                        MPI_DOUBLE,
+                        peer[k],
+                        tag + opposite[k],
+                        MPI_COMM_WORLD,
+                        &requests[n_requests++]),
+              "MPI_Isend");
+  }
+  check_mpi(MPI_Waitall(n_requests, requests, MPI_STATUSES_IGNORE),
+            "MPI_Waitall");
+}
+
+void Communicator::finish_run() {
+  if (pending_.empty()) return;
+  start_watch("the completion of " + std::to_string(pending_.size()) +
+              " outstanding send(s) at the end of the run");
+  for (auto& pending : pending_) {
+    check_mpi(MPI_Wait(&pending->request, MPI_STATUS_IGNORE), "MPI_Wait");
+  }
+  pending_.clear();
+  stop_watch();
+}
+
+std::size_t Communicator::pending_sends() const { return pending_.size(); }
+
+void Communicator::complete_sends_from(std::size_t first) {
+  if (pending_.size() <= first) return;
+  start_watch("the completion of " + std::to_string(pending_.size() - first) +
+              " send(s) of a loop step");
+  for (std::size_t k = first; k < pending_.size(); ++k) {
+    check_mpi(MPI_Wait(&pending_[k]->request, MPI_STATUS_IGNORE), "MPI_Wait");
+  }
+  pending_.resize(first);
+  stop_watch();
+}
+
+}  // namespace adgraph

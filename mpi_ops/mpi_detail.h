@@ -1,0 +1,31 @@
+// The helpers every file that calls MPI shares (internal to mpi_ops/).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "core/comm_context.h"
+#include "mpi_ops/communicator.h"
+
+namespace adgraph::mpi_detail {
+
+// MPI counts are int; adgraph tensors may be larger. Communication of more
+// than INT_MAX doubles at once is not supported and is a programming error.
+int count_of(int64_t n);
+// Aborts the job with MPI's message when `code` is not MPI_SUCCESS.
+void check_mpi(int code, const char* call);
+MPI_Op mpi_op(ReduceOp op);
+
+}  // namespace adgraph::mpi_detail
+
+namespace adgraph {
+
+// A send in flight: its own copy of the data and its request.
+struct Communicator::PendingSend {
+  std::vector<double> buffer;
+  MPI_Request request = MPI_REQUEST_NULL;
+};
+
+}  // namespace adgraph
