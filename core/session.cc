@@ -276,24 +276,27 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
   return *plans_.emplace(std::move(key), std::move(plan)).first->second;
 }
 
+void check_feed(Value target, const Tensor& value) {
+  const Node& n = target.node();
+  if (n.op_name() != "placeholder") {
+    throw RunError("only placeholders can be fed", n.name, n.op_name(), "feed");
+  }
+  if (value.shape() != target.shape()) {
+    throw RunError("expected shape " + shape_string(target.shape()) + ", got " +
+                       shape_string(value.shape()),
+                   n.name,
+                   n.op_name(),
+                   "feed");
+  }
+}
+
 std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
                                  const FeedMap& feeds) {
   for (const auto& [value, tensor] : feeds) {
     if (!value.valid() || &value.graph() != &graph_) {
       throw RunError("feed for a value of another graph");
     }
-    const Node& n = value.node();
-    if (n.op_name() != "placeholder") {
-      throw RunError(
-          "only placeholders can be fed", n.name, n.op_name(), "feed");
-    }
-    if (tensor.shape() != value.shape()) {
-      throw RunError("expected shape " + shape_string(value.shape()) +
-                         ", got " + shape_string(tensor.shape()),
-                     n.name,
-                     n.op_name(),
-                     "feed");
-    }
+    check_feed(value, tensor);
   }
   Plan& plan = const_cast<Plan&>(plan_for(fetches));
   for (const auto& step : plan.steps) {

@@ -16,6 +16,10 @@ namespace adgraph {
 // Values for placeholders, keyed by the placeholder's handle.
 using FeedMap = std::map<Value, Tensor>;
 
+// The check Session::run makes of each feed: throws RunError naming the
+// node (field "feed") unless `target` is a placeholder of `value`'s shape.
+void check_feed(Value target, const Tensor& value);
+
 struct SessionOptions {
   // Run nodes that do not depend on each other concurrently (OpenMP threads,
   // level by level). Results are identical to sequential execution because

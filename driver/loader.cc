@@ -11,8 +11,10 @@
 #include "core/jvp.h"
 #include "core/loop.h"
 #include "core/op.h"
+#include "core/session.h"
 #include "core/tensor_json.h"
 #include "driver/loader_impl.h"
+#include "optim/minimize.h"
 
 namespace adgraph::driver {
 namespace detail {
@@ -41,205 +43,223 @@ Document Loader::load(const json& doc) {
          "unsupported format version " + version.dump() +
              " (this build reads version 1 only)");
   }
-  const json& nodes = require(doc, "nodes", &json::is_array, "a list", {}, "");
-  load_nodes(nodes, d);
-
-  if (doc.contains("gradients")) {
-    const json& grads =
-        require(doc, "gradients", &json::is_object, "an object", {}, "");
-    for (const auto& [key, spec] : grads.items()) {
-      const std::string field = "gradients." + key;
-      if (d.values.count(key))
-        fail(key, {}, field, "a node of this name exists already");
-      if (!spec.is_object())
-        fail(key, {}, field, "expected {\"of\": …, \"wrt\": …}");
-      only(spec, {"of", "wrt"}, key, field);
-      const json& of =
-          require(spec, "of", &json::is_string, "a node name", key, field);
-      if (!spec.contains("wrt"))
-        fail(key, {}, field + ".wrt", "required field is missing");
-      const Value y = resolve(d.values, of, key, {}, field + ".of");
-      const json& wrt = spec.at("wrt");
-      std::vector<Value> xs;
-      if (wrt.is_array()) {
-        for (std::size_t i = 0; i < wrt.size(); ++i) {
-          xs.push_back(resolve(d.values,
-                               wrt[i],
-                               key,
-                               {},
-                               field + ".wrt[" + std::to_string(i) + "]"));
-        }
-      } else {
-        xs.push_back(resolve(d.values, wrt, key, {}, field + ".wrt"));
-      }
-      std::vector<Value> result;
-      try {
-        result = gradients(y, xs);
-      } catch (const Error& e) {
-        throw JsonError(e.detail(),
-                        e.node(),
-                        e.op(),
-                        e.field().empty() ? field : e.field(),
-                        file_);
-      }
-      if (wrt.is_array()) {
-        for (std::size_t i = 0; i < result.size(); ++i)
-          d.values[key + ":" + std::to_string(i)] = result[i];
-      } else {
-        d.values[key] = result[0];
-      }
-    }
-  }
-
-  if (doc.contains("tangents")) {
-    const json& tangents =
-        require(doc, "tangents", &json::is_object, "an object", {}, "");
-    for (const auto& [key, spec] : tangents.items()) {
-      const std::string field = "tangents." + key;
-      if (d.values.count(key))
-        fail(key, {}, field, "a node of this name exists already");
-      if (!spec.is_object())
-        fail(key, {}, field, "expected {\"of\": …, \"wrt\": …, \"along\": …}");
-      only(spec, {"of", "wrt", "along"}, key, field);
-      const json& of =
-          require(spec, "of", &json::is_string, "a node name", key, field);
-      for (const char* part : {"wrt", "along"}) {
-        if (!spec.contains(part))
-          fail(key, {}, field + "." + part, "required field is missing");
-      }
-      const Value y = resolve(d.values, of, key, {}, field + ".of");
-      const json& wrt = spec.at("wrt");
-      const json& along = spec.at("along");
-      if (wrt.is_array() != along.is_array() ||
-          (wrt.is_array() && wrt.size() != along.size())) {
-        fail(key,
-             {},
-             field + ".along",
-             "expected one tangent per \"wrt\" entry, in the same form");
-      }
-      std::vector<Value> xs, ts;
-      const std::string& name = key;  // lambdas cannot capture bindings
-      auto add = [&](const json& x, const json& t, const std::string& at) {
-        xs.push_back(resolve(d.values, x, name, {}, field + ".wrt" + at));
-        ts.push_back(resolve(d.values, t, name, {}, field + ".along" + at));
-        if (ts.back().shape() != xs.back().shape()) {
-          fail(name,
-               {},
-               field + ".along" + at,
-               "shape " + shape_string(ts.back().shape()) +
-                   " differs from the shape " +
-                   shape_string(xs.back().shape()) + " of \"" +
-                   xs.back().name() + "\"");
-        }
-      };
-      if (wrt.is_array()) {
-        for (std::size_t i = 0; i < wrt.size(); ++i)
-          add(wrt[i], along[i], "[" + std::to_string(i) + "]");
-      } else {
-        add(wrt, along, "");
-      }
-      try {
-        d.values[key] = jvp(std::vector<Value>{y}, xs, ts)[0];
-      } catch (const Error& e) {
-        throw JsonError(e.detail(),
-                        e.node(),
-                        e.op(),
-                        e.field().empty() ? field : field + ": " + e.field(),
-                        file_);
-      }
-    }
-  }
-
-  if (doc.contains("feeds")) {
-    const json& feeds =
-        require(doc, "feeds", &json::is_object, "an object", {}, "");
-    for (const auto& [key, v] : feeds.items()) {
-      const Value target =
-          resolve(d.values, json(key), key, {}, "feeds." + key);
-      if (target.node().op_name() != "placeholder") {
-        fail(key,
-             target.node().op_name(),
-             "feeds." + key,
-             "only placeholders can be fed");
-      }
-      d.feeds[target] = value_of(v, target.shape(), key, "feeds." + key);
-    }
-  }
-
-  if (doc.contains("fetch")) {
-    const json& fetch =
-        require(doc, "fetch", &json::is_array, "a list", {}, "");
-    for (std::size_t i = 0; i < fetch.size(); ++i) {
-      const std::string field = "fetch[" + std::to_string(i) + "]";
-      resolve(d.values, fetch[i], {}, {}, field);
-      d.fetch.push_back(fetch[i].get<std::string>());
-    }
-  }
-
-  if (doc.contains("optimize")) {
-    const json& o =
-        require(doc, "optimize", &json::is_object, "an object", {}, "");
-    only(o,
-         {"objective", "variables", "method", "layout", "options"},
-         {},
-         "optimize");
-    d.has_optimize = true;
-    Optimize& opt = d.optimize;
-    const json& objective = require(
-        o, "objective", &json::is_string, "a node name", {}, "optimize");
-    const Value y = resolve(d.values, objective, {}, {}, "optimize.objective");
-    if (num_elements(y.shape()) != 1) {
-      fail(y.name(),
-           y.node().op_name(),
-           "optimize.objective",
-           "the objective must be a scalar, it has shape " +
-               shape_string(y.shape()));
-    }
-    opt.objective = objective.get<std::string>();
-    const json& vars =
-        require(o, "variables", &json::is_object, "an object", {}, "optimize");
-    if (vars.empty())
-      fail({}, {}, "optimize.variables", "no variables to optimise");
-    for (const auto& [key, start] : vars.items()) {
-      const std::string field = "optimize.variables." + key;
-      const Value x = resolve(d.values, json(key), key, {}, field);
-      if (x.node().op_name() != "placeholder") {
-        fail(
-            key, x.node().op_name(), field, "a variable must be a placeholder");
-      }
-      opt.variables.push_back(key);
-      opt.start.push_back(value_of(start, x.shape(), key, field));
-    }
-    const std::string method = o.value("method", "lbfgs");
-    if (method != "lbfgs")
-      fail({},
-           {},
-           "optimize.method",
-           "unknown method \"" + method + "\" (known: lbfgs)");
-    opt.layout = o.value("layout", "replicated");
-    if (opt.layout != "replicated" && opt.layout != "sharded") {
-      fail({}, {}, "optimize.layout", "expected \"replicated\" or \"sharded\"");
-    }
-    if (o.contains("options")) {
-      const json& options =
-          require(o, "options", &json::is_object, "an object", {}, "optimize");
-      only(options,
-           {"history",
-            "max_iterations",
-            "max_evaluations",
-            "tolerance_gradient",
-            "tolerance_function"},
-           {},
-           "optimize.options");
-      for (const auto& [key, v] : options.items()) {
-        if (!v.is_number() || !std::isfinite(v.get<double>())) {
-          fail({}, {}, "optimize.options." + key, "expected a finite number");
-        }
-      }
-      opt.options = options;
-    }
-  }
+  load_nodes(require(doc, "nodes", &json::is_array, "a list", {}, ""), d);
+  auto section = [&](const char* key,
+                     bool (json::*is)() const noexcept,
+                     const char* expected) -> const json* {
+    if (!doc.contains(key)) return nullptr;
+    return &require(doc, key, is, expected, {}, "");
+  };
+  if (const json* s = section("gradients", &json::is_object, "an object"))
+    load_gradients(*s, d);
+  if (const json* s = section("tangents", &json::is_object, "an object"))
+    load_tangents(*s, d);
+  if (const json* s = section("feeds", &json::is_object, "an object"))
+    load_feeds(*s, d);
+  if (const json* s = section("fetch", &json::is_array, "a list"))
+    load_fetch(*s, d);
+  if (const json* s = section("optimize", &json::is_object, "an object"))
+    load_optimize(*s, d);
   return d;
+}
+
+void Loader::pass_on(const Error& e,
+                     const std::string& node,
+                     const std::string& op,
+                     const std::string& field) const {
+  throw JsonError(e.detail(),
+                  e.node().empty() ? node : e.node(),
+                  e.op().empty() ? op : e.op(),
+                  field,
+                  file_);
+}
+
+void Loader::load_gradients(const json& grads, Document& d) {
+  for (const auto& [key, spec] : grads.items()) {
+    const std::string field = "gradients." + key;
+    if (d.values.count(key))
+      fail(key, {}, field, "a node of this name exists already");
+    if (!spec.is_object())
+      fail(key, {}, field, "expected {\"of\": …, \"wrt\": …}");
+    only(spec, {"of", "wrt"}, key, field);
+    const json& of =
+        require(spec, "of", &json::is_string, "a node name", key, field);
+    if (!spec.contains("wrt"))
+      fail(key, {}, field + ".wrt", "required field is missing");
+    const Value y = resolve(d.values, of, key, {}, field + ".of");
+    const json& wrt = spec.at("wrt");
+    std::vector<Value> xs;
+    if (wrt.is_array()) {
+      for (std::size_t i = 0; i < wrt.size(); ++i) {
+        xs.push_back(resolve(d.values,
+                             wrt[i],
+                             key,
+                             {},
+                             field + ".wrt[" + std::to_string(i) + "]"));
+      }
+    } else {
+      xs.push_back(resolve(d.values, wrt, key, {}, field + ".wrt"));
+    }
+    std::vector<Value> result;
+    try {
+      result = gradients(y, xs);
+    } catch (const Error& e) {
+      pass_on(e, {}, {}, e.field().empty() ? field : e.field());
+    }
+    if (wrt.is_array()) {
+      for (std::size_t i = 0; i < result.size(); ++i)
+        d.values[key + ":" + std::to_string(i)] = result[i];
+    } else {
+      d.values[key] = result[0];
+    }
+  }
+}
+
+void Loader::load_tangents(const json& tangents, Document& d) {
+  for (const auto& [key, spec] : tangents.items()) {
+    const std::string field = "tangents." + key;
+    if (d.values.count(key))
+      fail(key, {}, field, "a node of this name exists already");
+    if (!spec.is_object())
+      fail(key, {}, field, "expected {\"of\": …, \"wrt\": …, \"along\": …}");
+    only(spec, {"of", "wrt", "along"}, key, field);
+    const json& of =
+        require(spec, "of", &json::is_string, "a node name", key, field);
+    for (const char* part : {"wrt", "along"}) {
+      if (!spec.contains(part))
+        fail(key, {}, field + "." + part, "required field is missing");
+    }
+    const Value y = resolve(d.values, of, key, {}, field + ".of");
+    const json& wrt = spec.at("wrt");
+    const json& along = spec.at("along");
+    if (wrt.is_array() != along.is_array() ||
+        (wrt.is_array() && wrt.size() != along.size())) {
+      fail(key,
+           {},
+           field + ".along",
+           "expected one tangent per \"wrt\" entry, in the same form");
+    }
+    std::vector<Value> xs, ts;
+    const std::string& name = key;  // lambdas cannot capture bindings
+    auto add = [&](const json& x, const json& t, const std::string& at) {
+      xs.push_back(resolve(d.values, x, name, {}, field + ".wrt" + at));
+      ts.push_back(resolve(d.values, t, name, {}, field + ".along" + at));
+      if (ts.back().shape() != xs.back().shape()) {
+        fail(name,
+             {},
+             field + ".along" + at,
+             "shape " + shape_string(ts.back().shape()) +
+                 " differs from the shape " + shape_string(xs.back().shape()) +
+                 " of \"" + xs.back().name() + "\"");
+      }
+    };
+    if (wrt.is_array()) {
+      for (std::size_t i = 0; i < wrt.size(); ++i)
+        add(wrt[i], along[i], "[" + std::to_string(i) + "]");
+    } else {
+      add(wrt, along, "");
+    }
+    try {
+      d.values[key] = jvp(std::vector<Value>{y}, xs, ts)[0];
+    } catch (const Error& e) {
+      pass_on(e, {}, {}, e.field().empty() ? field : field + ": " + e.field());
+    }
+  }
+}
+
+void Loader::load_feeds(const json& feeds, Document& d) {
+  for (const auto& [key, v] : feeds.items()) {
+    const std::string field = "feeds." + key;
+    const Value target = resolve(d.values, json(key), key, {}, field);
+    Tensor value = value_of(v, target.shape(), key, field);
+    try {
+      check_feed(target, value);
+    } catch (const Error& e) {
+      pass_on(e, key, target.node().op_name(), field);
+    }
+    d.feeds[target] = std::move(value);
+  }
+}
+
+void Loader::load_fetch(const json& fetch, Document& d) {
+  for (std::size_t i = 0; i < fetch.size(); ++i) {
+    const std::string field = "fetch[" + std::to_string(i) + "]";
+    resolve(d.values, fetch[i], {}, {}, field);
+    d.fetch.push_back(fetch[i].get<std::string>());
+  }
+}
+
+void Loader::load_optimize(const json& o, Document& d) {
+  only(o,
+       {"objective", "variables", "method", "layout", "options"},
+       {},
+       "optimize");
+  d.has_optimize = true;
+  Optimize& opt = d.optimize;
+  const json& objective =
+      require(o, "objective", &json::is_string, "a node name", {}, "optimize");
+  opt.objective = resolve(d.values, objective, {}, {}, "optimize.objective");
+  const json& vars =
+      require(o, "variables", &json::is_object, "an object", {}, "optimize");
+  if (vars.empty())
+    fail({}, {}, "optimize.variables", "no variables to optimise");
+  for (const auto& [key, start] : vars.items()) {
+    const std::string field = "optimize.variables." + key;
+    const Value x = resolve(d.values, json(key), key, {}, field);
+    opt.names.push_back(key);
+    opt.variables.push_back(x);
+    opt.start.push_back(value_of(start, x.shape(), key, field));
+  }
+  try {
+    optim::check_problem(opt.objective, opt.variables, opt.start);
+  } catch (const Error& e) {
+    // "optimize.objective", or "optimize.variables.<name>".
+    const bool variable = e.field() == "variables" && !e.node().empty();
+    pass_on(
+        e, {}, {}, "optimize." + e.field() + (variable ? "." + e.node() : ""));
+  }
+  const std::string method = o.value("method", "lbfgs");
+  if (method != "lbfgs")
+    fail({},
+         {},
+         "optimize.method",
+         "unknown method \"" + method + "\" (known: lbfgs)");
+  const std::string layout = o.value("layout", "replicated");
+  if (layout != "replicated" && layout != "sharded") {
+    fail({}, {}, "optimize.layout", "expected \"replicated\" or \"sharded\"");
+  }
+  opt.layout = layout == "sharded" ? optim::Layout::kSharded
+                                   : optim::Layout::kReplicated;
+  if (o.contains("options"))
+    opt.options = lbfgs_options(
+        require(o, "options", &json::is_object, "an object", {}, "optimize"));
+}
+
+optim::LbfgsOptions Loader::lbfgs_options(const json& options) const {
+  only(options,
+       {"history",
+        "max_iterations",
+        "max_evaluations",
+        "tolerance_gradient",
+        "tolerance_function"},
+       {},
+       "optimize.options");
+  for (const auto& [key, v] : options.items()) {
+    if (!v.is_number() || !std::isfinite(v.get<double>())) {
+      fail({}, {}, "optimize.options." + key, "expected a finite number");
+    }
+  }
+  optim::LbfgsOptions out;
+  out.history = options.value("history", out.history);
+  out.max_iterations = options.value("max_iterations", out.max_iterations);
+  out.max_evaluations = options.value("max_evaluations", out.max_evaluations);
+  out.tolerance_gradient =
+      options.value("tolerance_gradient", out.tolerance_gradient);
+  out.tolerance_function =
+      options.value("tolerance_function", out.tolerance_function);
+  std::string error;
+  if (!out.is_valid(&error)) fail({}, {}, "optimize.options", error);
+  return out;
 }
 
 }  // namespace detail

@@ -53,15 +53,18 @@
 
 #include "core/graph.h"
 #include "core/session.h"
+#include "optim/lbfgs.h"
 
 namespace adgraph::driver {
 
+// The "optimize" section, ready for optim::minimize.
 struct Optimize {
-  std::string objective;
-  std::vector<std::string> variables;
+  Value objective;
+  std::vector<std::string> names;  // the variables as written
+  std::vector<Value> variables;
   std::vector<Tensor> start;
-  std::string layout = "replicated";
-  nlohmann::json options = nlohmann::json::object();
+  optim::Layout layout = optim::Layout::kReplicated;
+  optim::LbfgsOptions options;
 };
 
 struct Document {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/checkpoint_schedule.h"
+#include "core/error.h"
 #include "core/graph.h"
 #include "driver/loader.h"
 
@@ -90,7 +91,20 @@ class Loader final {
   void build_repeat(const json& e,
                     std::map<std::string, Value>& scope,
                     const std::string& where);
+  // The document, section by section.
   Document load(const json& doc);
+  void load_gradients(const json& grads, Document& d);
+  void load_tangents(const json& tangents, Document& d);
+  void load_feeds(const json& feeds, Document& d);
+  void load_fetch(const json& fetch, Document& d);
+  void load_optimize(const json& optimize, Document& d);
+  optim::LbfgsOptions lbfgs_options(const json& options) const;
+  // Rethrows a library error as JsonError with the file, and `node`, `op`
+  // where the error names none.
+  [[noreturn]] void pass_on(const Error& e,
+                            const std::string& node,
+                            const std::string& op,
+                            const std::string& field) const;
 
  private:
   const std::string& file_;

@@ -78,35 +78,13 @@ json run(const std::string& file, Communicator& comm, bool check_only) {
   FeedMap feeds = d.feeds;
   if (d.has_optimize) {
     const driver::Optimize& o = d.optimize;
-    std::vector<Value> variables;
-    for (const std::string& v : o.variables)
-      variables.push_back(d.values.at(v));
     std::vector<Tensor> values = o.start;
-    optim::LbfgsOptions options;
-    options.history = o.options.value("history", options.history);
-    options.max_iterations =
-        o.options.value("max_iterations", options.max_iterations);
-    options.max_evaluations =
-        o.options.value("max_evaluations", options.max_evaluations);
-    options.tolerance_gradient =
-        o.options.value("tolerance_gradient", options.tolerance_gradient);
-    options.tolerance_function =
-        o.options.value("tolerance_function", options.tolerance_function);
-    std::string error;
-    if (!options.is_valid(&error))
-      throw JsonError(error, {}, {}, "optimize.options", file);
-    optim::LbfgsSummary s =
-        optim::minimize(d.values.at(o.objective),
-                        variables,
-                        values,
-                        feeds,
-                        options,
-                        o.layout == "sharded" ? optim::Layout::kSharded
-                                              : optim::Layout::kReplicated);
+    optim::LbfgsSummary s = optim::minimize(
+        o.objective, o.variables, values, feeds, o.options, o.layout);
     json minimizer = json::object();
-    for (std::size_t k = 0; k < variables.size(); ++k) {
-      minimizer[o.variables[k]] = tensor_to_json(values[k]);
-      feeds[variables[k]] = values[k];
+    for (std::size_t k = 0; k < o.variables.size(); ++k) {
+      minimizer[o.names[k]] = tensor_to_json(values[k]);
+      feeds[o.variables[k]] = values[k];
     }
     result["minimizer"] = minimizer;
     result["minimum"] = s.final_f;

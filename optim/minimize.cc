@@ -5,19 +5,18 @@
 
 namespace adgraph::optim {
 
-LbfgsSummary minimize(Value objective,
-                      const std::vector<Value>& variables,
-                      std::vector<Tensor>& values,
-                      const FeedMap& feeds,
-                      const LbfgsOptions& options,
-                      Layout layout) {
-  if (!objective.valid() || num_elements(objective.shape()) != 1) {
-    throw GraphError(
-        "the objective must have one element, it has shape " +
-            (objective.valid() ? shape_string(objective.shape()) : "?"),
-        objective.valid() ? objective.name() : "",
-        {},
-        "objective");
+void check_problem(Value objective,
+                   const std::vector<Value>& variables,
+                   const std::vector<Tensor>& values) {
+  if (!objective.valid()) {
+    throw GraphError("the objective is not a value", {}, {}, "objective");
+  }
+  if (num_elements(objective.shape()) != 1) {
+    throw GraphError("the objective must have one element, it has shape " +
+                         shape_string(objective.shape()),
+                     objective.name(),
+                     objective.node().op_name(),
+                     "objective");
   }
   if (values.size() != variables.size()) {
     throw GraphError("one start value per variable is needed",
@@ -25,7 +24,6 @@ LbfgsSummary minimize(Value objective,
                      {},
                      "variables");
   }
-  int64_t n = 0;
   for (std::size_t k = 0; k < variables.size(); ++k) {
     const Value& v = variables[k];
     if (v.node().op_name() != "placeholder") {
@@ -42,8 +40,18 @@ LbfgsSummary minimize(Value objective,
                        "placeholder",
                        "variables");
     }
-    n += values[k].size();
   }
+}
+
+LbfgsSummary minimize(Value objective,
+                      const std::vector<Value>& variables,
+                      std::vector<Tensor>& values,
+                      const FeedMap& feeds,
+                      const LbfgsOptions& options,
+                      Layout layout) {
+  check_problem(objective, variables, values);
+  int64_t n = 0;
+  for (const Tensor& t : values) n += t.size();
   Graph& g = objective.graph();
   std::vector<Value> fetches = gradients(objective, variables);
   fetches.insert(fetches.begin(), objective);

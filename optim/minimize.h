@@ -17,14 +17,20 @@ namespace adgraph::optim {
 // and every rank must call this in lockstep; `layout` says whether the
 // variables are replicated or sharded (optim/lbfgs.h).
 //
-// Throws GraphError when the objective does not have one element, a
-// variable is not a placeholder or a value has the wrong shape; otherwise
-// as lbfgs().
+// Throws as check_problem(), otherwise as lbfgs().
 LbfgsSummary minimize(Value objective,
                       const std::vector<Value>& variables,
                       std::vector<Tensor>& values,
                       const FeedMap& feeds = {},
                       const LbfgsOptions& options = {},
                       Layout layout = Layout::kReplicated);
+
+// The checks minimize() makes first: throws GraphError (ShapeError for a
+// start value) naming the node when the objective does not have one
+// element, a variable is not a placeholder or a start value has the wrong
+// shape. Field: "objective" or "variables".
+void check_problem(Value objective,
+                   const std::vector<Value>& variables,
+                   const std::vector<Tensor>& values);
 
 }  // namespace adgraph::optim
