@@ -16,6 +16,7 @@
 #include "mpi_ops/collectives.h"
 #include "mpi_ops/communicator.h"
 #include "mpi_ops/halo.h"
+#include "mpi_ops/nonblocking.h"
 #include "mpi_ops/point_to_point.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"

@@ -4,6 +4,7 @@
 #include "core/op.h"
 #include "mpi_ops/collectives.h"
 #include "mpi_ops/halo.h"
+#include "mpi_ops/nonblocking.h"
 #include "mpi_ops/point_to_point.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
@@ -21,6 +22,7 @@ void detail::register_library_ops() {
   register_collective_ops();
   register_point_to_point_ops();
   register_halo_ops();
+  register_nonblocking_ops();
   solvers::register_heat_ops();
 }
 

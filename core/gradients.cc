@@ -63,6 +63,22 @@ std::vector<Value> reverse_sweep(const Values& ys,
       if (from_x[in.node_id()]) from_x[id] = 1;
     }
   }
+  // What a point-to-point node delivers may come from another rank's x
+  // (a receive whose shape template is a constant), so its outputs count as
+  // depending on x: the cotangents of received values must reach the
+  // adjoint messages. (Every-rank nodes depend on x alike on every rank;
+  // loops pair their messages inside their bodies.)
+  if (pair_communication) {
+    for (int id = 0; id <= top; ++id) {
+      const Node& n = g.node(id);
+      if (n.communication && !n.every_rank && !n.loop) from_x[id] = 1;
+    }
+    for (int id = 0; id <= top; ++id) {
+      for (const Value& in : g.node(id).inputs) {
+        if (from_x[in.node_id()]) from_x[id] = 1;
+      }
+    }
+  }
 
   // Cotangent contributions per (node, output), summed as they arrive.
   std::map<std::pair<int, int>, Value> adjoint;
@@ -170,7 +186,8 @@ std::vector<Value> reverse_sweep(const Values& ys,
             node.op_name(),
             "gradient");
       }
-      if (!input_grads[i].valid() || !from_x[in.node_id()]) continue;
+      if (!input_grads[i].valid()) continue;
+      if (!from_x[in.node_id()] && !in.node().op->request) continue;
       if (input_grads[i].shape() != in.shape()) {
         throw ShapeError("gradient builder returned shape " +
                              shape_string(input_grads[i].shape()) +

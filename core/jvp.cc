@@ -81,6 +81,15 @@ std::vector<Value> forward_sweep(const std::vector<Value>& ys,
   // Nodes the ys depend on through data edges.
   std::vector<char> to_y(top + 1, 0);
   for (const Value& y : ys) to_y[y.node_id()] = 1;
+  // A point-to-point message may reach a y on another rank even where the
+  // node reaches none here (a rank-dependent graph): what such a node sends
+  // (its inputs) counts as needed. Every-rank nodes reach the ys on every
+  // rank alike, and loops pair their messages inside their bodies.
+  for (int id = 0; id <= top; ++id) {
+    const Node& n = g.node(id);
+    if (!n.communication || n.every_rank || n.loop) continue;
+    for (const Value& in : n.inputs) to_y[in.node_id()] = 1;
+  }
   for (int id = top; id >= 0; --id) {
     if (!to_y[id]) continue;
     for (const Value& in : g.node(id).inputs) to_y[in.node_id()] = 1;

@@ -220,6 +220,13 @@ struct OpDef {
   // exchanges such as mpi_sendrecv), so it joins the per-plan cross-rank
   // sequence check and runs whenever a plan runs a later communication node.
   bool every_rank = false;
+  // Output 0 is a request that one later node completes (mpi_isend,
+  // mpi_irecv: their wait). A plan that runs such a node must run exactly
+  // one reader of that output, or Session throws RunError naming it; and
+  // gradients() hands the cotangent its reader's adjoint builds for that
+  // output (the reverse request) to the node's own builder even when the
+  // node does not depend on the differentiated variables.
+  bool request = false;
   // For ops that need a communicator (communication ops, mpi_rank): the
   // communicator a graph without one binds when the first node of this op
   // is added, before the shape rule runs (ShapeContext::comm).

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <exception>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -37,6 +38,37 @@ struct Session::Plan {
   // which is therefore never copied.
   std::vector<const Tensor*> views;
 };
+
+void Session::check_requests(const Plan& plan) {
+  std::map<int, int> completions;  // slot of a request -> its readers
+  for (const auto& step : plan.steps) {
+    if (step.node->op->request) completions[step.first_slot] = 0;
+  }
+  if (completions.empty()) return;
+  for (const auto& step : plan.steps) {
+    for (int slot : step.input_slots) {
+      auto it = completions.find(slot);
+      if (it != completions.end()) ++it->second;
+    }
+  }
+  for (const auto& step : plan.steps) {
+    if (!step.node->op->request) continue;
+    const int readers = completions[step.first_slot];
+    if (readers == 1) continue;
+    const Node& n = *step.node;
+    throw RunError(
+        readers == 0
+            ? "its request is never completed in this run: no wait of it is "
+              "among the nodes the fetches need (make what you fetch run "
+              "after the wait, with NodeOptions::after or "
+              "Graph::add_control_input)"
+            : "its request is completed " + std::to_string(readers) +
+                  " times in this run; wait for a request exactly once",
+        n.name,
+        n.op_name(),
+        "request");
+  }
+}
 
 bool SessionOptions::is_valid(std::string* error) const {
   if (num_threads < 0) {
@@ -218,6 +250,7 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
     }
     plan->steps.push_back(std::move(step));
   }
+  check_requests(*plan);
   std::vector<char> fetched(plan->num_slots, 0);
   for (const auto& [id, out] : key) {
     const int slot = plan->steps[step_of[id]].first_slot + out;

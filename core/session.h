@@ -92,6 +92,9 @@ class Session final {
 
  private:
   struct Plan;
+  // Throws RunError unless each request the plan starts (OpDef::request) is
+  // completed exactly once within it.
+  static void check_requests(const Plan& plan);
   const Plan& plan_for(const std::vector<Value>& fetches);
 
   Graph& graph_;

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -85,6 +86,17 @@ class Communicator final : public CommContext {
   void send(const double* data, int64_t n, int dest, int tag);
   void recv(double* data, int64_t n, int src, int tag);
 
+  // Nonblocking point to point. isend() copies the data; both return a
+  // handle that wait() completes exactly once.
+  int64_t isend(const double* data, int64_t n, int dest, int tag);
+  int64_t irecv(int64_t n, int src, int tag);
+  // Completes n requests at once (MPI_Waitall); a receive's doubles go to
+  // data[k] (counts[k] of them, as posted), a send's data[k] is unused.
+  void wait(const int64_t* handles,
+            double* const* data,
+            const int64_t* counts,
+            int n);
+
   // Halo swap: non-blocking receives and sends with every existing
   // neighbour, then one wait. send[k]/recv[k] are ordered left, right, up,
   // down, each of `counts[k]` doubles. Receive buffers of missing
@@ -121,6 +133,10 @@ class Communicator final : public CommContext {
 
   struct PendingSend;
   std::vector<std::unique_ptr<PendingSend>> pending_;
+  // Nonblocking requests started and not yet waited on, by handle.
+  struct Request;
+  std::map<int64_t, std::unique_ptr<Request>> requests_;
+  int64_t next_request_ = 1;
 
   // Watchdog state: `watch_start_ns_` is 0 when no call is watched.
   std::atomic<int64_t> watch_start_ns_{0};

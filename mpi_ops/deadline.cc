@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "mpi_ops/communicator.h"
@@ -18,6 +19,26 @@ int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// The peers a point-to-point node (or the requests a wait completes) talks
+// to, for the deadline message: ", peer rank 3" or "" for a collective.
+std::string peers_of(const Node& node) {
+  std::vector<const Node*> ends = {&node};
+  if (node.op_name() == "mpi_wait" || node.op_name() == "mpi_waitall") {
+    ends.clear();
+    for (const Value& request : node.inputs) ends.push_back(&request.node());
+  }
+  std::string out;
+  for (const Node* n : ends) {
+    for (const char* key : {"src", "dest"}) {
+      if (!n->attrs.contains(key)) continue;
+      out += (out.empty() ? ", peer rank " : ", ") +
+             std::to_string(n->attrs.at(key).get<int64_t>()) + " (" + key +
+             " of \"" + n->name + "\")";
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -58,7 +79,8 @@ void Communicator::watchdog_loop() {
           node == nullptr ? watch_label_
                           : "node \"" + node->name + "\" (" + node->op_name() +
                                 ", communication #" +
-                                std::to_string(node->communication_index) + ")";
+                                std::to_string(node->communication_index) +
+                                peers_of(*node) + ")";
       std::fprintf(
           stderr,
           "adgraph: rank %d: communication deadline of %g s exceeded in %s\n",

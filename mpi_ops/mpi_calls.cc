@@ -2,9 +2,12 @@
 // halo swap, each a thin wrapper that checks MPI's return code.
 #include <mpi.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "core/check.h"
 #include "mpi_ops/communicator.h"
@@ -203,7 +206,80 @@ void Communicator::data_exchange(const HaloNeighbours& neighbours,
             "MPI_Waitall");
 }
 
+int64_t Communicator::isend(const double* data, int64_t n, int dest, int tag) {
+  auto r = std::make_unique<Request>();
+  r->buffer.assign(data, data + n);
+  check_mpi(MPI_Isend(r->buffer.data(),
+                      count_of(n),
+                      MPI_DOUBLE,
+                      dest,
+                      tag,
+                      MPI_COMM_WORLD,
+                      &r->request),
+            "MPI_Isend");
+  const int64_t handle = next_request_++;
+  requests_.emplace(handle, std::move(r));
+  return handle;
+}
+
+int64_t Communicator::irecv(int64_t n, int src, int tag) {
+  auto r = std::make_unique<Request>();
+  r->buffer.resize(n);
+  r->receive = true;
+  check_mpi(MPI_Irecv(r->buffer.data(),
+                      count_of(n),
+                      MPI_DOUBLE,
+                      src,
+                      tag,
+                      MPI_COMM_WORLD,
+                      &r->request),
+            "MPI_Irecv");
+  const int64_t handle = next_request_++;
+  requests_.emplace(handle, std::move(r));
+  return handle;
+}
+
+void Communicator::wait(const int64_t* handles,
+                        double* const* data,
+                        const int64_t* counts,
+                        int n) {
+  std::vector<MPI_Request> mpi_requests(n);
+  std::vector<MPI_Status> statuses(n);
+  std::vector<Request*> waited(n);
+  for (int k = 0; k < n; ++k) {
+    auto it = requests_.find(handles[k]);
+    ADGRAPH_CHECK(it != requests_.end())
+        << "request " << handles[k] << " is not in flight";
+    waited[k] = it->second.get();
+    mpi_requests[k] = waited[k]->request;
+  }
+  check_mpi(MPI_Waitall(n, mpi_requests.data(), statuses.data()),
+            "MPI_Waitall");
+  for (int k = 0; k < n; ++k) {
+    Request& r = *waited[k];
+    if (r.receive) {
+      int received = 0;
+      MPI_Get_count(&statuses[k], MPI_DOUBLE, &received);
+      if (received != counts[k]) {
+        abort("received " + std::to_string(received) + " doubles from rank " +
+              std::to_string(statuses[k].MPI_SOURCE) + " (tag " +
+              std::to_string(statuses[k].MPI_TAG) + "), expected " +
+              std::to_string(counts[k]));
+      }
+      std::copy(r.buffer.begin(), r.buffer.end(), data[k]);
+    }
+    requests_.erase(handles[k]);
+  }
+}
+
 void Communicator::finish_run() {
+  // A run that failed part-way may leave requests behind: receives are
+  // cancelled, sends completed.
+  for (auto& [handle, r] : requests_) {
+    if (r->receive) MPI_Cancel(&r->request);
+    MPI_Wait(&r->request, MPI_STATUS_IGNORE);
+  }
+  requests_.clear();
   if (pending_.empty()) return;
   start_watch("the completion of " + std::to_string(pending_.size()) +
               " outstanding send(s) at the end of the run");

@@ -28,4 +28,12 @@ struct Communicator::PendingSend {
   MPI_Request request = MPI_REQUEST_NULL;
 };
 
+// A nonblocking request in flight: its buffer (the copy sent, or where the
+// message arrives) and MPI's request.
+struct Communicator::Request {
+  std::vector<double> buffer;
+  MPI_Request request = MPI_REQUEST_NULL;
+  bool receive = false;
+};
+
 }  // namespace adgraph

@@ -53,6 +53,8 @@ inline void expect_adjoint_identity(const std::function<Value(Value)>& op,
   Value a_t = jvp(op(x0), x0, t);
   Session forward(h);
   Tensor a_xv = forward.run(a_t, {{x0, random_tensor(in_shape, 3)}, {t, xv}});
+  ASSERT_EQ(a_xv.shape(), out[0].shape());
+  if (a_xv.size() == 0) return;  // empty tensors: nothing to compare
   const double scale = out[0].array().abs().maxCoeff();
   EXPECT_LE((a_xv.array() - out[0].array()).abs().maxCoeff(),
             kAdjointTolerance * std::max(1.0, scale))

@@ -33,6 +33,26 @@ TEST(MpiSendRecv, RingShiftAndItsGradient) {
   expect_gradients_ok(loss, {x}, {{x, random_tensor({3}, 20)}});
 }
 
+// The receive's shape template need not depend on x: the received values
+// still carry x's cotangent back (by hand: ∂J/∂x_{r,i} = 2 w_{r+1,i} x_{r,i}).
+TEST(MpiSendRecv, ReceiveIntoAConstantTemplateStillDifferentiates) {
+  const int rank = world_rank(), size = world_size();
+  const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  Graph g;
+  Value x = g.placeholder("x", {3});
+  mpi_send(x, next, 6);
+  Value y = mpi_recv(zeros(g, {3}), prev, 6);
+  Value loss = rank_weighted_loss(y);
+  Value grad = gradient(loss, x);
+  Session session(g);
+  Tensor xv({1.0 + rank, 2.0 * rank, -1.0});
+  Tensor out = session.run(grad, {{x, xv}});
+  for (int i = 0; i < 3; ++i) {
+    const double w_next = 1.0 + 0.5 * next + 0.1 * i;
+    EXPECT_NEAR(out[i], 2 * w_next * xv[i], 1e-14);
+  }
+}
+
 TEST(MpiSendRecv, RingShiftPassesTheDotProductTest) {
   const int rank = world_rank(), size = world_size();
   const int next = (rank + 1) % size, prev = (rank + size - 1) % size;

@@ -1,0 +1,204 @@
+#include "mpi_ops/nonblocking.h"
+
+#include <string>
+#include <utility>
+
+#include "core/core_ops.h"
+#include "core/error.h"
+#include "core/op.h"
+#include "mpi_ops/communicator.h"
+#include "mpi_ops/tags.h"
+
+namespace adgraph {
+namespace {
+
+constexpr const char* kIsend = "mpi_isend";
+constexpr const char* kIrecv = "mpi_irecv";
+
+int attr(const Node& n, const char* name) {
+  return static_cast<int>(n.attr_int(name));
+}
+
+void check_peer(const ShapeContext& c, const char* name) {
+  const int size = c.comm()->size();
+  if (c.attr_int(name) >= size) {
+    c.fail(std::string("attribute \"") + name + "\"",
+           "rank " + std::to_string(c.attr_int(name)) + " is not a rank of a " +
+               std::to_string(size) + "-rank communicator");
+  }
+}
+
+AttrSpec peer_attr(const char* name, const char* doc) {
+  return {name, AttrType::kInt, nlohmann::json(), doc, 0};
+}
+
+AttrSpec tag_attr() {
+  return {"tag", AttrType::kInt, 0, "message tag", 0, kMaxUserTag};
+}
+
+int64_t handle_of(const Tensor& request) {
+  return static_cast<int64_t>(request[0]);
+}
+
+// The shape a wait of `request` yields; fails unless a start node made it.
+Shape completed_shape(const ShapeContext& c, int i) {
+  const Value& request = c.node().inputs[i];
+  const Node& start = request.node();
+  const std::string field = "input " + std::to_string(i) + " (\"request\")";
+  if (start.op_name() == kIrecv) return start.inputs[0].shape();
+  if (start.op_name() == kIsend) return Shape{0};
+  c.fail(field,
+         "\"" + start.name + "\" (" + start.op_name() +
+             ") is not a request: wait for an mpi_isend or mpi_irecv");
+}
+
+// The reverse message of a completed request, posted where the forward
+// request completed: an irecv of x̄ from dest for an isend, an isend of ȳ
+// to src for an irecv.
+Value reverse_request(const Value& request, const Value& grad) {
+  const Node& start = request.node();
+  const int tag = attr(start, "tag");
+  if (start.op_name() == kIsend)
+    return mpi_irecv(start.inputs[0], attr(start, "dest"), tag);
+  return mpi_isend(grad, attr(start, "src"), tag);
+}
+
+// The cotangent of a start node's request must be the reverse request its
+// single wait posted; anything else means no wait, or several.
+const Value& reverse_of(const GradientContext& c, const char* reverse_op) {
+  const Value& g = c.grad(0);
+  if (!g.valid() || g.node().op_name() != reverse_op) {
+    throw GraphError(
+        "its request must be completed by exactly one mpi_wait or "
+        "mpi_waitall before gradients() can build its adjoint",
+        c.node().name,
+        c.node().op_name(),
+        "request");
+  }
+  return g;
+}
+
+OpDef start_def(const char* name, const char* doc, const char* peer) {
+  OpDef def;
+  def.name = name;
+  def.doc = doc;
+  def.attrs = {
+      peer_attr(peer, peer[0] == 'd' ? "receiving rank" : "sending rank"),
+      tag_attr()};
+  def.communication = true;
+  def.request = true;
+  def.communicator = world_communicator;
+  def.tangent = linear_tangent;
+  return def;
+}
+
+}  // namespace
+
+Value mpi_isend(Value x, int dest, int tag) {
+  return x.graph().add_node(kIsend, {x}, {{"dest", dest}, {"tag", tag}});
+}
+Value mpi_irecv(Value like, int src, int tag) {
+  return like.graph().add_node(kIrecv, {like}, {{"src", src}, {"tag", tag}});
+}
+Value mpi_irecv(Graph& graph, Shape shape, int src, int tag) {
+  return mpi_irecv(zeros(graph, std::move(shape)), src, tag);
+}
+Value mpi_wait(Value request) {
+  return request.graph().add_node("mpi_wait", {request});
+}
+std::vector<Value> mpi_waitall(const std::vector<Value>& requests) {
+  if (requests.empty()) throw GraphError("mpi_waitall of no requests");
+  return requests[0].graph().add_node_outputs("mpi_waitall", requests);
+}
+
+void register_nonblocking_ops() {
+  // y = request for x on its way to dest;  x̄ = the cotangent its reverse
+  // request (ȳ) receives
+  OpDef isend =
+      start_def(kIsend, "starts sending x to dest; y = request", "dest");
+  isend.inputs = {"x"};
+  isend.shape = [](const ShapeContext& c) {
+    check_peer(c, "dest");
+    return Shapes{Shape{}};
+  };
+  isend.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
+    const Tensor& x = c.input(0);
+    c.output(0)[0] = static_cast<double>(comm.isend(
+        x.data(), x.size(), attr(c.node(), "dest"), attr(c.node(), "tag")));
+  });
+  isend.gradient = [](const GradientContext& c) {
+    return Values{mpi_wait(reverse_of(c, kIrecv))};
+  };
+  register_op(std::move(isend));
+
+  // y = request for a tensor of like's shape from src;  like gets nothing,
+  // the reverse request (ȳ, an isend of the cotangent) is completed here
+  OpDef irecv = start_def(
+      kIrecv,
+      "starts receiving a tensor of like's shape from src; y = request",
+      "src");
+  irecv.inputs = {"like"};
+  irecv.shape = [](const ShapeContext& c) {
+    check_peer(c, "src");
+    return Shapes{Shape{}};
+  };
+  irecv.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
+    c.output(0)[0] = static_cast<double>(comm.irecv(
+        c.input(0).size(), attr(c.node(), "src"), attr(c.node(), "tag")));
+  });
+  irecv.gradient = [](const GradientContext& c) {
+    // A side effect, like mpi_recv's adjoint send: gradients() makes its
+    // results wait for the newest adjoint communication node.
+    mpi_wait(reverse_of(c, kIsend));
+    return Values{Value()};
+  };
+  register_op(std::move(irecv));
+
+  // y_k = what request k completes with;  request k's cotangent = the
+  // reverse message of request k, posted here
+  auto wait_def = [](const char* name, const char* doc, bool all) {
+    OpDef def;
+    def.name = name;
+    def.doc = doc;
+    def.inputs = {"request"};
+    def.variadic = all;
+    def.num_outputs = all ? 0 : 1;
+    def.communication = true;
+    def.communicator = world_communicator;
+    def.shape = [all](const ShapeContext& c) {
+      if (all && c.num_inputs() == 0)
+        c.fail("inputs", "mpi_waitall needs at least one request");
+      Shapes out;
+      for (int i = 0; i < c.num_inputs(); ++i)
+        out.push_back(completed_shape(c, i));
+      return out;
+    };
+    def.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
+      const int n = static_cast<int>(c.node().inputs.size());
+      std::vector<int64_t> handles(n);
+      std::vector<double*> data(n);
+      std::vector<int64_t> counts(n);
+      for (int i = 0; i < n; ++i) {
+        handles[i] = handle_of(c.input(i));
+        data[i] = c.output(i).data();
+        counts[i] = c.output(i).size();
+      }
+      comm.wait(handles.data(), data.data(), counts.data(), n);
+    });
+    def.gradient = [](const GradientContext& c) {
+      Values out;
+      for (int i = 0; i < static_cast<int>(c.node().inputs.size()); ++i)
+        out.push_back(reverse_request(c.node().inputs[i], c.grad(i)));
+      return out;
+    };
+    def.tangent = linear_tangent;
+    return def;
+  };
+  register_op(wait_def("mpi_wait",
+                       "completes a request; y = the tensor received (or [0])",
+                       false));
+  register_op(wait_def(
+      "mpi_waitall", "completes every request; y_k as mpi_wait of each", true));
+}
+
+}  // namespace adgraph

@@ -1,0 +1,190 @@
+#include "mpi_ops/nonblocking.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/mpi_ops/mpi_test_util.h"
+
+namespace adgraph {
+namespace {
+
+using namespace adgraph::testing;
+
+int next_rank() { return (world_rank() + 1) % world_size(); }
+int prev_rank() { return (world_rank() + world_size() - 1) % world_size(); }
+
+// The mpi4py course's nonblocking ring: every rank isends x to its right
+// neighbour and irecvs from its left, computes meanwhile, then waits.
+// J = Σ_r [Σ_i w_{r,i} y_{r,i}² + Σ_i sin(x_{r,i})] with y_r = x_{r−1}, so
+// ∂J/∂x_{r,i} = 2 w_{r+1,i} x_{r,i} + cos(x_{r,i}) (by hand). The send's
+// wait yields nothing, so the loss is made to run after it.
+struct Ring {
+  Value x, y, loss, grad;
+};
+Ring nonblocking_ring(Graph& g, bool waitall) {
+  Ring r;
+  r.x = g.placeholder("x", {3});
+  Value send = mpi_isend(r.x, next_rank(), 11);
+  Value recv = mpi_irecv(g, {3}, prev_rank(), 11);
+  Value meanwhile = sum(sin(r.x));  // depends on no request
+  Value sent;
+  if (waitall) {
+    r.y = mpi_waitall({send, recv})[1];
+  } else {
+    r.y = mpi_wait(recv);
+    sent = mpi_wait(send);
+  }
+  r.loss = rank_weighted_loss(r.y) + meanwhile;
+  if (sent.valid()) g.add_control_input(r.loss, sent);
+  r.grad = gradient(r.loss, r.x);
+  return r;
+}
+
+Tensor ring_input() {
+  const int rank = world_rank();
+  return Tensor({1.0 + rank, 2.0 * rank - 0.5, -1.0 + 0.25 * rank});
+}
+
+TEST(MpiNonblocking, RingDeliversTheLeftNeighboursValuesAndItsGradient) {
+  for (bool waitall : {false, true}) {
+    Graph g;
+    Ring r = nonblocking_ring(g, waitall);
+    Session s(g);
+    const Tensor xv = ring_input();
+    auto out = s.run({r.y, r.grad}, {{r.x, xv}});
+    const int prev = prev_rank(), next = next_rank();
+    EXPECT_EQ(out[0].to_vector(),
+              (std::vector<double>{
+                  1.0 + prev, 2.0 * prev - 0.5, -1.0 + 0.25 * prev}));
+    for (int i = 0; i < 3; ++i) {
+      const double w_next = 1.0 + 0.5 * next + 0.1 * i;
+      EXPECT_NEAR(out[1][i], 2 * w_next * xv[i] + std::cos(xv[i]), 1e-14)
+          << "waitall " << waitall;
+    }
+    expect_gradients_ok(r.loss, {r.x}, {{r.x, random_tensor({3}, 30)}});
+  }
+}
+
+// The same ring written with blocking mpi_sendrecv (one pairwise exchange
+// per edge, every rank runs all of them) gives bitwise the same loss and
+// gradient.
+TEST(MpiNonblocking, RingMatchesTheBlockingRingBitwise) {
+  const int rank = world_rank(), size = world_size();
+  Graph g;
+  Ring r = nonblocking_ring(g, false);
+  Graph h;
+  Value x = h.placeholder("x", {3});
+  // y = Σ_q [rank = dest_q]·moved_q: one graph on every rank (so the ranks'
+  // adjoints pair up), and multiplying by 1 or 0 and adding 0 is exact.
+  Value y;
+  for (int q = 0; q < size; ++q) {
+    const int dest = (q + 1) % size;
+    Value term = mpi_sendrecv(x, q, dest, 12) * (rank == dest ? 1.0 : 0.0);
+    y = y.valid() ? y + term : term;
+  }
+  Value loss = rank_weighted_loss(y) + sum(sin(x));
+  Value grad = gradient(loss, x);
+  const Tensor xv = ring_input();
+  Session a(g), b(h);
+  auto nb = a.run({r.loss, r.grad}, {{r.x, xv}});
+  auto bl = b.run({loss, grad}, {{x, xv}});
+  EXPECT_EQ(nb[0].item(), bl[0].item());
+  EXPECT_TRUE((nb[1].array() == bl[1].array()).all())
+      << "nonblocking " << nb[1].to_vector()[0] << " blocking "
+      << bl[1].to_vector()[0];
+}
+
+// Each op alone is linear: the dot-product test and jvp = the map itself,
+// including empty tensors and (on one rank) messages to oneself.
+TEST(MpiNonblocking, PassesTheDotProductTest) {
+  for (int64_t n : {5, 0}) {
+    expect_adjoint_identity(
+        [&](Value v) {
+          Value send = mpi_isend(v, next_rank(), 13);
+          Value recv = mpi_irecv(v, prev_rank(), 13);
+          Value y = mpi_wait(recv);
+          NodeOptions after;
+          after.after = {mpi_wait(send)};
+          return y.graph().add_node(
+              "identity", {y}, nlohmann::json::object(), after);
+        },
+        {n});
+    expect_adjoint_identity(
+        [&](Value v) {
+          auto done = mpi_waitall(
+              {mpi_irecv(v, prev_rank(), 14), mpi_isend(v, next_rank(), 14)});
+          return done[0] * 2.0 + v;
+        },
+        {n});
+  }
+}
+
+TEST(MpiNonblocking, HessianVectorProductThroughTheRing) {
+  // J = Σ_r Σ_i w_{r,i} y_{r,i}² + sin(x): H v = 2 w_{r+1} v − sin(x) v.
+  Graph g;
+  Ring r = nonblocking_ring(g, false);
+  Value v = g.placeholder("v", {3});
+  Value hv = jvp(r.grad, r.x, v);
+  Session s(g);
+  const Tensor xv = ring_input(), vv({0.5, -1.0, 2.0});
+  Tensor out = s.run(hv, {{r.x, xv}, {v, vv}});
+  for (int i = 0; i < 3; ++i) {
+    const double w_next = 1.0 + 0.5 * next_rank() + 0.1 * i;
+    EXPECT_NEAR(out[i], 2 * w_next * vv[i] - std::sin(xv[i]) * vv[i], 1e-13);
+  }
+}
+
+std::string run_error(Session& s,
+                      const std::vector<Value>& fetch,
+                      const FeedMap& feeds) {
+  try {
+    s.run(fetch, feeds);
+  } catch (const RunError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// Every rank builds the same structure, so every rank raises the error at
+// plan time and none waits for a message.
+TEST(MpiNonblocking, UncompletedOrTwiceCompletedRequestsArePlanErrors) {
+  Graph g;
+  Value x = g.placeholder("x", {2});
+  NodeOptions named;
+  named.name = "lonely";
+  g.add_node("mpi_isend", {x}, {{"dest", next_rank()}, {"tag", 15}}, named);
+  Value recv = mpi_irecv(x, prev_rank(), 15);
+  Value y = mpi_wait(recv);
+  Session s(g);
+  EXPECT_EQ(run_error(s, {y}, {{x, Tensor({1.0, 2.0})}}),
+            "node \"lonely\" (mpi_isend): request: its request is never "
+            "completed in this run: no wait of it is among the nodes the "
+            "fetches need (make what you fetch run after the wait, with "
+            "NodeOptions::after or Graph::add_control_input)");
+
+  Graph h;
+  Value u = h.placeholder("u", {2});
+  named.name = "twice";
+  Value send =
+      h.add_node("mpi_isend", {u}, {{"dest", next_rank()}, {"tag", 16}}, named);
+  Value first = mpi_wait(send), second = mpi_wait(send);
+  Session t(h);
+  EXPECT_EQ(run_error(t, {first, second}, {{u, Tensor({1.0, 2.0})}}),
+            "node \"twice\" (mpi_isend): request: its request is completed 2 "
+            "times in this run; wait for a request exactly once");
+
+  // A wait of something that is not a request fails when it is built.
+  EXPECT_THROW(mpi_wait(u), ShapeError);
+}
+
+TEST(MpiNonblocking, GradientsNeedExactlyOneWaitPerRequest) {
+  Graph g;
+  Value x = g.placeholder("x", {2});
+  mpi_isend(x, next_rank(), 17);  // never waited on
+  Value loss = sum(square(x));
+  EXPECT_THROW(gradient(loss, x), GraphError);
+}
+
+}  // namespace
+}  // namespace adgraph
