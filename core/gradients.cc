@@ -1,6 +1,7 @@
 #include "core/gradients.h"
 
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "core/core_ops.h"
@@ -166,7 +167,11 @@ std::vector<Value> reverse_sweep(const Values& ys,
     }
     GradientContext context(node, outputs, output_grads, std::move(needed));
     context.set_accumulated(std::move(partial));
+    // Adjoint messages travel on the node's communicator.
+    std::optional<CommScope> scope;
+    if (node.comm) scope.emplace(g, node.comm);
     Values input_grads = node.op->gradient(context);
+    scope.reset();
     if (input_grads.size() != node.inputs.size()) {
       throw GraphError("gradient builder returned " +
                            std::to_string(input_grads.size()) + " values for " +

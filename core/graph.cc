@@ -240,10 +240,17 @@ std::vector<Value> Graph::add_node_outputs(const std::string& op,
     node->communication = node->loop->communicates();
     node->every_rank = node->loop->has_every_rank_node();
     if (node->communication) set_comm(node->loop->shared_comm());
-  } else if (def->communicator && !comm_) {
+  } else if (def->communicator) {
     // The first communication node binds the graph's communicator, before
     // its shape rule (which may ask for the communicator's size) runs.
-    set_comm(def->communicator());
+    if (!comm_) set_comm(def->communicator());
+    node->comm = options.comm ? std::move(options.comm)
+                 : scope_     ? scope_
+                              : comm_;
+  }
+  if (options.comm) {
+    throw GraphError(
+        "only communication ops take a communicator", name, op, "comm");
   }
   node->output_shapes = def->shape(ShapeContext(*node, *this));
   ADGRAPH_CHECK(def->num_outputs == 0 ||
@@ -317,6 +324,13 @@ void Graph::set_default_checkpoints(CheckpointSchedule schedule) {
   }
   throw OptionsError(error, {}, {}, "default checkpoints");
 }
+
+CommScope::CommScope(Graph& graph, std::shared_ptr<CommContext> comm)
+    : graph_(graph), saved_(graph.scope_) {
+  graph_.scope_ = std::move(comm);
+}
+
+CommScope::~CommScope() { graph_.scope_ = std::move(saved_); }
 
 void Graph::set_comm(std::shared_ptr<CommContext> comm) {
   if (comm_ && comm_ != comm) {

@@ -75,6 +75,9 @@ struct Node {
   bool every_rank = false;
   // A loop node's body and schedule (core/loop.h); null for other nodes.
   std::shared_ptr<const LoopSpec> loop;
+  // The communicator of a node whose op needs one (OpDef::communicator);
+  // null for other nodes. Its adjoint and tangent nodes use the same one.
+  std::shared_ptr<CommContext> comm;
 
   int num_outputs() const { return static_cast<int>(output_shapes.size()); }
 
@@ -98,6 +101,28 @@ struct NodeOptions {
   std::map<std::string, Tensor> tensors;
   // The body of a loop node (core/loop.h builds it).
   std::shared_ptr<const LoopSpec> loop;
+  // For an op that needs a communicator (OpDef::communicator): the one to
+  // use. Empty: the graph's CommScope if one is open, else the graph's
+  // communicator (bound by the first such node).
+  std::shared_ptr<CommContext> comm;
+};
+
+// While it lives, communication nodes added to `graph` without
+// NodeOptions::comm use `comm` (e.g. a row communicator of a patch grid):
+//   { CommScope rows(g, world->row_communicator(2, 2)); s = mpi_allreduce(x); }
+// The derivative builders open one for each communication node, so adjoint
+// and tangent messages travel on the forward node's communicator. Scopes
+// nest; a null `comm` means the graph's own.
+class CommScope final {
+ public:
+  CommScope(Graph& graph, std::shared_ptr<CommContext> comm);
+  ~CommScope();
+  CommScope(const CommScope&) = delete;
+  CommScope& operator=(const CommScope&) = delete;
+
+ private:
+  Graph& graph_;
+  std::shared_ptr<CommContext> saved_;
 };
 
 // A static computational graph. Neither copyable nor movable: every Value
@@ -148,6 +173,9 @@ class Graph final {
   CommContext* comm() const { return comm_.get(); }
   const std::shared_ptr<CommContext>& shared_comm() const { return comm_; }
   void set_comm(std::shared_ptr<CommContext> comm);
+  // The communicator new communication nodes use when NodeOptions::comm is
+  // empty (CommScope sets it); null: the graph's.
+  const std::shared_ptr<CommContext>& scope_comm() const { return scope_; }
 
   // The checkpoint schedule of loops built with
   // CheckpointSchedule::graph_default(); store_all() unless changed. Throws
@@ -167,6 +195,8 @@ class Graph final {
   std::vector<std::unique_ptr<Node>> nodes_;
   std::unordered_map<std::string, int> by_name_;
   std::shared_ptr<CommContext> comm_;
+  std::shared_ptr<CommContext> scope_;
+  friend class CommScope;
   const OpRegistry* registry_;
   int last_communication_ = -1;
   int num_communication_ = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "core/core_ops.h"
@@ -134,6 +135,8 @@ std::vector<Value> forward_sweep(const std::vector<Value>& ys,
     for (int k = 0; k < n_out; ++k) outputs.emplace_back(&g, id, k);
     Values out;
     if (node.op->tangent) {
+      std::optional<CommScope> scope;  // tangent messages: same communicator
+      if (node.comm) scope.emplace(g, node.comm);
       out = node.op->tangent(
           TangentContext(node, std::move(outputs), std::move(input_tangents)));
     } else if (!any_tangent || !to_y[id]) {

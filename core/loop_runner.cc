@@ -109,7 +109,8 @@ void BodyRunner::run(const Tensor* const* inputs) {
     }
     for (std::size_t i = 0; i < step.input_slots.size(); ++i)
       in[i] = views_[step.input_slots[i]];
-    KernelContext ctx(n, in, &slots_[step.first_slot], comm_);
+    KernelContext ctx(
+        n, in, &slots_[step.first_slot], n.comm ? n.comm.get() : comm_);
     ctx.set_output_readers(step.readers.data());
     n.op->compute(ctx);
   }

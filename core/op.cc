@@ -51,7 +51,9 @@ const char* attr_type_name(AttrType type) {
   return "?";
 }
 
-CommContext* ShapeContext::comm() const { return graph_.comm(); }
+CommContext* ShapeContext::comm() const {
+  return node_.comm ? node_.comm.get() : graph_.comm();
+}
 
 int ShapeContext::num_inputs() const {
   return static_cast<int>(node_.inputs.size());

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <exception>
 #include <map>
 #include <string>
@@ -37,6 +38,8 @@ struct Session::Plan {
   // What kernels read: &slots[s], or the caller's feed for a placeholder,
   // which is therefore never copied.
   std::vector<const Tensor*> views;
+  // Communicators of the plan's nodes other than the graph's.
+  std::vector<CommContext*> comms;
 };
 
 void Session::check_requests(const Plan& plan) {
@@ -207,7 +210,9 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
   // The reader in the highest level: where a concurrent run may release a
   // slot (a reader earlier in `order` can sit in a later level).
   std::vector<int> last_level_use;
-  std::vector<std::string> collectives;
+  // Every-rank nodes per communicator, in order of first appearance (the
+  // same on every member of each communicator).
+  std::vector<std::pair<CommContext*, std::vector<std::string>>> collectives;
   for (int id : order) {
     const Node& n = graph_.node(id);
     Plan::Step step;
@@ -244,9 +249,20 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
     if (n.every_rank) {
       std::string shapes;
       for (const Value& in : n.inputs) shapes += shape_string(in.shape());
-      collectives.push_back("\"" + n.name + "\" (" + n.op_name() + " " +
-                            n.attrs.dump() + " " + shapes +
-                            (n.loop ? " " + n.loop->signature() : "") + ")");
+      CommContext* on = n.comm ? n.comm.get() : graph_.comm();
+      auto group = std::find_if(collectives.begin(),
+                                collectives.end(),
+                                [on](const auto& g) { return g.first == on; });
+      if (group == collectives.end())
+        group = collectives.insert(collectives.end(), {on, {}});
+      group->second.push_back("\"" + n.name + "\" (" + n.op_name() + " " +
+                              n.attrs.dump() + " " + shapes +
+                              (n.loop ? " " + n.loop->signature() : "") + ")");
+    }
+    if (n.comm && n.comm.get() != graph_.comm() &&
+        std::find(plan->comms.begin(), plan->comms.end(), n.comm.get()) ==
+            plan->comms.end()) {
+      plan->comms.push_back(n.comm.get());
     }
     plan->steps.push_back(std::move(step));
   }
@@ -303,9 +319,9 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
   // legitimately has none (a rank-dependent graph of sends and receives)
   // must not enter it. If ranks disagree on that, the communication deadline
   // reports the rank that waits.
-  CommContext* comm = graph_.comm();
-  if (comm != nullptr && !collectives.empty())
-    comm->check_same_sequence(collectives);
+  for (const auto& [on, descriptors] : collectives) {
+    if (on != nullptr) on->check_same_sequence(descriptors);
+  }
   return *plans_.emplace(std::move(key), std::move(plan)).first->second;
 }
 
@@ -397,7 +413,8 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
     for (std::size_t i = 0; i < step.input_slots.size(); ++i) {
       inputs[i] = views[step.input_slots[i]];
     }
-    KernelContext ctx(n, inputs, &slots[step.first_slot], comm);
+    KernelContext ctx(
+        n, inputs, &slots[step.first_slot], n.comm ? n.comm.get() : comm);
     ctx.set_output_readers(step.readers.data());
     n.op->compute(ctx);
   };
@@ -462,6 +479,7 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
     }
     stats_.nodes_executed = static_cast<int64_t>(plan.steps.size());
     if (comm) comm->finish_run();
+    for (CommContext* other : plan.comms) other->finish_run();
   } catch (...) {
     clear_all();
     throw;

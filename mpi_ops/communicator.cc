@@ -22,14 +22,17 @@ std::shared_ptr<Communicator> Communicator::world() {
           "communication nodes need MPI: create an adgraph::MpiEnvironment in "
           "main()");
     }
-    return std::shared_ptr<Communicator>(new Communicator());
+    return std::shared_ptr<Communicator>(
+        new Communicator(std::make_unique<MpiComm>(), "world"));
   }();
   return world;
 }
 
-Communicator::Communicator() {
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+Communicator::Communicator(std::unique_ptr<MpiComm> comm, std::string name)
+    : mpi_(std::move(comm)), name_(std::move(name)) {
+  MPI_Comm_rank(mpi_->comm, &rank_);
+  MPI_Comm_size(mpi_->comm, &size_);
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
   deadline_seconds_ = deadline_from_environment();
   watchdog_ = std::thread([this] { watchdog_loop(); });
 }
@@ -41,10 +44,57 @@ Communicator::~Communicator() {
   }
   watch_wakeup_.notify_all();
   if (watchdog_.joinable()) watchdog_.join();
+  int finalised = 0;
+  MPI_Finalized(&finalised);
+  if (mpi_->comm != MPI_COMM_WORLD && !finalised) MPI_Comm_free(&mpi_->comm);
+}
+
+std::shared_ptr<Communicator> Communicator::split(int color, int key) {
+  if (color < 0) {
+    throw OptionsError(
+        "a color must be >= 0, got " + std::to_string(color), {}, {}, "color");
+  }
+  auto made = std::make_unique<MpiComm>();
+  start_watch("the split of communicator " + name_ + " (color " +
+              std::to_string(color) + ")");
+  mpi_detail::check_mpi(MPI_Comm_split(mpi_->comm, color, key, &made->comm),
+                        "MPI_Comm_split");
+  stop_watch();
+  auto out = std::shared_ptr<Communicator>(new Communicator(
+      std::move(made),
+      "split(color " + std::to_string(color) + ") of " + name_));
+  out->deadline_seconds_ = deadline_seconds_;
+  return out;
+}
+
+namespace {
+void check_grid(int rows, int cols, int size) {
+  if (rows < 1 || cols < 1 || rows * cols != size) {
+    throw OptionsError(
+        "a " + std::to_string(rows) + " x " + std::to_string(cols) +
+            " patch grid needs " + std::to_string(rows * cols) +
+            " ranks, the communicator has " + std::to_string(size),
+        {},
+        {},
+        "rows");
+  }
+}
+}  // namespace
+
+std::shared_ptr<Communicator> Communicator::row_communicator(int rows,
+                                                             int cols) {
+  check_grid(rows, cols, size_);
+  return split(rank_ / cols, rank_ % cols);
+}
+
+std::shared_ptr<Communicator> Communicator::column_communicator(int rows,
+                                                                int cols) {
+  check_grid(rows, cols, size_);
+  return split(rank_ % cols, rank_ / cols);
 }
 
 void Communicator::abort(const std::string& message, int code) {
-  std::fprintf(stderr, "adgraph: rank %d: %s\n", rank_, message.c_str());
+  std::fprintf(stderr, "adgraph: rank %d: %s\n", world_rank_, message.c_str());
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);

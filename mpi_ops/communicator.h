@@ -42,6 +42,22 @@ class Communicator final : public CommContext {
   static std::shared_ptr<Communicator> world();
   ~Communicator() override;
 
+  // Sub-communicators, made collectively by every rank of this one
+  // (MPI_Comm_split) when a graph is built: the ranks that pass the same
+  // `color` (>= 0), ordered by `key`, then by their rank here. They keep
+  // this communicator's deadline. Throws OptionsError for a negative color.
+  std::shared_ptr<Communicator> split(int color, int key);
+  // On a rows x cols patch grid (rank = i·cols + j, as data_exchange): the
+  // ranks of this rank's row, ordered by column, or of its column, ordered
+  // by row. Throws OptionsError unless rows·cols is this size.
+  std::shared_ptr<Communicator> row_communicator(int rows, int cols);
+  std::shared_ptr<Communicator> column_communicator(int rows, int cols);
+  // "world", or how it was split ("split(color 1) of world"); the same on
+  // every member.
+  const std::string& name() const { return name_; }
+  // This process's rank in MPI_COMM_WORLD (for messages).
+  int world_rank() const { return world_rank_; }
+
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
@@ -119,7 +135,9 @@ class Communicator final : public CommContext {
   [[noreturn]] void abort(const std::string& message, int code = 1);
 
  private:
-  Communicator();
+  struct MpiComm;
+  Communicator(std::unique_ptr<MpiComm> comm, std::string name);
+  const MpiComm& mpi() const { return *mpi_; }
   static double deadline_from_environment();
   void watchdog_loop();
   // Watches a call described by `label`, or by the node being run.
@@ -127,8 +145,11 @@ class Communicator final : public CommContext {
   void start_watch(const Node& node);
   void stop_watch();
 
+  std::unique_ptr<MpiComm> mpi_;
+  std::string name_;
   int rank_ = 0;
   int size_ = 1;
+  int world_rank_ = 0;
   double deadline_seconds_ = 0.0;
 
   struct PendingSend;

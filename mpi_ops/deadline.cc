@@ -81,12 +81,15 @@ void Communicator::watchdog_loop() {
                                 ", communication #" +
                                 std::to_string(node->communication_index) +
                                 peers_of(*node) + ")";
+      const std::string on =
+          name_ == "world" ? "" : " on communicator " + name_;
       std::fprintf(
           stderr,
-          "adgraph: rank %d: communication deadline of %g s exceeded in %s\n",
-          rank_,
+          "adgraph: rank %d: communication deadline of %g s exceeded in %s%s\n",
+          world_rank_,
           deadline_seconds_,
-          label.c_str());
+          label.c_str(),
+          on.c_str());
       std::fflush(stderr);
       std::_Exit(kDeadlineExitCode);
     }

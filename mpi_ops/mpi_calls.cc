@@ -56,9 +56,9 @@ void Communicator::allreduce(const double* in,
                              int64_t n,
                              ReduceOp op) {
   const void* send = in == out ? MPI_IN_PLACE : in;
-  check_mpi(MPI_Allreduce(
-                send, out, count_of(n), MPI_DOUBLE, mpi_op(op), MPI_COMM_WORLD),
-            "MPI_Allreduce");
+  check_mpi(
+      MPI_Allreduce(send, out, count_of(n), MPI_DOUBLE, mpi_op(op), mpi().comm),
+      "MPI_Allreduce");
 }
 
 void Communicator::reduce_sum(const double* in,
@@ -66,24 +66,21 @@ void Communicator::reduce_sum(const double* in,
                               int64_t n,
                               int root) {
   check_mpi(
-      MPI_Reduce(
-          in, out, count_of(n), MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD),
+      MPI_Reduce(in, out, count_of(n), MPI_DOUBLE, MPI_SUM, root, mpi().comm),
       "MPI_Reduce");
 }
 
 void Communicator::bcast(double* data, int64_t n, int root) {
-  check_mpi(MPI_Bcast(data, count_of(n), MPI_DOUBLE, root, MPI_COMM_WORLD),
+  check_mpi(MPI_Bcast(data, count_of(n), MPI_DOUBLE, root, mpi().comm),
             "MPI_Bcast");
 }
 
 std::string Communicator::bcast(const std::string& text, int root) {
   int64_t length = static_cast<int64_t>(text.size());
-  check_mpi(MPI_Bcast(&length, 1, MPI_INT64_T, root, MPI_COMM_WORLD),
-            "MPI_Bcast");
+  check_mpi(MPI_Bcast(&length, 1, MPI_INT64_T, root, mpi().comm), "MPI_Bcast");
   std::string out = rank_ == root ? text : std::string(length, '\0');
-  check_mpi(
-      MPI_Bcast(out.data(), count_of(length), MPI_CHAR, root, MPI_COMM_WORLD),
-      "MPI_Bcast");
+  check_mpi(MPI_Bcast(out.data(), count_of(length), MPI_CHAR, root, mpi().comm),
+            "MPI_Bcast");
   return out;
 }
 
@@ -95,7 +92,7 @@ void Communicator::gather(const double* in, double* out, int64_t n, int root) {
                        count_of(n),
                        MPI_DOUBLE,
                        root,
-                       MPI_COMM_WORLD),
+                       mpi().comm),
             "MPI_Gather");
 }
 
@@ -106,7 +103,7 @@ void Communicator::allgather(const double* in, double* out, int64_t n) {
                           out,
                           count_of(n),
                           MPI_DOUBLE,
-                          MPI_COMM_WORLD),
+                          mpi().comm),
             "MPI_Allgather");
 }
 
@@ -118,13 +115,13 @@ void Communicator::scatter(const double* in, double* out, int64_t n, int root) {
                         count_of(n),
                         MPI_DOUBLE,
                         root,
-                        MPI_COMM_WORLD),
+                        mpi().comm),
             "MPI_Scatter");
 }
 
 void Communicator::reduce_scatter(const double* in, double* out, int64_t n) {
   check_mpi(MPI_Reduce_scatter_block(
-                in, out, count_of(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
+                in, out, count_of(n), MPI_DOUBLE, MPI_SUM, mpi().comm),
             "MPI_Reduce_scatter_block");
 }
 
@@ -135,7 +132,7 @@ void Communicator::alltoall(const double* in, double* out, int64_t n) {
                          out,
                          count_of(n),
                          MPI_DOUBLE,
-                         MPI_COMM_WORLD),
+                         mpi().comm),
             "MPI_Alltoall");
 }
 
@@ -147,7 +144,7 @@ void Communicator::send(const double* data, int64_t n, int dest, int tag) {
                       MPI_DOUBLE,
                       dest,
                       tag,
-                      MPI_COMM_WORLD,
+                      mpi().comm,
                       &pending->request),
             "MPI_Isend");
   pending_.push_back(std::move(pending));
@@ -156,8 +153,7 @@ void Communicator::send(const double* data, int64_t n, int dest, int tag) {
 void Communicator::recv(double* data, int64_t n, int src, int tag) {
   MPI_Status status;
   check_mpi(
-      MPI_Recv(
-          data, count_of(n), MPI_DOUBLE, src, tag, MPI_COMM_WORLD, &status),
+      MPI_Recv(data, count_of(n), MPI_DOUBLE, src, tag, mpi().comm, &status),
       "MPI_Recv");
   int received = 0;
   MPI_Get_count(&status, MPI_DOUBLE, &received);
@@ -187,7 +183,7 @@ void Communicator::data_exchange(const HaloNeighbours& neighbours,
                         MPI_DOUBLE,
                         peer[k],
                         tag + k,
-                        MPI_COMM_WORLD,
+                        mpi().comm,
                         &requests[n_requests++]),
               "MPI_Irecv");
   }
@@ -198,7 +194,7 @@ void Communicator::data_exchange(const HaloNeighbours& neighbours,
                         MPI_DOUBLE,
                         peer[k],
                         tag + opposite[k],
-                        MPI_COMM_WORLD,
+                        mpi().comm,
                         &requests[n_requests++]),
               "MPI_Isend");
   }
@@ -214,7 +210,7 @@ int64_t Communicator::isend(const double* data, int64_t n, int dest, int tag) {
                       MPI_DOUBLE,
                       dest,
                       tag,
-                      MPI_COMM_WORLD,
+                      mpi().comm,
                       &r->request),
             "MPI_Isend");
   const int64_t handle = next_request_++;
@@ -231,7 +227,7 @@ int64_t Communicator::irecv(int64_t n, int src, int tag) {
                       MPI_DOUBLE,
                       src,
                       tag,
-                      MPI_COMM_WORLD,
+                      mpi().comm,
                       &r->request),
             "MPI_Irecv");
   const int64_t handle = next_request_++;

@@ -22,6 +22,12 @@ MPI_Op mpi_op(ReduceOp op);
 
 namespace adgraph {
 
+// The MPI communicator behind a Communicator; freed with it unless it is
+// MPI_COMM_WORLD.
+struct Communicator::MpiComm {
+  MPI_Comm comm = MPI_COMM_WORLD;
+};
+
 // A send in flight: its own copy of the data and its request.
 struct Communicator::PendingSend {
   std::vector<double> buffer;

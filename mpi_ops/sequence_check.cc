@@ -38,9 +38,9 @@ void Communicator::check_same_sequence(
   // [n, -n] under MAX gives the longest and shortest sequence.
   int64_t counts[2] = {static_cast<int64_t>(descriptors.size()),
                        -static_cast<int64_t>(descriptors.size())};
-  check_mpi(MPI_Allreduce(
-                MPI_IN_PLACE, counts, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD),
-            "MPI_Allreduce");
+  check_mpi(
+      MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT64_T, MPI_MAX, mpi().comm),
+      "MPI_Allreduce");
   const int64_t longest = counts[0], shortest = -counts[1];
   // [h, ~h] under MAX gives the largest and (complemented) smallest hash.
   std::vector<uint64_t> hashes(2 * shortest);
@@ -53,7 +53,7 @@ void Communicator::check_same_sequence(
                           count_of(2 * shortest),
                           MPI_UINT64_T,
                           MPI_MAX,
-                          MPI_COMM_WORLD),
+                          mpi().comm),
             "MPI_Allreduce");
   int64_t first = shortest == longest ? -1 : shortest;
   for (int64_t i = 0; i < shortest; ++i) {
@@ -70,10 +70,9 @@ void Communicator::check_same_sequence(
                                : std::string("no further collective");
   int length = static_cast<int>(mine.size());
   std::vector<int> lengths(size_), offsets(size_);
-  check_mpi(
-      MPI_Allgather(
-          &length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD),
-      "MPI_Allgather");
+  check_mpi(MPI_Allgather(
+                &length, 1, MPI_INT, lengths.data(), 1, MPI_INT, mpi().comm),
+            "MPI_Allgather");
   int total = 0;
   for (int r = 0; r < size_; ++r) offsets[r] = total, total += lengths[r];
   std::string all(total, '\0');
@@ -84,10 +83,13 @@ void Communicator::check_same_sequence(
                            lengths.data(),
                            offsets.data(),
                            MPI_CHAR,
-                           MPI_COMM_WORLD),
+                           mpi().comm),
             "MPI_Allgatherv");
-  std::string message = "ranks would run different collectives: collective #" +
-                        std::to_string(first) + " is";
+  std::string message =
+      "ranks would run different collectives" +
+      (name_ == "world" ? std::string()
+                        : " on communicator " + name_ + " (ranks within it)") +
+      ": collective #" + std::to_string(first) + " is";
   for (int r = 0; r < size_; ++r) {
     message += std::string(r == 0 ? " " : "; ") + "on rank " +
                std::to_string(r) + " " + all.substr(offsets[r], lengths[r]);
