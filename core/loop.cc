@@ -177,10 +177,19 @@ LoopResult loop(int64_t trips,
   }
   const int num_inputs = as_int(init.size() + invariants.size()) + 1;
   for (int id = 0; id < bg->num_nodes(); ++id) {
-    if (bg->node(id).op_name() == "placeholder" && id >= num_inputs) {
-      throw GraphError("a loop body cannot create placeholders",
-                       bg->node(id).name,
-                       "placeholder");
+    const Node& n = bg->node(id);
+    if (n.op_name() == "placeholder" && id >= num_inputs) {
+      throw GraphError(
+          "a loop body cannot create placeholders", n.name, "placeholder");
+    }
+    // A step completes its sends on the body's communicator only.
+    if (n.comm && n.comm != bg->shared_comm()) {
+      throw GraphError(
+          "a loop body's communication nodes cannot use a sub-communicator "
+          "(yet): build the node outside the loop",
+          n.name,
+          n.op_name(),
+          "comm");
     }
   }
   auto spec = std::make_shared<LoopSpec>();

@@ -41,6 +41,19 @@ void Loader::create(const json& entry,
   }
   NodeOptions options;
   options.name = graph_name;
+  if (entry.contains("comm")) {
+    const json& comm = entry.at("comm");
+    auto found = comm.is_string() ? communicators_.find(comm.get<std::string>())
+                                  : communicators_.end();
+    if (found == communicators_.end()) {
+      fail(name,
+           op,
+           "comm",
+           "unknown communicator " + comm.dump() +
+               " (declare it under \"communicators\")");
+    }
+    options.comm = found->second;
+  }
   if (entry.contains("after")) {
     const json& list = entry.at("after");
     for (std::size_t i = 0; i < list.size(); ++i) {
@@ -76,7 +89,7 @@ void Loader::check_entry(const json& entry, const std::string& where) {
          "a node name must be non-empty and contain neither ':' nor '@'");
   }
   only(entry,
-       {"name", "op", "inputs", "attrs", "shape", "after", "doc"},
+       {"name", "op", "inputs", "attrs", "shape", "after", "comm", "doc"},
        name,
        "");
   require(entry, "op", &json::is_string, "a string", name, "");

@@ -14,6 +14,7 @@
 #include "core/session.h"
 #include "core/tensor_json.h"
 #include "driver/loader_impl.h"
+#include "mpi_ops/communicator.h"
 #include "optim/minimize.h"
 
 namespace adgraph::driver {
@@ -31,6 +32,7 @@ Document Loader::load(const json& doc) {
         "feeds",
         "fetch",
         "optimize",
+        "communicators",
         "doc"},
        {},
        "");
@@ -43,13 +45,15 @@ Document Loader::load(const json& doc) {
          "unsupported format version " + version.dump() +
              " (this build reads version 1 only)");
   }
-  load_nodes(require(doc, "nodes", &json::is_array, "a list", {}, ""), d);
   auto section = [&](const char* key,
                      bool (json::*is)() const noexcept,
                      const char* expected) -> const json* {
     if (!doc.contains(key)) return nullptr;
     return &require(doc, key, is, expected, {}, "");
   };
+  if (const json* s = section("communicators", &json::is_object, "an object"))
+    load_communicators(*s);
+  load_nodes(require(doc, "nodes", &json::is_array, "a list", {}, ""), d);
   if (const json* s = section("gradients", &json::is_object, "an object"))
     load_gradients(*s, d);
   if (const json* s = section("tangents", &json::is_object, "an object"))
@@ -72,6 +76,80 @@ void Loader::pass_on(const Error& e,
                   e.op().empty() ? op : e.op(),
                   field,
                   file_);
+}
+
+void Loader::load_communicators(const json& communicators) {
+  auto world = Communicator::world();
+  const int size = world->size(), rank = world->rank();
+  for (const auto& [key, spec] : communicators.items()) {
+    const std::string field = "communicators." + key;
+    if (!spec.is_object())
+      fail({}, {}, field, "expected an object, found " + type_of(spec));
+    only(spec, {"color", "key", "rows_of", "columns_of"}, {}, field);
+    std::shared_ptr<Communicator> made;
+    for (const char* grid : {"rows_of", "columns_of"}) {
+      if (!spec.contains(grid)) continue;
+      const Shape dims = shape_of(spec.at(grid), {}, field + "." + grid);
+      if (dims.size() != 2 || dims[0] * dims[1] != size) {
+        fail({},
+             {},
+             field + "." + grid,
+             "expected [rows, cols] of a patch grid with " +
+                 std::to_string(size) + " patches (one per rank)");
+      }
+      const int rows = static_cast<int>(dims[0]),
+                cols = static_cast<int>(dims[1]);
+      made = std::string(grid) == "rows_of"
+                 ? world->row_communicator(rows, cols)
+                 : world->column_communicator(rows, cols);
+    }
+    if (spec.contains("color")) {
+      // One entry per rank, so every rank reads the same document.
+      auto per_rank = [&](const char* part) {
+        const json& list = spec.at(part);
+        if (!list.is_array() || static_cast<int>(list.size()) != size) {
+          fail({},
+               {},
+               field + "." + part,
+               "expected a list of " + std::to_string(size) +
+                   " integers, one per rank");
+        }
+        const json& mine = list[rank];
+        if (!mine.is_number_integer() || mine.get<int64_t>() < 0 ||
+            mine.get<int64_t>() > 1000000) {
+          fail({},
+               {},
+               field + "." + part + "[" + std::to_string(rank) + "]",
+               "expected an integer in [0, 1000000], found " + mine.dump());
+        }
+        return static_cast<int>(mine.get<int64_t>());
+      };
+      // Validate every rank's entry, so all ranks fail alike.
+      for (const char* part : {"color", "key"}) {
+        if (!spec.contains(part)) continue;
+        for (std::size_t r = 0; r < spec.at(part).size(); ++r) {
+          const json& v = spec.at(part)[r];
+          if (!v.is_number_integer() || v.get<int64_t>() < 0 ||
+              v.get<int64_t>() > 1000000) {
+            fail({},
+                 {},
+                 field + "." + part + "[" + std::to_string(r) + "]",
+                 "expected an integer in [0, 1000000], found " + v.dump());
+          }
+        }
+      }
+      const int color = per_rank("color");
+      const int order = spec.contains("key") ? per_rank("key") : rank;
+      made = world->split(color, order);
+    }
+    if (!made) {
+      fail({},
+           {},
+           field,
+           "expected \"color\" (and \"key\"), \"rows_of\" or \"columns_of\"");
+    }
+    communicators_[key] = std::move(made);
+  }
 }
 
 void Loader::load_gradients(const json& grads, Document& d) {

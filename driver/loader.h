@@ -18,8 +18,14 @@
 //                "method": "lbfgs", "layout": "replicated" | "sharded",
 //                "options": {"history", "max_iterations", "max_evaluations",
 //                            "tolerance_gradient", "tolerance_function"}}
+//   "communicators": {"rows": {"rows_of": [R, C]},      sub-communicators,
+//                     "cols": {"columns_of": [R, C]},   made by every rank
+//                     "half": {"color": [c0, c1, …],    (one color, and
+//                              "key": [k0, k1, …]}}     key, per rank)
 // A node is {"name", "op", "inputs": [refs], "attrs": {..}, "shape": [..]
-// (placeholders), "after": [names] (control inputs)}. A reference is a node
+// (placeholders), "after": [names] (control inputs), "comm": name (a
+// communication node on a declared communicator; its peers and roots are
+// ranks of that communicator)}. A reference is a node
 // name, or "name:k" for output k; gradients and tangents are referenced by
 // their key, and
 // "g:k" is the k-th of a list of "wrt". Inputs must name earlier nodes;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -93,6 +94,9 @@ class Loader final {
                     const std::string& where);
   // The document, section by section.
   Document load(const json& doc);
+  // Sub-communicators by name, made collectively now (every rank loads the
+  // same document).
+  void load_communicators(const json& communicators);
   void load_gradients(const json& grads, Document& d);
   void load_tangents(const json& tangents, Document& d);
   void load_feeds(const json& feeds, Document& d);
@@ -111,6 +115,7 @@ class Loader final {
   Graph& g_;
   // The graph nodes are created in: g_, or a repeat block's body.
   Graph* target_;
+  std::map<std::string, std::shared_ptr<CommContext>> communicators_;
 };
 
 }  // namespace adgraph::driver::detail

@@ -38,6 +38,8 @@ json list_ops() {
          {"gradient", static_cast<bool>(op->gradient)},
          {"tangent", static_cast<bool>(op->tangent)},
          {"communication", op->communication},
+         // Takes a node's "comm" field (a communicator of the document).
+         {"comm", static_cast<bool>(op->communicator)},
          {"doc", op->doc}});
   }
   return out;
