@@ -81,7 +81,10 @@ void Loader::pass_on(const Error& e,
 void Loader::load_communicators(const json& communicators) {
   auto world = Communicator::world();
   const int size = world->size(), rank = world->rank();
-  for (const auto& [key, spec] : communicators.items()) {
+  for (const auto& item : communicators.items()) {
+    // Named, not structured bindings: the lambdas below capture them.
+    const std::string key = item.key();
+    const json& spec = item.value();
     const std::string field = "communicators." + key;
     if (!spec.is_object())
       fail({}, {}, field, "expected an object, found " + type_of(spec));
