@@ -45,7 +45,11 @@ class CommContext {
   // Collective. Throws adgraph::RunError with the same message on every rank
   // when the ranks' `descriptors` (one per every-rank node of a plan, in
   // execution order) differ; the message names the first differing entry.
-  // Session calls it for every new plan that contains such a node.
+  // A descriptor's text up to the first kNameEnd is the node's name: shown
+  // in the message, not compared (rank-dependent graphs may number their
+  // nodes differently). Session calls it for every new plan that contains
+  // such a node.
+  static constexpr char kNameEnd = '\x1f';
   virtual void check_same_sequence(
       const std::vector<std::string>& descriptors) = 0;
 

@@ -255,8 +255,9 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
                                 [on](const auto& g) { return g.first == on; });
       if (group == collectives.end())
         group = collectives.insert(collectives.end(), {on, {}});
-      group->second.push_back("\"" + n.name + "\" (" + n.op_name() + " " +
-                              n.attrs.dump() + " " + shapes +
+      group->second.push_back("\"" + n.name + "\"" + CommContext::kNameEnd +
+                              " (" + n.op_name() + " " + n.attrs.dump() + " " +
+                              shapes +
                               (n.loop ? " " + n.loop->signature() : "") + ")");
     }
     if (n.comm && n.comm.get() != graph_.comm() &&

@@ -23,6 +23,13 @@ uint64_t fingerprint(const std::string& s) {
   return h;
 }
 
+// The descriptor as shown: its name and its signature.
+std::string without_name_end(std::string d) {
+  const std::size_t end = d.find(CommContext::kNameEnd);
+  if (end != std::string::npos) d.erase(end, 1);
+  return d;
+}
+
 }  // namespace
 
 void Communicator::check_same_sequence(
@@ -34,7 +41,7 @@ void Communicator::check_same_sequence(
   } unwatch{this};
   start_watch("the cross-rank check of a new plan's " +
               std::to_string(descriptors.size()) + " collective(s), first " +
-              descriptors.front());
+              without_name_end(descriptors.front()));
   // [n, -n] under MAX gives the longest and shortest sequence.
   int64_t counts[2] = {static_cast<int64_t>(descriptors.size()),
                        -static_cast<int64_t>(descriptors.size())};
@@ -45,7 +52,10 @@ void Communicator::check_same_sequence(
   // [h, ~h] under MAX gives the largest and (complemented) smallest hash.
   std::vector<uint64_t> hashes(2 * shortest);
   for (int64_t i = 0; i < shortest; ++i) {
-    hashes[2 * i] = fingerprint(descriptors[i]);
+    const std::string& d = descriptors[i];
+    const std::size_t end = d.find(kNameEnd);
+    hashes[2 * i] =
+        fingerprint(end == std::string::npos ? d : d.substr(end + 1));
     hashes[2 * i + 1] = ~hashes[2 * i];
   }
   check_mpi(MPI_Allreduce(MPI_IN_PLACE,
@@ -66,7 +76,7 @@ void Communicator::check_same_sequence(
 
   // Every rank learns every rank's entry at `first`, so all raise one message.
   const std::string mine = first < static_cast<int64_t>(descriptors.size())
-                               ? descriptors[first]
+                               ? without_name_end(descriptors[first])
                                : std::string("no further collective");
   int length = static_cast<int>(mine.size());
   std::vector<int> lengths(size_), offsets(size_);

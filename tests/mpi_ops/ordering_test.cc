@@ -223,5 +223,19 @@ TEST(HigherOrder, HessianVectorProductThroughAllreduce) {
   }
 }
 
+// The check compares what the collectives do, not their generated names:
+// rank 0 builds an extra local node first, so its allreduce is numbered
+// differently, and the plan still runs.
+TEST(Ordering, GeneratedNamesDoNotMakeRanksDiffer) {
+  Graph g;
+  Value x = g.placeholder("x", {2});
+  if (world_rank() == 0) square(x);
+  Value y = mpi_allreduce(x);
+  Session s(g);
+  Tensor out = s.run(y, {{x, Tensor({1.0, 2.0})}});
+  EXPECT_EQ(out.to_vector(),
+            (std::vector<double>{1.0 * world_size(), 2.0 * world_size()}));
+}
+
 }  // namespace
 }  // namespace adgraph
