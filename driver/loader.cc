@@ -117,21 +117,9 @@ void Loader::load_communicators(const json& communicators) {
                "expected a list of " + std::to_string(size) +
                    " integers, one per rank");
         }
-        const json& mine = list[rank];
-        if (!mine.is_number_integer() || mine.get<int64_t>() < 0 ||
-            mine.get<int64_t>() > 1000000) {
-          fail({},
-               {},
-               field + "." + part + "[" + std::to_string(rank) + "]",
-               "expected an integer in [0, 1000000], found " + mine.dump());
-        }
-        return static_cast<int>(mine.get<int64_t>());
-      };
-      // Validate every rank's entry, so all ranks fail alike.
-      for (const char* part : {"color", "key"}) {
-        if (!spec.contains(part)) continue;
-        for (std::size_t r = 0; r < spec.at(part).size(); ++r) {
-          const json& v = spec.at(part)[r];
+        // Every rank's entry is checked, so all ranks fail alike.
+        for (std::size_t r = 0; r < list.size(); ++r) {
+          const json& v = list[r];
           if (!v.is_number_integer() || v.get<int64_t>() < 0 ||
               v.get<int64_t>() > 1000000) {
             fail({},
@@ -140,7 +128,8 @@ void Loader::load_communicators(const json& communicators) {
                  "expected an integer in [0, 1000000], found " + v.dump());
           }
         }
-      }
+        return static_cast<int>(list[rank].get<int64_t>());
+      };
       const int color = per_rank("color");
       const int order = spec.contains("key") ? per_rank("key") : rank;
       made = world->split(color, order);

@@ -7,34 +7,19 @@
 #include "core/error.h"
 #include "core/op.h"
 #include "mpi_ops/communicator.h"
+#include "mpi_ops/peer_attrs.h"
 #include "mpi_ops/tags.h"
 
 namespace adgraph {
 namespace {
 
+using mpi_detail::attr;
+using mpi_detail::check_peer;
+using mpi_detail::peer_attr;
+using mpi_detail::tag_attr;
+
 constexpr const char* kIsend = "mpi_isend";
 constexpr const char* kIrecv = "mpi_irecv";
-
-int attr(const Node& n, const char* name) {
-  return static_cast<int>(n.attr_int(name));
-}
-
-void check_peer(const ShapeContext& c, const char* name) {
-  const int size = c.comm()->size();
-  if (c.attr_int(name) >= size) {
-    c.fail(std::string("attribute \"") + name + "\"",
-           "rank " + std::to_string(c.attr_int(name)) + " is not a rank of a " +
-               std::to_string(size) + "-rank communicator");
-  }
-}
-
-AttrSpec peer_attr(const char* name, const char* doc) {
-  return {name, AttrType::kInt, nlohmann::json(), doc, 0};
-}
-
-AttrSpec tag_attr() {
-  return {"tag", AttrType::kInt, 0, "message tag", 0, kMaxUserTag};
-}
 
 int64_t handle_of(const Tensor& request) {
   return static_cast<int64_t>(request[0]);

@@ -4,32 +4,17 @@
 
 #include "core/op.h"
 #include "mpi_ops/communicator.h"
+#include "mpi_ops/peer_attrs.h"
 #include "mpi_ops/tags.h"
 #include "ops/elementwise.h"
 
 namespace adgraph {
 namespace {
 
-int attr(const Node& n, const char* name) {
-  return static_cast<int>(n.attr_int(name));
-}
-
-void check_peer(const ShapeContext& c, const char* name) {
-  const int size = c.comm()->size();
-  if (c.attr_int(name) >= size) {
-    c.fail(std::string("attribute \"") + name + "\"",
-           "rank " + std::to_string(c.attr_int(name)) + " is not a rank of a " +
-               std::to_string(size) + "-rank communicator");
-  }
-}
-
-AttrSpec rank_attr(const char* name, const char* doc) {
-  return {name, AttrType::kInt, nlohmann::json(), doc, 0};
-}
-
-AttrSpec tag_attr() {
-  return {"tag", AttrType::kInt, 0, "message tag", 0, kMaxUserTag};
-}
+using mpi_detail::attr;
+using mpi_detail::check_peer;
+using mpi_detail::peer_attr;
+using mpi_detail::tag_attr;
 
 // mpi_sendrecv (transpose = false) and its transpose, mpi_sendrecv_adjoint:
 // each is the other's adjoint, so one definition serves both.
@@ -38,8 +23,8 @@ OpDef sendrecv_def(std::string name, std::string doc, bool transpose) {
   def.name = std::move(name);
   def.doc = std::move(doc);
   def.inputs = {"x"};
-  def.attrs = {rank_attr("src", "sending rank"),
-               rank_attr("dest", "receiving rank"),
+  def.attrs = {peer_attr("src", "sending rank"),
+               peer_attr("dest", "receiving rank"),
                tag_attr()};
   def.communication = true;
   // Every rank runs it, so it joins the cross-rank sequence check.
@@ -106,7 +91,7 @@ void register_point_to_point_ops() {
   send.name = "mpi_send";
   send.doc = "sends x to dest; y = x";
   send.inputs = {"x"};
-  send.attrs = {rank_attr("dest", "receiving rank"), tag_attr()};
+  send.attrs = {peer_attr("dest", "receiving rank"), tag_attr()};
   send.communication = true;
   send.communicator = world_communicator;
   send.shape = [](const ShapeContext& c) {
@@ -132,7 +117,7 @@ void register_point_to_point_ops() {
   recv.name = "mpi_recv";
   recv.doc = "y = the tensor (of like's shape) received from src";
   recv.inputs = {"like"};
-  recv.attrs = {rank_attr("src", "sending rank"), tag_attr()};
+  recv.attrs = {peer_attr("src", "sending rank"), tag_attr()};
   recv.communication = true;
   recv.communicator = world_communicator;
   recv.shape = [](const ShapeContext& c) {
