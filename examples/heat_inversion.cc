@@ -1,12 +1,17 @@
 // heat_inversion: recover the diffusivity κ(x, y) of a 2-D heat equation
-// from the temperature at the final time, on px × py ranks.
+// from temperature observations, on px × py ranks.
 //
 //   mpirun -n 4 heat_inversion                 # 2 × 2 patches, defaults
 //   mpirun -n 2 heat_inversion --px 2 --py 1 --nx 32 --ny 32 --nt 200
+//   mpirun -n 2 heat_inversion --px 2 --py 1 --nx 32 --ny 32 --nt 200
+//       --kappa-min 1 --kappa-max 1.6 --sensors-every 3 --noise 0.01
+//       --observe-steps 50 100 200 --reg-smooth 1e-4   (one line)
 //
-// Prints the L-BFGS trace and the relative L2 error of κ, and writes (rank
-// 0) a JSON result, PNG heat maps of κ_true, κ and their difference, and a
-// ParaView .vti of the three fields. See solvers/heat_inverse.h.
+// Prints the L-BFGS (or, with bounds, L-BFGS-B) trace with the misfit and
+// the regularization, and the relative L2 error of κ, and writes (rank 0) a
+// JSON result, PNG figures of κ_true, κ and their difference (colour bar,
+// axes, title, sensors) and of the convergence, and a ParaView .vti of the
+// three fields. See solvers/heat_inverse.h.
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
@@ -18,12 +23,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#define STB_IMAGE_WRITE_STATIC
-#define STB_IMAGE_WRITE_IMPLEMENTATION
-#include <stb/stb_image_write.h>
-
 #include "adgraph.h"
 #include "examples/command_line.h"
+#include "examples/heat_figures.h"
 
 using namespace adgraph;
 
@@ -48,32 +50,6 @@ std::vector<double> gather_grid(Communicator& comm,
     }
   }
   return grid;
-}
-
-// A blue–white–red PNG of `v` scaled to [lo, hi], one pixel block per point.
-bool write_png(const std::string& path,
-               const std::vector<double>& v,
-               int nx,
-               int ny,
-               double lo,
-               double hi) {
-  const int scale = std::max(1, 256 / std::max(nx, ny));
-  const int w = ny * scale, h = nx * scale;
-  std::vector<unsigned char> rgb(static_cast<std::size_t>(w) * h * 3);
-  for (int y = 0; y < h; ++y) {
-    for (int x = 0; x < w; ++x) {
-      double t =
-          hi > lo ? (v[(y / scale) * ny + x / scale] - lo) / (hi - lo) : 0.5;
-      t = std::clamp(t, 0.0, 1.0);
-      unsigned char* px = &rgb[(static_cast<std::size_t>(y) * w + x) * 3];
-      const double r = t < 0.5 ? 2 * t : 1.0, b = t < 0.5 ? 1.0 : 2 * (1 - t);
-      const double g = t < 0.5 ? 2 * t : 2 * (1 - t);
-      px[0] = static_cast<unsigned char>(255 * r);
-      px[1] = static_cast<unsigned char>(255 * g);
-      px[2] = static_cast<unsigned char>(255 * b);
-    }
-  }
-  return stbi_write_png(path.c_str(), w, h, 3, rgb.data(), w * 3) != 0;
 }
 
 // VTK ImageData (ASCII) with the named point fields.
@@ -101,6 +77,11 @@ bool write_vti(
   }
   out << "</PointData>\n</Piece>\n</ImageData>\n</VTKFile>\n";
   return static_cast<bool>(out);
+}
+
+// A bound for JSON: the number, or null when open.
+nlohmann::json bound_text(double b) {
+  return std::isfinite(b) ? nlohmann::json(b) : nlohmann::json(nullptr);
 }
 
 }  // namespace
@@ -159,6 +140,29 @@ int main(int argc, char** argv) {
                  problem_options.observe_steps,
                  "observe u at these time levels (1..nt) instead of the "
                  "final one only");
+  app.add_option("--kappa-min",
+                 problem_options.kappa_min,
+                 "lower bound on kappa (L-BFGS-B when a bound is given)");
+  app.add_option(
+      "--kappa-max", problem_options.kappa_max, "upper bound on kappa");
+  app.add_option("--sensors-every",
+                 problem_options.sensors_every,
+                 "observe only every k-th grid point in x and y (0: all)")
+      ->capture_default_str();
+  app.add_option("--noise",
+                 problem_options.noise,
+                 "Gaussian noise on the observations, relative to their RMS")
+      ->capture_default_str();
+  app.add_option("--seed", problem_options.seed, "seed of the noise")
+      ->capture_default_str();
+  app.add_option("--reg-tikhonov",
+                 problem_options.reg_tikhonov,
+                 "weight of the Tikhonov term |kappa - 1|^2")
+      ->capture_default_str();
+  app.add_option("--reg-smooth",
+                 problem_options.reg_smooth,
+                 "weight of the smoothness term |grad kappa|^2")
+      ->capture_default_str();
   app.add_flag("--replicated",
                replicated,
                "replicate kappa on every rank (ADCME mpi_bcast style)");
@@ -247,6 +251,9 @@ int main(int argc, char** argv) {
     const double peak_rss_mb =
         comm->allreduce_max(static_cast<double>(usage.ru_maxrss) / 1024.0);
 
+    // The loss's parts at the result (misfit, regularization).
+    const solvers::HeatLossTerms terms = problem.terms(kappa);
+
     // Relative L2 error of κ over the whole grid.
     const Tensor truth = problem.kappa_true();
     double err2 = (kappa.array() - truth.array()).square().sum();
@@ -268,6 +275,14 @@ int main(int argc, char** argv) {
     if (root) {
       std::printf("relative L2 error of kappa: %.6e\n", relative_error);
       std::printf(
+          "misfit %.6e, regularization %.6e (tikhonov %.6e, "
+          "smoothness %.6e), %lld active bounds\n",
+          terms.misfit,
+          terms.tikhonov + terms.smoothness,
+          terms.tikhonov,
+          terms.smoothness,
+          static_cast<long long>(summary.active_bounds));
+      std::printf(
           "time loop: checkpoints %s, %lld snapshots (%.1f MB), %lld body "
           "forward steps per gradient, peak RSS %.0f MB (max over ranks)\n",
           adjoint.schedule.c_str(),
@@ -286,18 +301,48 @@ int main(int argc, char** argv) {
       const double hi = *std::max_element(exact.begin(), exact.end());
       double span = 1e-12;
       for (double d : difference) span = std::max(span, std::fabs(d));
-      bool ok =
-          write_png(stem + "_kappa_true.png", exact, c.nx, c.ny, lo, hi) &&
-          write_png(stem + "_kappa.png", found, c.nx, c.ny, lo, hi) &&
-          write_png(
-              stem + "_difference.png", difference, c.nx, c.ny, -span, span) &&
-          write_vti(stem + ".vti",
-                    c.nx,
-                    c.ny,
-                    c.h(),
-                    {{"kappa_true", &exact},
-                     {"kappa", &found},
-                     {"difference", &difference}});
+      const std::vector<std::string> files = {stem + "_kappa_true.png",
+                                              stem + "_kappa.png",
+                                              stem + "_difference.png",
+                                              stem + "_convergence.png",
+                                              stem + ".vti"};
+      examples::FieldFigure figure;
+      figure.nx = c.nx, figure.ny = c.ny, figure.h = c.h();
+      figure.lo = lo, figure.hi = hi;
+      figure.unit = "kappa";
+      figure.sensors = &problem.sensors();
+      figure.path = files[0], figure.values = &exact;
+      figure.title = "true diffusivity kappa";
+      bool ok = examples::write_field_figure(figure);
+      figure.path = files[1], figure.values = &found;
+      char title[160];
+      std::snprintf(title,
+                    sizeof(title),
+                    "recovered kappa (%d iterations, rel. error %.2e)",
+                    summary.iterations,
+                    relative_error);
+      figure.title = title;
+      ok = examples::write_field_figure(figure) && ok;
+      figure.path = files[2], figure.values = &difference;
+      figure.title = "recovered - true kappa";
+      figure.unit = "difference";
+      figure.lo = -span, figure.hi = span, figure.diverging = true;
+      ok = examples::write_field_figure(figure) && ok;
+      ok = examples::write_convergence_figure(files[3],
+                                              summary.f_history,
+                                              summary.gradient_norm_history,
+                                              problem_options.bounded()
+                                                  ? "projected gradient norm"
+                                                  : "gradient norm") &&
+           ok;
+      ok = write_vti(files[4],
+                     c.nx,
+                     c.ny,
+                     c.h(),
+                     {{"kappa_true", &exact},
+                      {"kappa", &found},
+                      {"difference", &difference}}) &&
+           ok;
       nlohmann::json result = {
           {"loss_history", summary.f_history},
           {"iterations", summary.iterations},
@@ -322,22 +367,24 @@ int main(int argc, char** argv) {
             {"taped_steps_per_gradient", adjoint.taped_steps}}},
           {"peak_rss_mb", peak_rss_mb},
           {"observe_steps", problem_options.observe_steps},
-          {"files",
-           {stem + "_kappa_true.png",
-            stem + "_kappa.png",
-            stem + "_difference.png",
-            stem + ".vti"}}};
+          {"misfit", terms.misfit},
+          {"regularization",
+           {{"tikhonov", terms.tikhonov}, {"smoothness", terms.smoothness}}},
+          {"bounds",
+           {{"kappa_min", bound_text(problem_options.kappa_min)},
+            {"kappa_max", bound_text(problem_options.kappa_max)}}},
+          {"active_bounds", summary.active_bounds},
+          {"sensors", problem.sensors().size()},
+          {"noise", problem_options.noise},
+          {"gradient_norm_history", summary.gradient_norm_history},
+          {"message", summary.message},
+          {"files", files}};
       std::ofstream(output) << result.dump(2) << "\n";
       ok = ok && static_cast<bool>(std::ifstream(output));
       if (!ok) comm->abort("could not write the results next to " + output, 1);
-      std::printf(
-          "wrote %s, %s_kappa_true.png, %s_kappa.png, %s_difference.png, "
-          "%s.vti\n",
-          output.c_str(),
-          stem.c_str(),
-          stem.c_str(),
-          stem.c_str(),
-          stem.c_str());
+      std::printf("wrote %s", output.c_str());
+      for (const std::string& f : files) std::printf(", %s", f.c_str());
+      std::printf("\n");
     }
     return 0;
   } catch (const Error& e) {

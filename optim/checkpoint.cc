@@ -14,14 +14,7 @@
 namespace adgraph::optim::detail {
 namespace {
 
-constexpr char kMagic[16] = "ADGRAPH-LBFGS-1";
-
-uint64_t fnv1a(const char* data, std::size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (std::size_t i = 0; i < n; ++i)
-    h = (h ^ static_cast<unsigned char>(data[i])) * 1099511628211ull;
-  return h;
-}
+constexpr char kMagic[16] = "ADGRAPH-LBFGS-2";
 
 class Writer {
  public:
@@ -32,6 +25,10 @@ class Writer {
   void put(const Eigen::VectorXd& v) {
     bytes_.append(reinterpret_cast<const char*>(v.data()),
                   sizeof(double) * v.size());
+  }
+  void put(const Eigen::MatrixXd& m) {
+    bytes_.append(reinterpret_cast<const char*>(m.data()),
+                  sizeof(double) * m.size());
   }
   std::string& bytes() { return bytes_; }
 
@@ -54,6 +51,15 @@ class Reader {
     if (n < 0 || pos_ + want > bytes_.size()) return false;
     v->resize(n);
     std::memcpy(v->data(), bytes_.data() + pos_, want);
+    pos_ += want;
+    return true;
+  }
+  bool get(Eigen::MatrixXd* m, int64_t rows) {
+    const std::size_t want =
+        sizeof(double) * static_cast<std::size_t>(rows * rows);
+    if (rows < 0 || pos_ + want > bytes_.size()) return false;
+    m->resize(rows, rows);
+    std::memcpy(m->data(), bytes_.data() + pos_, want);
     pos_ += want;
     return true;
   }
@@ -85,6 +91,13 @@ std::string directory_of(const std::string& path) {
 
 }  // namespace
 
+uint64_t fnv1a(const char* data, std::size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (std::size_t i = 0; i < n; ++i)
+    h = (h ^ static_cast<unsigned char>(data[i])) * 1099511628211ull;
+  return h;
+}
+
 std::string checkpoint_file(const std::string& prefix, int rank, int size) {
   return prefix + ".rank" + std::to_string(rank) + "of" + std::to_string(size);
 }
@@ -101,6 +114,8 @@ void write_checkpoint(const std::string& prefix,
   const int64_t fh = static_cast<int64_t>(state.f_history.size());
   w.put(int32_t{rank});
   w.put(int32_t{size});
+  w.put(state.kind);
+  w.put(state.bounds_hash);
   w.put(int32_t{history});
   w.put(n);
   w.put(int32_t{state.iteration});
@@ -116,6 +131,11 @@ void write_checkpoint(const std::string& prefix,
   for (int i = 0; i < count; ++i) w.put(state.y[i]);
   for (double r : state.rho) w.put(r);
   for (double f : state.f_history) w.put(f);
+  for (double f : state.gnorm_history) w.put(f);
+  if (state.kind == 1) {
+    w.put(state.sy);
+    w.put(state.ss);
+  }
   w.put(fnv1a(w.bytes().data(), w.bytes().size()));
 
   const std::string path = checkpoint_file(prefix, rank, size);
@@ -150,6 +170,8 @@ std::string read_checkpoint(const std::string& prefix,
                             int size,
                             int64_t n,
                             int history,
+                            int32_t kind,
+                            uint64_t bounds_hash,
                             LbfgsState* state) {
   const std::string path = checkpoint_file(prefix, rank, size);
   std::ifstream in(path, std::ios::binary);
@@ -174,17 +196,29 @@ std::string read_checkpoint(const std::string& prefix,
   }
   const std::string body = bytes.substr(sizeof(kMagic));
   Reader r(body);
-  int32_t file_rank, file_size, file_history, iteration, evaluations, count;
+  int32_t file_rank, file_size, file_kind, file_history, iteration, evaluations,
+      count;
+  uint64_t file_bounds;
   int64_t file_n, fh;
-  if (!r.get(&file_rank) || !r.get(&file_size) || !r.get(&file_history) ||
-      !r.get(&file_n) || !r.get(&iteration) || !r.get(&evaluations) ||
-      !r.get(&count) || !r.get(&fh)) {
+  if (!r.get(&file_rank) || !r.get(&file_size) || !r.get(&file_kind) ||
+      !r.get(&file_bounds) || !r.get(&file_history) || !r.get(&file_n) ||
+      !r.get(&iteration) || !r.get(&evaluations) || !r.get(&count) ||
+      !r.get(&fh)) {
     return corrupt("short header");
   }
   if (file_size != size || file_rank != rank) {
     return path + ": written by rank " + std::to_string(file_rank) + " of " +
            std::to_string(file_size) + ", this is rank " +
            std::to_string(rank) + " of " + std::to_string(size);
+  }
+  static const char* const kKinds[] = {"L-BFGS (no bounds)", "L-BFGS-B"};
+  if (file_kind != kind) {
+    return path + ": written by an " +
+           (file_kind == 0 || file_kind == 1 ? kKinds[file_kind] : "unknown") +
+           " run, this run is " + kKinds[kind];
+  }
+  if (file_bounds != bounds_hash) {
+    return path + ": written with other bounds than this run's";
   }
   if (file_n != n) {
     return path + ": holds " + std::to_string(file_n) +
@@ -196,6 +230,8 @@ std::string read_checkpoint(const std::string& prefix,
   }
   if (count < 0 || count > history || fh < 0) return corrupt("bad counts");
   LbfgsState s;
+  s.kind = kind;
+  s.bounds_hash = bounds_hash;
   s.iteration = iteration;
   s.evaluations = evaluations;
   if (!r.get(&s.f) || !r.get(&s.initial_f) || !r.get(&s.gamma) ||
@@ -204,19 +240,26 @@ std::string read_checkpoint(const std::string& prefix,
   }
   s.s.resize(count);
   s.y.resize(count);
-  s.rho.resize(count);
+  s.rho.resize(kind == 0 ? count : 0);
   for (int i = 0; i < count; ++i) {
     if (!r.get(&s.s[i], n)) return corrupt("short history");
   }
   for (int i = 0; i < count; ++i) {
     if (!r.get(&s.y[i], n)) return corrupt("short history");
   }
-  for (int i = 0; i < count; ++i) {
-    if (!r.get(&s.rho[i])) return corrupt("short history");
+  for (double& rho : s.rho) {
+    if (!r.get(&rho)) return corrupt("short history");
   }
   s.f_history.resize(fh);
+  s.gnorm_history.resize(fh);
   for (int64_t i = 0; i < fh; ++i) {
     if (!r.get(&s.f_history[i])) return corrupt("short trace");
+  }
+  for (int64_t i = 0; i < fh; ++i) {
+    if (!r.get(&s.gnorm_history[i])) return corrupt("short trace");
+  }
+  if (kind == 1 && (!r.get(&s.sy, count) || !r.get(&s.ss, count))) {
+    return corrupt("short history");
   }
   if (r.position() + sizeof(uint64_t) != body.size())
     return corrupt("trailing bytes");

@@ -4,12 +4,19 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace adgraph::optim::detail {
 
 struct LbfgsState {
+  // 0: L-BFGS (optim/lbfgs.h); 1: L-BFGS-B (optim/lbfgsb.h), which also
+  // keeps the k × k products sy and ss and θ (in gamma).
+  int32_t kind = 0;
+  // Fingerprint of this rank's bounds (0 without bounds): a resumed run
+  // must have the same box.
+  uint64_t bounds_hash = 0;
   int iteration = 0;
   int evaluations = 0;
   double f = 0.0;
@@ -19,7 +26,13 @@ struct LbfgsState {
   std::vector<Eigen::VectorXd> s, y;  // history, oldest first
   std::vector<double> rho;            // 1 / sᵀy per pair
   std::vector<double> f_history;
+  // ‖∇f‖∞ (projected, with bounds) after each iteration, starting at x0.
+  std::vector<double> gnorm_history;
+  Eigen::MatrixXd sy, ss;  // kind 1 only
 };
+
+// FNV-1a of raw bytes (checkpoint checksums and fingerprints).
+uint64_t fnv1a(const char* data, std::size_t n);
 
 // "<prefix>.rank<r>of<P>".
 std::string checkpoint_file(const std::string& prefix, int rank, int size);
@@ -32,13 +45,15 @@ void write_checkpoint(const std::string& prefix,
                       const LbfgsState& state);
 
 // Reads this rank's state and checks it against the run (rank count,
-// number of local variables, history size, checksum). Returns an empty
-// string on success, else the reason.
+// number of local variables, history size, kind, bounds, checksum).
+// Returns an empty string on success, else the reason.
 std::string read_checkpoint(const std::string& prefix,
                             int rank,
                             int size,
                             int64_t n,
                             int history,
+                            int32_t kind,
+                            uint64_t bounds_hash,
                             LbfgsState* state);
 
 }  // namespace adgraph::optim::detail

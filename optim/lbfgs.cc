@@ -9,90 +9,33 @@
 #include "core/comm_context.h"
 #include "core/error.h"
 #include "optim/checkpoint_impl.h"
+#include "optim/reducer_impl.h"
 
 namespace adgraph::optim {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using detail::agree_or_throw;
 using detail::LbfgsState;
+using detail::Reducer;
 
-// Global reductions that leave bit-identical results on every rank: an
-// allreduce, then rank 0's result is broadcast (MPI does not promise equal
-// floating-point sums on all ranks, and lockstep decisions need them).
-class Reducer {
- public:
-  Reducer(CommContext* comm, Layout layout)
-      : comm_(comm != nullptr && comm->size() > 1 ? comm : nullptr),
-        layout_(layout) {}
-
-  void sum(double* v, int64_t n) const {
-    if (!comm_) return;
-    comm_->allreduce(v, v, n, ReduceOp::kSum);
-    comm_->bcast(v, n, 0);
-  }
-  double max(double v) const {
-    if (!comm_) return v;
-    comm_->allreduce(&v, &v, 1, ReduceOp::kMax);
-    comm_->bcast(&v, 1, 0);
-    return v;
-  }
-  // Dot product of two vectors laid out per `layout`.
-  double dot(const Eigen::VectorXd& a, const Eigen::VectorXd& b) const {
-    double d = a.dot(b);
-    if (layout_ == Layout::kSharded) sum(&d, 1);
-    return d;
-  }
-  double norm_inf(const Eigen::VectorXd& g) const {
-    const double local = g.size() ? g.cwiseAbs().maxCoeff() : 0.0;
-    return layout_ == Layout::kSharded ? max(local) : local;
-  }
-  // f and ∇f of one evaluation, combined per layout.
-  double combine(double f, Eigen::VectorXd& g) const {
-    if (layout_ == Layout::kSharded) {
-      sum(&f, 1);
-      return f;
-    }
-    if (!comm_) return f;
-    Eigen::VectorXd packed(g.size() + 1);
-    packed.head(g.size()) = g;
-    packed[g.size()] = f;
-    comm_->bcast(packed.data(), packed.size(), 0);
-    g = packed.head(g.size());
-    return packed[g.size()];
-  }
-  CommContext* comm() const { return comm_; }
-
- private:
-  CommContext* comm_;
-  Layout layout_;
-};
-
-// Raises the same Error on every rank when any rank's `problem` is non-empty
-// (the lowest such rank's text).
-void agree_or_throw(const Reducer& reduce, const std::string& problem) {
-  CommContext* comm = reduce.comm();
-  if (comm == nullptr) {
-    if (!problem.empty()) throw Error(problem, {}, {}, "checkpoint");
-    return;
-  }
-  const double first =
-      comm->allreduce_min(problem.empty() ? comm->size() : comm->rank());
-  if (first >= comm->size()) return;
-  throw Error(
-      comm->bcast(problem, static_cast<int>(first)), {}, {}, "checkpoint");
-}
-
-void print_line(
-    std::ostream& out, int iteration, double f, double gnorm, double seconds) {
+void print_line(std::ostream& out,
+                int iteration,
+                double f,
+                double gnorm,
+                double seconds,
+                const std::function<std::string()>& extra) {
   char line[128];
   std::snprintf(line,
                 sizeof(line),
-                "%6d  %22.15e  %14.6e  %9.3f\n",
+                "%6d  %22.15e  %14.6e  %9.3f",
                 iteration,
                 f,
                 gnorm,
                 seconds);
-  out << line << std::flush;
+  out << line;
+  if (extra) out << extra();
+  out << "\n" << std::flush;
 }
 
 }  // namespace
@@ -126,6 +69,7 @@ bool LbfgsOptions::is_valid(std::string* error) const {
   if (max_iterations < 0) return bad("max_iterations must be >= 0");
   if (max_evaluations < 1) return bad("max_evaluations must be >= 1");
   if (!line_search.is_valid(error)) return false;
+  if (!line_search_bounded.is_valid(error)) return false;
   if (checkpoint_every < 0) return bad("checkpoint_every must be >= 0");
   if ((checkpoint_every > 0 || resume) && checkpoint_path.empty()) {
     return bad(
@@ -162,8 +106,14 @@ LbfgsSummary lbfgs(const Objective& objective,
   };
 
   if (options.resume) {
-    const std::string problem = detail::read_checkpoint(
-        options.checkpoint_path, rank, size, x.size(), options.history, &st);
+    const std::string problem = detail::read_checkpoint(options.checkpoint_path,
+                                                        rank,
+                                                        size,
+                                                        x.size(),
+                                                        options.history,
+                                                        0,
+                                                        0,
+                                                        &st);
     agree_or_throw(reduce, problem);
     x = st.x;
     summary.resumed_at = st.iteration;
@@ -174,9 +124,12 @@ LbfgsSummary lbfgs(const Objective& objective,
     st.f_history = {st.f};
   }
   double gnorm = reduce.norm_inf(st.g);
+  if (!options.resume) st.gnorm_history = {gnorm};
   if (printing) {
-    trace << "  Iter          Function value   Gradient norm       time\n";
-    print_line(trace, st.iteration, st.f, gnorm, elapsed());
+    trace << "  Iter          Function value   Gradient norm       time"
+          << options.trace_columns_header << "\n";
+    print_line(
+        trace, st.iteration, st.f, gnorm, elapsed(), options.trace_columns);
   }
 
   Termination why = Termination::kMaxIterations;
@@ -270,7 +223,10 @@ LbfgsSummary lbfgs(const Objective& objective,
     ++st.iteration;
     st.f_history.push_back(st.f);
     gnorm = reduce.norm_inf(st.g);
-    if (printing) print_line(trace, st.iteration, st.f, gnorm, elapsed());
+    st.gnorm_history.push_back(gnorm);
+    if (printing)
+      print_line(
+          trace, st.iteration, st.f, gnorm, elapsed(), options.trace_columns);
     if (options.checkpoint_every > 0 &&
         st.iteration % options.checkpoint_every == 0) {
       detail::write_checkpoint(
@@ -296,6 +252,7 @@ LbfgsSummary lbfgs(const Objective& objective,
   summary.final_f = st.f;
   summary.gradient_norm = gnorm;
   summary.f_history = st.f_history;
+  summary.gradient_norm_history = st.gnorm_history;
   summary.seconds = elapsed();
   char message[200];
   std::snprintf(

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "optim/line_search.h"
+#include "optim/more_thuente.h"
 
 namespace adgraph {
 class CommContext;
@@ -67,10 +68,20 @@ struct LbfgsOptions {
   int max_evaluations = 100000;
   // Line-search parameters (c1, c2, max_step, evaluations per search).
   LineSearchOptions line_search;
+  // lbfgsb() searches with Moré–Thuente instead, as L-BFGS-B does; its
+  // parameters (ftol, gtol, xtol, evaluations per search).
+  MoreThuenteOptions line_search_bounded;
   // Print `Iter  Function value  Gradient norm  time` lines on rank 0.
   bool trace = false;
   // Where the trace goes; nullptr means std::cout. Not owned.
   std::ostream* trace_stream = nullptr;
+  // Extra trace columns: `trace_columns_header` ends the header line and
+  // `trace_columns()` (when set) ends each iteration's line. It describes
+  // the point just accepted, which is the last one the objective evaluated
+  // (both line searches stop on an evaluation), so an objective can record
+  // what to show. Called on rank 0 only; it must not communicate.
+  std::string trace_columns_header;
+  std::function<std::string()> trace_columns;
   // Write a checkpoint every this many iterations (0: never). Range >= 0.
   int checkpoint_every = 0;
   // Checkpoint path prefix; rank r writes "<path>.rank<r>of<P>". Required
@@ -90,11 +101,17 @@ struct LbfgsSummary {
   int evaluations = 0;
   double initial_f = 0.0;
   double final_f = 0.0;
-  // ‖∇f‖∞ at the final point, over all ranks.
+  // ‖∇f‖∞ at the final point, over all ranks; with bounds (lbfgsb) the
+  // norm of the projected gradient.
   double gradient_norm = 0.0;
+  // Variables at one of their bounds at the final point, over all ranks
+  // (lbfgsb; 0 without bounds).
+  int64_t active_bounds = 0;
   double seconds = 0.0;
   // f after each iteration, starting with f(x0).
   std::vector<double> f_history;
+  // gradient_norm after each iteration, starting at x0.
+  std::vector<double> gradient_norm_history;
   // Iteration number of the checkpoint resumed from (-1 if none).
   int resumed_at = -1;
 };

@@ -1,5 +1,10 @@
 #include "solvers/heat_inverse.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numbers>
+
 #include "core/error.h"
 #include "core/gradients.h"
 #include "mpi_ops/collectives.h"
@@ -7,6 +12,8 @@
 #include "ops/elementwise.h"
 #include "ops/reductions.h"
 #include "ops/shape_ops.h"
+#include "optim/lbfgsb.h"
+#include "solvers/regularization.h"
 
 namespace adgraph::solvers {
 
@@ -16,6 +23,25 @@ HeatInverse::HeatInverse(HeatInverseOptions options, Communicator& comm)
   std::string error;
   if (!c.is_valid(comm.size(), &error))
     throw OptionsError(error, {}, {}, "HeatConfig");
+  auto check = [](bool ok, const std::string& text, const char* field) {
+    if (!ok) throw OptionsError(text, {}, {}, field);
+  };
+  check(options_.sensors_every >= 0, "must be >= 0", "sensors_every");
+  check(options_.noise >= 0, "must be >= 0", "noise");
+  check(options_.reg_tikhonov >= 0, "must be >= 0", "reg_tikhonov");
+  check(options_.reg_smooth >= 0, "must be >= 0", "reg_smooth");
+  check(!(options_.kappa_min > options_.kappa_max) &&
+            !std::isnan(options_.kappa_min) && !std::isnan(options_.kappa_max),
+        "kappa_min must be <= kappa_max",
+        "kappa_min");
+  if (const int k = options_.sensors_every; k > 0) {
+    for (int i = k / 2; i < c.nx; i += k)
+      for (int j = k / 2; j < c.ny; j += k) options_.sensors.emplace_back(i, j);
+  }
+  std::sort(options_.sensors.begin(), options_.sensors.end());
+  options_.sensors.erase(
+      std::unique(options_.sensors.begin(), options_.sensors.end()),
+      options_.sensors.end());
   for (const auto& [i, j] : options_.sensors) {
     if (i < 0 || i >= c.nx || j < 0 || j >= c.ny) {
       throw OptionsError("sensor (" + std::to_string(i) + ", " +
@@ -75,6 +101,27 @@ HeatInverse::HeatInverse(HeatInverseOptions options, Communicator& comm)
     Tensor mask(u.shape(), 0.0);
     const int64_t plane = patch_.n * patch_.m;
     for (int64_t k = 0; k < (in_time ? times : 1); ++k) {
+      auto check = [](bool ok, const std::string& text, const char* field) {
+        if (!ok) throw OptionsError(text, {}, {}, field);
+      };
+      check(options_.sensors_every >= 0, "must be >= 0", "sensors_every");
+      check(options_.noise >= 0, "must be >= 0", "noise");
+      check(options_.reg_tikhonov >= 0, "must be >= 0", "reg_tikhonov");
+      check(options_.reg_smooth >= 0, "must be >= 0", "reg_smooth");
+      check(!(options_.kappa_min > options_.kappa_max) &&
+                !std::isnan(options_.kappa_min) &&
+                !std::isnan(options_.kappa_max),
+            "kappa_min must be <= kappa_max",
+            "kappa_min");
+      if (const int k = options_.sensors_every; k > 0) {
+        for (int i = k / 2; i < c.nx; i += k)
+          for (int j = k / 2; j < c.ny; j += k)
+            options_.sensors.emplace_back(i, j);
+      }
+      std::sort(options_.sensors.begin(), options_.sensors.end());
+      options_.sensors.erase(
+          std::unique(options_.sensors.begin(), options_.sensors.end()),
+          options_.sensors.end());
       for (const auto& [i, j] : options_.sensors) {
         const int64_t li = i - patch_.row0, lj = j - patch_.col0;
         if (li >= 0 && li < patch_.n && lj >= 0 && lj < patch_.m)
@@ -83,7 +130,22 @@ HeatInverse::HeatInverse(HeatInverseOptions options, Communicator& comm)
     }
     weighted = misfit * g.constant(mask, "sensor_mask");
   }
-  local_loss_ = dot(misfit, weighted);
+  misfit_ = dot(misfit, weighted);
+  local_loss_ = misfit_;
+  // The regularization joins the graph only when asked for, so the plain
+  // problem's graph (and result) is the same as without it.
+  if (options_.reg_tikhonov > 0) {
+    tikhonov_ = regularization_tikhonov(
+        kappa_patch,
+        g.constant(Tensor(kappa_patch.shape(), 1.0), "kappa0"),
+        options_.reg_tikhonov);
+    local_loss_ = local_loss_ + tikhonov_;
+  }
+  if (options_.reg_smooth > 0) {
+    smoothness_ =
+        regularization_smoothness(kappa_patch, c, patch_, options_.reg_smooth);
+    local_loss_ = local_loss_ + smoothness_;
+  }
   // Replicated: the loss lives on rank 0 (mpi_sum), as optim expects.
   global_loss_ = options_.replicated ? mpi_sum(local_loss_, 0) : local_loss_;
   gradient_ = gradient(global_loss_, kappa_);
@@ -91,7 +153,96 @@ HeatInverse::HeatInverse(HeatInverseOptions options, Communicator& comm)
 
   // Observations: u^NT at κ_true, patch by patch.
   Tensor truth = kappa_true();
+  observed_u_ = u;
   observations_ = session_->run(u, {{kappa_, truth}});
+  if (options_.noise > 0) add_noise();
+}
+
+namespace {
+
+// SplitMix64 (Steele, Lea & Flood, OOPSLA 2014): a bijective 64-bit mixer.
+uint64_t splitmix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+double heat_noise_deviate(uint64_t seed, uint64_t index) {
+  constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ull;
+  const uint64_t base = seed + (2 * index + 1) * kGolden;
+  const double u1 = static_cast<double>(splitmix64(base) >> 11) * 0x1p-53;
+  const double u2 =
+      static_cast<double>(splitmix64(base + kGolden) >> 11) * 0x1p-53;
+  return std::sqrt(-2.0 * std::log(1.0 - u1)) *
+         std::cos(2.0 * std::numbers::pi * u2);
+}
+
+bool HeatInverseOptions::bounded() const {
+  return std::isfinite(kappa_min) || std::isfinite(kappa_max);
+}
+
+void HeatInverse::add_noise() {
+  const HeatConfig& c = options_.config;
+  const bool in_time = !options_.observe_steps.empty();
+  const int64_t times =
+      in_time ? static_cast<int64_t>(options_.observe_steps.size()) : 1;
+  const int64_t plane = patch_.n * patch_.m;
+  auto local_index = [&](int64_t t, int64_t i, int64_t j) {
+    return t * plane + (i - patch_.row0) * patch_.m + (j - patch_.col0);
+  };
+  auto mine = [&](int64_t i, int64_t j) {
+    return i >= patch_.row0 && i < patch_.row0 + patch_.n && j >= patch_.col0 &&
+           j < patch_.col0 + patch_.m;
+  };
+  // The scale: RMS of the noise-free values at the sensors (every point
+  // without sensors), summed over ranks.
+  double sums[2] = {0, 0};
+  for (int64_t t = 0; t < times; ++t) {
+    if (options_.sensors.empty()) {
+      for (int64_t k = 0; k < plane; ++k) {
+        const double v = observations_[t * plane + k];
+        sums[0] += v * v, sums[1] += 1;
+      }
+    } else {
+      for (const auto& [i, j] : options_.sensors) {
+        if (!mine(i, j)) continue;
+        const double v = observations_[local_index(t, i, j)];
+        sums[0] += v * v, sums[1] += 1;
+      }
+    }
+  }
+  comm_.allreduce(sums, sums, 2, ReduceOp::kSum);
+  const double sigma = options_.noise * std::sqrt(sums[0] / sums[1]);
+  // One deviate per global (time, row, column): counter-based, so a rank
+  // draws only its own points and any decomposition gets the same noise.
+  for (int64_t t = 0; t < times; ++t) {
+    for (int64_t i = patch_.row0; i < patch_.row0 + patch_.n; ++i) {
+      for (int64_t j = patch_.col0; j < patch_.col0 + patch_.m; ++j) {
+        const uint64_t k = static_cast<uint64_t>((t * c.nx + i) * c.ny + j);
+        observations_[local_index(t, i, j)] +=
+            sigma * heat_noise_deviate(options_.seed, k);
+      }
+    }
+  }
+}
+
+HeatLossTerms HeatInverse::global_terms(const std::vector<Tensor>& local) {
+  double v[3] = {local[0].item(), 0, 0};
+  std::size_t next = 1;
+  if (tikhonov_.valid()) v[1] = local[next++].item();
+  if (smoothness_.valid()) v[2] = local[next++].item();
+  comm_.allreduce(v, v, 3, ReduceOp::kSum);
+  return {v[0], v[1], v[2]};
+}
+
+HeatLossTerms HeatInverse::terms(const Tensor& kappa) {
+  std::vector<Value> fetch = {misfit_};
+  if (tikhonov_.valid()) fetch.push_back(tikhonov_);
+  if (smoothness_.valid()) fetch.push_back(smoothness_);
+  return global_terms(
+      session_->run(fetch, {{kappa_, kappa}, {obs_, observations_}}));
 }
 
 HeatInverse::~HeatInverse() = default;
@@ -139,17 +290,48 @@ double HeatInverse::global(double value) {
 }
 
 optim::LbfgsSummary HeatInverse::fit(Tensor& kappa,
-                                     const optim::LbfgsOptions& options) {
+                                     optim::LbfgsOptions options) {
   FeedMap feeds{{kappa_, kappa}, {obs_, observations_}};
   Tensor& at = feeds[kappa_];
+  // With a trace, each evaluation also fetches the loss's parts and keeps
+  // their global values for the trace line of the point it accepts.
+  const bool show_terms = options.trace;
+  std::vector<Value> fetch = {global_loss_, gradient_};
+  if (show_terms) {
+    fetch.push_back(misfit_);
+    if (tikhonov_.valid()) fetch.push_back(tikhonov_);
+    if (smoothness_.valid()) fetch.push_back(smoothness_);
+  }
+  HeatLossTerms last;
   optim::Objective f = [&](const Eigen::VectorXd& x, Eigen::VectorXd& grad) {
     at.array() = x.array();
-    auto out = session_->run({global_loss_, gradient_}, feeds);
+    auto out = session_->run(fetch, feeds);
     grad = out[1].array().matrix();
+    if (show_terms)
+      last = global_terms(std::vector<Tensor>(out.begin() + 2, out.end()));
     return out[0].item();
   };
+  if (show_terms) {
+    options.trace_columns_header = "          misfit  regularization";
+    options.trace_columns = [&last] {
+      char text[64];
+      std::snprintf(text,
+                    sizeof(text),
+                    "  %14.6e  %14.6e",
+                    last.misfit,
+                    last.tikhonov + last.smoothness);
+      return std::string(text);
+    };
+  }
   Eigen::VectorXd x = kappa.array().matrix();
-  optim::LbfgsSummary summary = optim::lbfgs(f, x, options, &comm_, layout());
+  optim::LbfgsSummary summary;
+  if (options_.bounded()) {
+    optim::Bounds box{Eigen::VectorXd::Constant(x.size(), options_.kappa_min),
+                      Eigen::VectorXd::Constant(x.size(), options_.kappa_max)};
+    summary = optim::lbfgsb(f, x, box, options, &comm_, layout());
+  } else {
+    summary = optim::lbfgs(f, x, options, &comm_, layout());
+  }
   kappa.array() = x.array();
   return summary;
 }

@@ -1,0 +1,34 @@
+// Regularization terms for inverse problems on a patch decomposition
+// (solvers/heat_solver.h), built from public ops: their adjoints and
+// tangents are those of the ops they are made of (slice, sub, dot, mul, and
+// data_exchange, whose adjoint is the reverse halo swap), so they need no
+// derivative code of their own and work wherever those ops do.
+//
+// Each returns this rank's part, a scalar; the global term is the sum over
+// ranks (adgraph's cotangent convention), as for the heat misfit.
+#pragma once
+
+#include "core/graph.h"
+#include "solvers/heat_solver.h"
+
+namespace adgraph::solvers {
+
+// α·‖κ − κ₀‖² over this rank's entries. kappa and kappa0 have one shape;
+// alpha >= 0. Throws ShapeError (naming the nodes) when the shapes differ.
+Value regularization_tikhonov(Value kappa, Value kappa0, double alpha);
+
+// α·Σ (κ_p − κ_q)² over every pair of grid points p, q that are neighbours
+// along a row or a column: the discrete ∫|∇κ|² (the h² of the area element
+// cancels the 1/h² of the difference quotient in 2-D). kappa is this rank's
+// n × m patch of `config`'s decomposition; a rank counts the pairs whose
+// first point it owns (the right and down neighbours), taking the points
+// across its right and lower edges from one data_exchange, so the sum over
+// ranks is the same for every decomposition. Collective (every rank calls it
+// in the same order, as for any communication node); the term always
+// consumes the exchange, so fetching it runs the exchange on every rank.
+Value regularization_smoothness(Value kappa,
+                                const HeatConfig& config,
+                                const Patch& patch,
+                                double alpha);
+
+}  // namespace adgraph::solvers
