@@ -46,13 +46,58 @@ TEST(HeatInversion, RecoversKappaOnA32GridWithin50Iterations) {
 // 296 entries on a bound.
 TEST(HeatInversion, BoundedFitMatchesScipysLbfgsb) {
   const int size = testing::world_size();
+  for (const bool replicated : {false, true}) {
+    HeatInverseOptions o;
+    o.config.nx = o.config.ny = 32;
+    o.config.nt = 200;
+    o.config.px = size == 4 ? 2 : size;
+    o.config.py = size == 4 ? 2 : 1;
+    o.kappa_min = 1.0;
+    o.kappa_max = 1.3;
+    o.replicated = replicated;
+    auto comm = Communicator::world();
+    HeatInverse problem(o, *comm);
+    Tensor kappa = problem.kappa_start();
+    optim::LbfgsOptions options;
+    options.tolerance_gradient = 1e-5;
+    options.tolerance_function = 2.220446049250313e-09;
+    const optim::LbfgsSummary s = problem.fit(kappa, options);
+    EXPECT_EQ(s.termination, optim::Termination::kGradientNorm) << s.message;
+    EXPECT_LE(s.iterations, 1.1 * 28) << s.message;
+    EXPECT_NEAR(s.final_f, 1.867905022562986e-03, 0.01 * 1.867905022562986e-03);
+    EXPECT_NEAR(s.active_bounds, 296, 0.05 * 296);
+    const Tensor truth = problem.kappa_true();
+    double sums[2] = {(kappa.array() - truth.array()).square().sum(),
+                      truth.array().square().sum()};
+    if (!replicated) comm->allreduce(sums, sums, 2, ReduceOp::kSum);
+    EXPECT_NEAR(std::sqrt(sums[0] / sums[1]), 5.547855e-02, 0.1 * 5.547855e-02)
+        << (replicated ? "replicated" : "sharded");
+    // Every entry inside the box, the active ones exactly on it.
+    EXPECT_GE(kappa.array().minCoeff(), 1.0);
+    EXPECT_LE(kappa.array().maxCoeff(), 1.3);
+  }
+}
+
+// Sensors every 3rd point, observations at steps 50, 100 and 200 with 1 %
+// noise (seed 7), smoothness 1e-4, κ ∈ [1, 1.6], SciPy's defaults. SciPy's
+// L-BFGS-B on bench/scipy_lbfgsb_reference.py's SensorHeat (its own NumPy
+// forward model and adjoint, noise, mask and smoothness term, written from
+// the documented formulas) stops after 12 iterations at f =
+// 4.963701551957849e-03 with a relative κ error of 3.655930e-02.
+TEST(HeatInversion, NoisySparseRegularizedFitMatchesScipysError) {
+  const int size = testing::world_size();
   HeatInverseOptions o;
   o.config.nx = o.config.ny = 32;
   o.config.nt = 200;
   o.config.px = size == 4 ? 2 : size;
   o.config.py = size == 4 ? 2 : 1;
+  o.sensors_every = 3;
+  o.observe_steps = {50, 100, 200};
+  o.noise = 0.01;
+  o.seed = 7;
+  o.reg_smooth = 1e-4;
   o.kappa_min = 1.0;
-  o.kappa_max = 1.3;
+  o.kappa_max = 1.6;
   auto comm = Communicator::world();
   HeatInverse problem(o, *comm);
   Tensor kappa = problem.kappa_start();
@@ -60,18 +105,13 @@ TEST(HeatInversion, BoundedFitMatchesScipysLbfgsb) {
   options.tolerance_gradient = 1e-5;
   options.tolerance_function = 2.220446049250313e-09;
   const optim::LbfgsSummary s = problem.fit(kappa, options);
-  EXPECT_EQ(s.termination, optim::Termination::kGradientNorm) << s.message;
-  EXPECT_LE(s.iterations, 1.1 * 28) << s.message;
-  EXPECT_NEAR(s.final_f, 1.867905022562986e-03, 0.01 * 1.867905022562986e-03);
-  EXPECT_NEAR(s.active_bounds, 296, 0.05 * 296);
+  EXPECT_LE(s.iterations, 1.1 * 12) << s.message;
+  EXPECT_NEAR(s.final_f, 4.963701551957849e-03, 0.01 * 4.963701551957849e-03);
   const Tensor truth = problem.kappa_true();
   const double err2 =
       comm->allreduce_sum((kappa.array() - truth.array()).square().sum());
   const double ref2 = comm->allreduce_sum(truth.array().square().sum());
-  EXPECT_NEAR(std::sqrt(err2 / ref2), 5.547855e-02, 0.1 * 5.547855e-02);
-  // Every entry inside the box, the active ones exactly on it.
-  EXPECT_GE(kappa.array().minCoeff(), 1.0);
-  EXPECT_LE(kappa.array().maxCoeff(), 1.3);
+  EXPECT_NEAR(std::sqrt(err2 / ref2), 3.655930e-02, 0.1 * 3.655930e-02);
 }
 
 // The noisy, sparse, regularized problem: the same loss and gradient (to
@@ -98,8 +138,8 @@ TEST(HeatInversion, NoisySparseRegularizedProblemIsDecompositionInvariant) {
     Tensor t(Shape{p.n, p.m});
     for (int64_t i = 0; i < p.n; ++i)
       for (int64_t j = 0; j < p.m; ++j)
-        t[i * p.m + j] =
-            1 + 0.2 * std::sin(double(p.row0 + i)) * std::cos(double(p.col0 + j));
+        t[i * p.m + j] = 1 + 0.2 * std::sin(double(p.row0 + i)) *
+                                 std::cos(double(p.col0 + j));
     return t;
   };
   // Loss and whole-grid gradient (patches assembled exactly: an allreduce
