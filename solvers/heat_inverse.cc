@@ -101,27 +101,6 @@ HeatInverse::HeatInverse(HeatInverseOptions options, Communicator& comm)
     Tensor mask(u.shape(), 0.0);
     const int64_t plane = patch_.n * patch_.m;
     for (int64_t k = 0; k < (in_time ? times : 1); ++k) {
-      auto check = [](bool ok, const std::string& text, const char* field) {
-        if (!ok) throw OptionsError(text, {}, {}, field);
-      };
-      check(options_.sensors_every >= 0, "must be >= 0", "sensors_every");
-      check(options_.noise >= 0, "must be >= 0", "noise");
-      check(options_.reg_tikhonov >= 0, "must be >= 0", "reg_tikhonov");
-      check(options_.reg_smooth >= 0, "must be >= 0", "reg_smooth");
-      check(!(options_.kappa_min > options_.kappa_max) &&
-                !std::isnan(options_.kappa_min) &&
-                !std::isnan(options_.kappa_max),
-            "kappa_min must be <= kappa_max",
-            "kappa_min");
-      if (const int k = options_.sensors_every; k > 0) {
-        for (int i = k / 2; i < c.nx; i += k)
-          for (int j = k / 2; j < c.ny; j += k)
-            options_.sensors.emplace_back(i, j);
-      }
-      std::sort(options_.sensors.begin(), options_.sensors.end());
-      options_.sensors.erase(
-          std::unique(options_.sensors.begin(), options_.sensors.end()),
-          options_.sensors.end());
       for (const auto& [i, j] : options_.sensors) {
         const int64_t li = i - patch_.row0, lj = j - patch_.col0;
         if (li >= 0 && li < patch_.n && lj >= 0 && lj < patch_.m)
