@@ -149,8 +149,9 @@ CauchyPoint cauchy_point(const Eigen::VectorXd& x,
   // variable), its breakpoints, and p = Wᵀd.
   Eigen::VectorXd d = Eigen::VectorXd::Zero(n);
   std::vector<Breakpoint> mine;
-  // sums: f' = −dᵀd, breakpoints, moving variables, unbounded movers.
-  double sums[4] = {0, 0, 0, 0};
+  // sums: f' = −dᵀd, breakpoints, moving variables, unbounded movers,
+  // variables.
+  double sums[5] = {0, 0, 0, 0, static_cast<double>(n)};
   for (int64_t i = 0; i < n; ++i) {
     if (where[i] != Where::kFixed && where[i] != Where::kUnbounded) {
       const bool at_lower = box.has_lower(i) && x[i] - box.lower[i] <= 0;
@@ -188,12 +189,11 @@ CauchyPoint cauchy_point(const Eigen::VectorXd& x,
   }
   sums[1] = static_cast<double>(mine.size());
   Eigen::VectorXd p = bfgs.w_transpose(d, reduce);
-  reduce.sum_over_variables(sums, 4);
+  reduce.sum_over_variables(sums, 5);
   double f1 = sums[0];
   const int breakpoints = static_cast<int>(sums[1]);
   const bool bounded = sums[3] == 0;  // every mover meets a bound
-  double n_total = static_cast<double>(n);
-  reduce.sum_over_variables(&n_total, 1);
+  const double n_total = sums[4];
   if (sums[2] == 0) return out;  // no variable moves: x is the point
 
   // f'' = −θ·f' − pᵀMp along the first segment; the model's minimiser on

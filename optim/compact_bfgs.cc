@@ -103,13 +103,17 @@ Eigen::VectorXd CompactBfgs::apply_middle(const Eigen::VectorXd& v) const {
 }
 
 Eigen::VectorXd CompactBfgs::w_row(int64_t i) const {
-  const int n = k();
-  Eigen::VectorXd w(2 * n);
-  for (int j = 0; j < n; ++j) {
-    w[j] = y_[j][i];
-    w[n + j] = theta_ * s_[j][i];
-  }
+  Eigen::VectorXd w(2 * k());
+  w_row(i, &w);
   return w;
+}
+
+void CompactBfgs::w_row(int64_t i, Eigen::VectorXd* out) const {
+  const int n = k();
+  for (int j = 0; j < n; ++j) {
+    (*out)[j] = y_[j][i];
+    (*out)[n + j] = theta_ * s_[j][i];
+  }
 }
 
 Eigen::VectorXd CompactBfgs::w_transpose(const Eigen::VectorXd& v,
@@ -144,9 +148,10 @@ bool subspace_minimization(const Eigen::VectorXd& x,
   Eigen::VectorXd sums = Eigen::VectorXd::Zero(2 * k + 4 * k * k);
   Eigen::Map<Eigen::VectorXd> wzr(sums.data(), 2 * k);
   Eigen::Map<Eigen::MatrixXd> wzzw(sums.data() + 2 * k, 2 * k, 2 * k);
+  Eigen::VectorXd w(2 * k);
   for (int64_t i = 0; i < n; ++i) {
     if (!is_free(where[i])) continue;
-    const Eigen::VectorXd w = bfgs.w_row(i);
+    bfgs.w_row(i, &w);
     r[i] = -theta * (z[i] - x[i]) - g[i] + w.dot(mc);
     wzr += r[i] * w;
     wzzw.noalias() += w * w.transpose();
@@ -162,8 +167,9 @@ bool subspace_minimization(const Eigen::VectorXd& x,
   if (!u.allFinite()) return false;
   Eigen::VectorXd d = Eigen::VectorXd::Zero(n);
   for (int64_t i = 0; i < n; ++i) {
-    if (is_free(where[i]))
-      d[i] = r[i] / theta + bfgs.w_row(i).dot(u) / (theta * theta);
+    if (!is_free(where[i])) continue;
+    bfgs.w_row(i, &w);
+    d[i] = r[i] / theta + w.dot(u) / (theta * theta);
   }
 
   // The projection of z + d onto the box; kept when it touches no bound or

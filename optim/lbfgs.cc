@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "optim/checkpoint_impl.h"
 #include "optim/reducer_impl.h"
+#include "optim/run_impl.h"
 
 namespace adgraph::optim {
 namespace {
@@ -33,9 +34,7 @@ void print_line(std::ostream& out,
                 f,
                 gnorm,
                 seconds);
-  out << line;
-  if (extra) out << extra();
-  out << "\n" << std::flush;
+  detail::write_trace_line(out, line, extra);
 }
 
 }  // namespace
@@ -245,15 +244,7 @@ LbfgsSummary lbfgs(const Objective& objective,
   }
 
   x = st.x;
-  summary.termination = why;
-  summary.iterations = st.iteration;
-  summary.evaluations = st.evaluations;
-  summary.initial_f = st.initial_f;
-  summary.final_f = st.f;
-  summary.gradient_norm = gnorm;
-  summary.f_history = st.f_history;
-  summary.gradient_norm_history = st.gnorm_history;
-  summary.seconds = elapsed();
+  summary = detail::summarize(st, why, gnorm, elapsed(), summary.resumed_at);
   char message[200];
   std::snprintf(
       message,

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "optim/checkpoint_impl.h"
 #include "optim/lbfgsb_impl.h"
+#include "optim/run_impl.h"
 
 namespace adgraph::optim {
 namespace {
@@ -145,9 +146,7 @@ void print_line(std::ostream& out,
                 pgnorm,
                 static_cast<long long>(active),
                 seconds);
-  out << line;
-  if (extra) out << extra();
-  out << "\n" << std::flush;
+  detail::write_trace_line(out, line, extra);
 }
 
 }  // namespace
@@ -242,10 +241,7 @@ LbfgsSummary lbfgsb(const Objective& objective,
   double pgnorm = st.gnorm_history.back();
   // Collective: every rank counts, rank 0 prints.
   int64_t active = count_active(st.x, box, reduce);
-  if (printing) {
-    trace << "  Iter          Function value  Proj. gradient    Active       "
-             "time"
-          << options.trace_columns_header << "\n";
+  auto print_state = [&] {
     print_line(trace,
                st.iteration,
                st.f,
@@ -253,6 +249,12 @@ LbfgsSummary lbfgsb(const Objective& objective,
                active,
                elapsed(),
                options.trace_columns);
+  };
+  if (printing) {
+    trace << "  Iter          Function value  Proj. gradient    Active       "
+             "time"
+          << options.trace_columns_header << "\n";
+    print_state();
   }
 
   Termination why = Termination::kMaxIterations;
@@ -360,15 +362,7 @@ LbfgsSummary lbfgsb(const Objective& objective,
     st.f_history.push_back(st.f);
     st.gnorm_history.push_back(pgnorm);
     active = count_active(st.x, box, reduce);
-    if (printing) {
-      print_line(trace,
-                 st.iteration,
-                 st.f,
-                 pgnorm,
-                 active,
-                 elapsed(),
-                 options.trace_columns);
-    }
+    if (printing) print_state();
     if (options.checkpoint_every > 0 &&
         st.iteration % options.checkpoint_every == 0) {
       st.kind = 1;
@@ -392,16 +386,8 @@ LbfgsSummary lbfgsb(const Objective& objective,
   }
 
   x = st.x;
-  summary.termination = why;
-  summary.iterations = st.iteration;
-  summary.evaluations = st.evaluations;
-  summary.initial_f = st.initial_f;
-  summary.final_f = st.f;
-  summary.gradient_norm = pgnorm;
+  summary = detail::summarize(st, why, pgnorm, elapsed(), summary.resumed_at);
   summary.active_bounds = active;
-  summary.f_history = st.f_history;
-  summary.gradient_norm_history = st.gnorm_history;
-  summary.seconds = elapsed();
   char message[300];
   std::snprintf(message,
                 sizeof(message),

@@ -68,8 +68,10 @@ class CompactBfgs {
   Eigen::MatrixXd middle_inverse() const;
   // M·v for a 2k vector.
   Eigen::VectorXd apply_middle(const Eigen::VectorXd& v) const;
-  // Row i of W (local index).
+  // Row i of W (local index); the second form fills `out` (sized 2k) without
+  // allocating, for loops over the variables.
   Eigen::VectorXd w_row(int64_t i) const;
+  void w_row(int64_t i, Eigen::VectorXd* out) const;
   // Wᵀv for a local vector v (collective when sharded).
   Eigen::VectorXd w_transpose(const Eigen::VectorXd& v,
                               const Reducer& reduce) const;
