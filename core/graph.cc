@@ -1,6 +1,7 @@
 #include "core/graph.h"
 
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "core/check.h"
@@ -13,11 +14,30 @@
 namespace adgraph {
 namespace {
 
+// An integer that converts to int64_t exactly: a JSON integer in range, or
+// a float literal (2.0, 1e3) that is a whole number below 2^53, where every
+// integer is exact. 2^63 and above would wrap, so they are not integers here.
 bool is_integral_number(const nlohmann::json& v) {
+  if (v.is_number_unsigned())
+    return v.get<uint64_t>() <=
+           static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
   if (v.is_number_integer()) return true;
   if (!v.is_number_float()) return false;
   double d = v.get<double>();
-  return std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 9.0e15;
+  return std::isfinite(d) && std::floor(d) == d && std::fabs(d) <= 0x1p53;
+}
+
+// The range check of an integer attribute, made on the exact integer (a
+// double would round 2^63 − 1 and its neighbours together).
+bool int_within(const nlohmann::json& v, double lo, double hi) {
+  const int64_t i = v.get<int64_t>();
+  const bool above_lo =
+      !std::isfinite(lo) || lo <= -0x1p63 ||
+      (lo < 0x1p63 && i >= static_cast<int64_t>(std::ceil(lo)));
+  const bool below_hi =
+      !std::isfinite(hi) || hi >= 0x1p63 ||
+      (hi >= -0x1p63 && i <= static_cast<int64_t>(std::floor(hi)));
+  return above_lo && below_hi;
 }
 
 // Checks one given attribute against its spec; returns the canonical value.
@@ -38,12 +58,20 @@ nlohmann::json check_attr(const AttrSpec& spec,
            (std::isfinite(spec.max) ? hi.dump() : "inf") + "]");
     }
   };
+  auto check_int = [&](const nlohmann::json& v, const char* expected) {
+    if (!is_integral_number(v)) {
+      fail(expected + v.dump() +
+           (v.is_number() ? " (not an exact integer in [-2^63, 2^63 - 1]; "
+                            "floats only up to 2^53)"
+                          : ""));
+    }
+    if (int_within(v, spec.min, spec.max)) return;
+    check_range(v.get<double>());
+    fail("value " + v.dump() + " is outside the attribute's range");
+  };
   switch (spec.type) {
     case AttrType::kInt:
-      if (!is_integral_number(value)) {
-        return fail("expected an integer, found " + value.dump());
-      }
-      check_range(value.get<double>());
+      check_int(value, "expected an integer, found ");
       return value.get<int64_t>();
     case AttrType::kFloat:
       if (!value.is_number()) {
@@ -61,10 +89,7 @@ nlohmann::json check_attr(const AttrSpec& spec,
       if (!value.is_array()) return fail("expected a list of integers");
       nlohmann::json out = nlohmann::json::array();
       for (const auto& item : value) {
-        if (!is_integral_number(item)) {
-          return fail("expected a list of integers, found " + item.dump());
-        }
-        check_range(item.get<double>());
+        check_int(item, "expected a list of integers, found ");
         out.push_back(item.get<int64_t>());
       }
       return out;
@@ -257,6 +282,16 @@ std::vector<Value> Graph::add_node_outputs(const std::string& op,
                 static_cast<int>(node->output_shapes.size()) ==
                     def->num_outputs)
       << "shape rule of " << op << " returned the wrong number of shapes";
+  for (std::size_t k = 0; k < node->output_shapes.size(); ++k) {
+    const Shape& shape = node->output_shapes[k];
+    if (checked_num_elements(shape) >= 0) continue;
+    throw ShapeError("output " + std::to_string(k) + " would have shape " +
+                         shape_string(shape) + ", more than 2^30 elements " +
+                         "(the limit for one tensor, 8 GiB)",
+                     name,
+                     op,
+                     "shape");
+  }
 
   if (node->communication) {
     // Ghost dependency: every communication node runs after the previous

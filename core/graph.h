@@ -185,6 +185,14 @@ class Graph final {
     return default_checkpoints_;
   }
 
+  // Declares that every rank builds this graph identically (as adgraph-run
+  // builds its document). Session then checks each new plan's
+  // point-to-point messages pair up, on every rank and without
+  // communicating (core/plan_checks.h). Default: false, since graphs built
+  // through the C++ API may differ by rank.
+  void set_same_on_every_rank(bool same) { same_on_every_rank_ = same; }
+  bool same_on_every_rank() const { return same_on_every_rank_; }
+
   // Id of the newest communication node, -1 if none.
   int last_communication() const { return last_communication_; }
   int num_communication_nodes() const { return num_communication_; }
@@ -196,6 +204,7 @@ class Graph final {
   std::unordered_map<std::string, int> by_name_;
   std::shared_ptr<CommContext> comm_;
   std::shared_ptr<CommContext> scope_;
+  bool same_on_every_rank_ = false;
   friend class CommScope;
   const OpRegistry* registry_;
   int last_communication_ = -1;

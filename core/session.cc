@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/loop.h"
 #include "core/op.h"
+#include "core/plan_checks.h"
 
 namespace adgraph {
 
@@ -71,6 +72,42 @@ void Session::check_requests(const Plan& plan) {
         n.op_name(),
         "request");
   }
+}
+
+void Session::check_memory(const Plan& plan) {
+  // Live bytes in execution order: each step's new outputs, then the slots
+  // it releases. Concurrent runs hold about as much (a level at a time).
+  std::size_t live = 0, peak = 0, largest = 0;
+  const Node* biggest = nullptr;
+  std::vector<std::size_t> bytes(plan.num_slots, 0);
+  for (const Plan::Step& step : plan.steps) {
+    const Node& n = *step.node;
+    for (int k = 0; k < n.num_outputs() && !step.placeholder; ++k) {
+      const std::size_t b = sizeof(double) * num_elements(n.output_shapes[k]);
+      bool adopted = false;  // the input's bytes, live already
+      for (const auto& [out, slot] : step.in_place)
+        if (out == k) adopted = true, bytes[slot] = 0;
+      bytes[step.first_slot + k] = b;
+      if (!adopted) live += b;
+      if (b > largest) largest = b, biggest = &n;
+    }
+    peak = std::max(peak, live);
+    for (int slot : step.release) live -= bytes[slot];
+  }
+  // Small plans cannot matter; skip reading /proc for them.
+  constexpr std::size_t kWorthChecking = std::size_t{256} << 20;
+  if (peak < kWorthChecking) return;
+  const std::size_t available = memory_available();
+  if (peak <= available) return;
+  throw RunError("this run needs an estimated " + byte_string(peak) +
+                     " of intermediate tensors at its peak (the largest, " +
+                     byte_string(largest) + ", is node \"" + biggest->name +
+                     "\"), more than the " + byte_string(available) +
+                     " this process can allocate (MemAvailable; "
+                     "ADGRAPH_MEMORY_LIMIT overrides)",
+                 {},
+                 {},
+                 "fetch");
 }
 
 bool SessionOptions::is_valid(std::string* error) const {
@@ -316,6 +353,13 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
   plan->fetch_count.assign(plan->num_slots, 0);
   for (int slot : plan->fetch_slots) ++plan->fetch_count[slot];
 
+  check_memory(*plan);
+  if (graph_.same_on_every_rank() && graph_.comm() != nullptr) {
+    std::vector<const Node*> communication;
+    for (const Plan::Step& step : plan->steps)
+      if (step.node->communication) communication.push_back(step.node);
+    check_point_to_point_pairing(communication, *graph_.comm());
+  }
   // Only plans with collectives take part in the check: a rank whose graph
   // legitimately has none (a rank-dependent graph of sends and receives)
   // must not enter it. If ranks disagree on that, the communication deadline

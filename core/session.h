@@ -76,8 +76,10 @@ class Session final {
   // once per distinct fetch list and cached.
   //
   // Throws RunError when a needed placeholder is not fed, when a feed has
-  // the wrong shape or is not a placeholder, and (with communication nodes)
-  // when ranks would run different collective sequences.
+  // the wrong shape or is not a placeholder, when its estimated peak memory
+  // exceeds what the process can allocate (core/plan_checks.h), and (with
+  // communication nodes) when ranks would run different collective
+  // sequences or, for a graph the same on every rank, unpaired messages.
   std::vector<Tensor> run(const std::vector<Value>& fetches,
                           const FeedMap& feeds = {});
   Tensor run(Value fetch, const FeedMap& feeds = {});
@@ -95,6 +97,9 @@ class Session final {
   // Throws RunError unless each request the plan starts (OpDef::request) is
   // completed exactly once within it.
   static void check_requests(const Plan& plan);
+  // Throws RunError when the plan's estimated peak of live intermediate
+  // bytes exceeds what this process can allocate (memory_available()).
+  static void check_memory(const Plan& plan);
   const Plan& plan_for(const std::vector<Value>& fetches);
 
   Graph& graph_;

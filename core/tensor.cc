@@ -13,6 +13,16 @@ int64_t num_elements(const Shape& shape) {
   return n;
 }
 
+int64_t checked_num_elements(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d <= 0) return 0;
+    if (n > kMaxElements / d) return -1;
+    n *= d;
+  }
+  return n;
+}
+
 std::string shape_string(const Shape& shape) {
   std::string out = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) {

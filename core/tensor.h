@@ -15,6 +15,17 @@ using Shape = std::vector<int64_t>;
 // Number of elements of `shape` (1 for a scalar).
 int64_t num_elements(const Shape& shape);
 
+// The most elements any one tensor of a graph may have (2^30, 8 GiB of
+// doubles). Shape rules, attributes and feeds are checked against it, so a
+// typo'd extent is an error naming the node rather than an allocation that
+// fails or swamps the machine.
+constexpr int64_t kMaxElements = int64_t{1} << 30;
+
+// num_elements(shape), or -1 when it exceeds kMaxElements (computed without
+// overflow, whatever the extents). Negative extents count as 0 elements;
+// callers reject them separately.
+int64_t checked_num_elements(const Shape& shape);
+
 // "[3, 2]" (and "[]" for a scalar), as used in every error message.
 std::string shape_string(const Shape& shape);
 

@@ -116,22 +116,23 @@ Shape Loader::shape_of(const json& v,
   if (!v.is_array())
     fail(node, {}, field, "expected a list of extents, found " + type_of(v));
   Shape s;
-  double total = 1;
   for (const json& e : v) {
-    if (!e.is_number_integer() || e.get<int64_t>() < 0) {
+    if (!e.is_number_integer() ||
+        (e.is_number_unsigned() && e.get<uint64_t>() > uint64_t{1} << 62) ||
+        e.get<int64_t>() < 0) {
       fail(node,
            {},
            field,
            "extents must be non-negative integers, found " + e.dump());
     }
     s.push_back(e.get<int64_t>());
-    total *= static_cast<double>(s.back());
   }
-  if (total > static_cast<double>(kMaxElements)) {
+  if (checked_num_elements(s) < 0) {
     fail(node,
          {},
          field,
-         "shape " + shape_string(s) + " has more than 2^30 elements");
+         "shape " + shape_string(s) +
+             " has more than 2^30 elements (the limit for one tensor)");
   }
   return s;
 }

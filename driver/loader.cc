@@ -11,6 +11,7 @@
 #include "core/jvp.h"
 #include "core/loop.h"
 #include "core/op.h"
+#include "core/plan_checks.h"
 #include "core/session.h"
 #include "core/tensor_json.h"
 #include "driver/loader_impl.h"
@@ -238,6 +239,24 @@ void Loader::load_tangents(const json& tangents, Document& d) {
 }
 
 void Loader::load_feeds(const json& feeds, Document& d) {
+  // Feeds are built here, before any plan: check their sum first, so that
+  // many feeds each under the tensor limit cannot exhaust the machine.
+  constexpr std::size_t kWorthChecking = std::size_t{256} << 20;
+  std::size_t total = 0;
+  for (const auto& [key, v] : feeds.items()) {
+    const Value target = resolve(d.values, json(key), key, {}, "feeds." + key);
+    total += sizeof(double) * num_elements(target.shape());
+  }
+  if (total >= kWorthChecking && total > memory_available()) {
+    fail({},
+         {},
+         "feeds",
+         "the " + std::to_string(feeds.size()) + " feeds need " +
+             byte_string(total) + " together, more than the " +
+             byte_string(memory_available()) +
+             " this process can allocate (MemAvailable; "
+             "ADGRAPH_MEMORY_LIMIT overrides)");
+  }
   for (const auto& [key, v] : feeds.items()) {
     const std::string field = "feeds." + key;
     const Value target = resolve(d.values, json(key), key, {}, field);

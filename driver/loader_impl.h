@@ -23,7 +23,6 @@ namespace adgraph::driver::detail {
 using nlohmann::json;
 
 constexpr int kMaxDepth = 64;
-constexpr int64_t kMaxElements = int64_t{1} << 30;
 constexpr int64_t kMaxRepeat = 1000000;
 constexpr int kVersion = 1;
 

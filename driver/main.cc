@@ -2,15 +2,20 @@
 //   mpirun -n 4 adgraph-run graph.json [--output FILE] [--all-ranks] [--check]
 //   adgraph-run --list-ops
 // The document format is described in driver/loader.h.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "adgraph.h"
 #include "driver/loader.h"
+#include "mpi_ops/mpi_environment.h"
 
 using namespace adgraph;
 using nlohmann::json;
@@ -57,13 +62,98 @@ std::vector<std::string> gather_text(Communicator& comm,
   return out;
 }
 
-json run(const std::string& file, Communicator& comm, bool check_only) {
+// FNV-1a: the same in every process.
+uint64_t fingerprint(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// True when every rank holds the same `text`. Collective.
+bool same_on_every_rank(Communicator& comm, const std::string& text) {
+  const double h = static_cast<double>(fingerprint(text) >> 12);
+  return comm.allreduce_max(h) == comm.allreduce_min(h);
+}
+
+std::string read_document(const std::string& file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec))
+    throw JsonError("is a directory, not a graph document", {}, {}, {}, file);
   std::ifstream in(file);
-  if (!in) throw JsonError("cannot read the file", {}, {}, {}, file);
+  if (!in) {
+    throw JsonError(std::string("cannot read the file: ") +
+                        (std::filesystem::exists(file, ec) ? "permission denied"
+                                                           : "no such file"),
+                    {},
+                    {},
+                    {},
+                    file);
+  }
   std::stringstream text;
   text << in.rdbuf();
-  const json doc = driver::parse_document(text.str(), file);
+  return text.str();
+}
+
+// Fails now, before any computing, when the result could not be written:
+// its folder is missing or read-only, or it names a folder.
+void check_writable(const std::string& output) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path path(output);
+  if (fs::is_directory(path, ec))
+    throw OptionsError(output + ": is a directory", {}, {}, "--output");
+  const fs::path dir =
+      path.has_parent_path() ? path.parent_path() : fs::path(".");
+  const bool ok = fs::exists(path, ec)
+                      ? ::access(output.c_str(), W_OK) == 0
+                      : fs::is_directory(dir, ec) &&
+                            ::access(dir.c_str(), W_OK | X_OK) == 0;
+  if (!ok) {
+    throw OptionsError(output + ": cannot be written (" +
+                           (fs::is_directory(dir, ec) ? "permission denied"
+                                                      : "no such folder") +
+                           "); nothing was run",
+                       {},
+                       {},
+                       "--output");
+  }
+}
+
+// Writes the result next to `output` and renames it into place, so an
+// existing file is replaced whole or not at all.
+void write_result(const std::string& output, const std::string& text) {
+  const std::string partial = output + ".partial";
+  {
+    std::ofstream out(partial, std::ios::binary);
+    out << text;
+    out.flush();
+    if (!out) {
+      std::remove(partial.c_str());
+      throw OptionsError(
+          output + ": cannot be written (disk full?)", {}, {}, "--output");
+    }
+  }
+  if (std::rename(partial.c_str(), output.c_str()) != 0) {
+    std::remove(partial.c_str());
+    throw OptionsError(output + ": cannot be written", {}, {}, "--output");
+  }
+}
+
+json run(const std::string& file, Communicator& comm, bool check_only) {
+  const std::string text = read_document(file);
+  if (!same_on_every_rank(comm, text)) {
+    throw JsonError(
+        "the ranks read different contents for this file (not on a shared "
+        "file system, or changed while starting): every rank must load the "
+        "same document",
+        {},
+        {},
+        {},
+        file);
+  }
+  const json doc = driver::parse_document(text, file);
   Graph g;
+  g.set_same_on_every_rank(true);
   driver::Document d = driver::load_document(doc, file, g);
   if (check_only) {
     std::map<std::string, int> ops;
@@ -74,6 +164,7 @@ json run(const std::string& file, Communicator& comm, bool check_only) {
             {"ops", ops},
             {"fetch", d.fetch},
             {"ranks", comm.size()},
+            {"deadline_seconds", comm.deadline()},
             {"optimize", d.has_optimize}};
   }
   json result = json::object();
@@ -106,11 +197,31 @@ json run(const std::string& file, Communicator& comm, bool check_only) {
   return result;
 }
 
+// A failed run ends on every rank. When all ranks failed alike (the same
+// bad document), rank 0 reports and each returns `code`; when only some
+// did, the others wait in communication for them: each failed rank reports,
+// naming itself, and the job is aborted with `code`.
+int fail_run(Communicator& comm, const std::string& message, int code) {
+  constexpr double kAgreeSeconds = 3;
+  if (every_rank_failed(kAgreeSeconds)) {
+    if (comm.rank() == 0)
+      std::fprintf(stderr, "adgraph-run: %s\n", message.c_str());
+    return code;
+  }
+  std::fprintf(stderr,
+               "adgraph-run: rank %d of %d: %s\n",
+               comm.rank(),
+               comm.size(),
+               message.c_str());
+  std::fflush(stderr);
+  abort_job(code);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   MpiEnvironment env(&argc, &argv);
-  auto comm = Communicator::world();
+  auto comm = program_world();
   const bool root = comm->rank() == 0;
   CLI::App app{
       "Runs a JSON-described adgraph graph (format: driver/loader.h in the "
@@ -139,39 +250,60 @@ int main(int argc, char** argv) {
     if (root) std::printf("%s\n", list_ops().dump(2).c_str());
     return 0;
   }
+  // Every rank must run the same command, or they would wait for each
+  // other in different places (only one given --check, say).
+  const std::string command = file + '\n' + output + '\n' +
+                              std::to_string(check) + std::to_string(all_ranks);
   json result;
+  std::string text;
   try {
+    if (!same_on_every_rank(*comm, command)) {
+      throw OptionsError(
+          "the ranks were given different command lines (graph, --output, "
+          "--check, --all-ranks must be the same on every rank)");
+    }
+    if (!output.empty()) {
+      // Rank 0 writes the result; every rank learns whether it can.
+      std::string problem;
+      if (root) {
+        try {
+          check_writable(output);
+        } catch (const OptionsError& e) {
+          problem = e.detail();
+        }
+      }
+      problem = comm->bcast(problem, 0);
+      if (!problem.empty()) throw OptionsError(problem, {}, {}, "--output");
+    }
     result = run(file, *comm, check);
+    if (all_ranks) {
+      const std::vector<std::string> texts = gather_text(*comm, result.dump());
+      if (root) {
+        json ranks = json::array();
+        for (const std::string& t : texts) ranks.push_back(json::parse(t));
+        result = {{"ranks", ranks}};
+      }
+    }
+    text = result.dump() + "\n";
+    if (root && !output.empty()) write_result(output, text);
   } catch (const Error& e) {
-    // Every rank loads the same document and fails the same way.
-    if (root) {
-      const std::string message =
-          e.file().empty() && !dynamic_cast<const JsonError*>(&e)
-              ? file + ": " + e.what()
-              : std::string(e.what());
-      std::fprintf(stderr, "adgraph-run: %s\n", message.c_str());
-    }
-    return 2;
+    const std::string message = e.file().empty() &&
+                                        !dynamic_cast<const JsonError*>(&e) &&
+                                        !dynamic_cast<const OptionsError*>(&e)
+                                    ? file + ": " + e.what()
+                                    : std::string(e.what());
+    return fail_run(*comm, message, 2);
+  } catch (const std::bad_alloc&) {
+    return fail_run(*comm,
+                    file +
+                        ": out of memory: a tensor could not be allocated "
+                        "(see ADGRAPH_MEMORY_LIMIT and the 2^30-element "
+                        "limit in README.md)",
+                    3);
+  } catch (const std::exception& e) {
+    return fail_run(
+        *comm, file + ": internal error: " + std::string(e.what()), 4);
   }
-  if (all_ranks) {
-    const std::vector<std::string> texts = gather_text(*comm, result.dump());
-    if (root) {
-      json ranks = json::array();
-      for (const std::string& t : texts) ranks.push_back(json::parse(t));
-      result = {{"ranks", ranks}};
-    }
-  }
-  if (!root) return 0;
-  const std::string text = result.dump() + "\n";
-  if (output.empty()) {
-    std::fputs(text.c_str(), stdout);
-  } else {
-    std::ofstream out(output);
-    out << text;
-    if (!out) {
-      std::fprintf(stderr, "adgraph-run: cannot write %s\n", output.c_str());
-      comm->abort("cannot write " + output, 2);
-    }
-  }
+  if (root && output.empty()) std::fputs(text.c_str(), stdout);
   return 0;
 }

@@ -193,7 +193,7 @@ void run_worker(Eigen::VectorXd& theta,
 
 int main(int argc, char** argv) {
   MpiEnvironment env(&argc, &argv);
-  auto comm = Communicator::world();
+  auto comm = program_world();
   const int rank = comm->rank(), size = comm->size();
   const bool root = rank == 0;
 

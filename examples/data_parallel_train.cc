@@ -27,7 +27,7 @@ using namespace adgraph::examples;
 
 int main(int argc, char** argv) {
   MpiEnvironment env(&argc, &argv);
-  auto comm = Communicator::world();
+  auto comm = program_world();
   const int rank = comm->rank(), size = comm->size();
   const bool root = rank == 0;
 

@@ -124,7 +124,7 @@ Tensor stacked(std::vector<double> v, int size, int64_t per_rank, double fill) {
 
 int main(int argc, char** argv) {
   MpiEnvironment env(&argc, &argv);
-  auto comm = Communicator::world();
+  auto comm = program_world();
   const int rank = comm->rank(), size = comm->size();
   const bool root = rank == 0;
 

@@ -88,7 +88,7 @@ nlohmann::json bound_text(double b) {
 
 int main(int argc, char** argv) {
   MpiEnvironment env(&argc, &argv);
-  auto comm = Communicator::world();
+  auto comm = program_world();
   const bool root = comm->rank() == 0;
 
   CLI::App app{

@@ -12,7 +12,7 @@ using namespace adgraph;
 
 int main(int argc, char** argv) {
   MpiEnvironment env(&argc, &argv);
-  auto comm = Communicator::world();
+  auto comm = program_world();
   Graph g;
   Value theta = g.placeholder("theta", {1});
   Value l = pow(mpi_bcast(theta), mpi_rank(g));

@@ -13,7 +13,7 @@ using namespace adgraph;
 
 int main(int argc, char** argv) {
   MpiEnvironment env(&argc, &argv);
-  auto comm = Communicator::world();
+  auto comm = program_world();
   const int rank = comm->rank(), size = comm->size();
   const int right = (rank + 1) % size, left = (rank + size - 1) % size;
 

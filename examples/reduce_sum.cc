@@ -10,7 +10,7 @@ using namespace adgraph;
 
 int main(int argc, char** argv) {
   MpiEnvironment env(&argc, &argv);
-  auto comm = Communicator::world();
+  auto comm = program_world();
   const int rank = comm->rank(), size = comm->size();
   Graph g;
   Value a = g.placeholder("a", {10});

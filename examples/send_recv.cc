@@ -11,7 +11,7 @@ using namespace adgraph;
 
 int main(int argc, char** argv) {
   MpiEnvironment env(&argc, &argv);
-  auto comm = Communicator::world();
+  auto comm = program_world();
   const int rank = comm->rank(), size = comm->size();
   if (size < 3) {
     if (rank == 0)

@@ -11,7 +11,7 @@ using namespace adgraph;
 
 int main(int argc, char** argv) {
   MpiEnvironment env(&argc, &argv);
-  auto comm = Communicator::world();
+  auto comm = program_world();
   Graph g;
   Value theta = g.placeholder("theta", {1});
   Value ftheta = mpi_bcast(theta);

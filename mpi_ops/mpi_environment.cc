@@ -5,10 +5,12 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <thread>
 
 #include "core/error.h"
+#include "mpi_ops/communicator.h"
 
 namespace adgraph {
 namespace {
@@ -35,7 +37,38 @@ void size_openmp_threads() {
       std::max(1, std::min(allowed, cores / std::max(1, local_ranks))));
 }
 
+// A duplicate of MPI_COMM_WORLD for every_rank_failed().
+MPI_Comm failure_comm = MPI_COMM_NULL;
+
 }  // namespace
+
+bool every_rank_failed(double seconds) {
+  if (failure_comm == MPI_COMM_NULL) return true;
+  MPI_Request request;
+  MPI_Ibarrier(failure_comm, &request);
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  int done = 0;
+  while (!done) {
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (done || std::chrono::steady_clock::now() > until) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return done != 0;
+}
+
+void abort_job(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
+std::shared_ptr<Communicator> program_world() {
+  auto world = Communicator::world();
+  const char* set = std::getenv("ADGRAPH_COMM_DEADLINE");
+  if (set == nullptr || *set == '\0')
+    world->set_deadline(kProgramDeadlineSeconds);
+  return world;
+}
 
 MpiEnvironment::MpiEnvironment(int* argc, char*** argv) {
   int initialised = 0;
@@ -50,13 +83,16 @@ MpiEnvironment::MpiEnvironment(int* argc, char*** argv) {
     throw Error("MPI does not provide MPI_THREAD_SERIALIZED");
   }
   size_openmp_threads();
+  MPI_Comm_dup(MPI_COMM_WORLD, &failure_comm);
 }
 
 MpiEnvironment::~MpiEnvironment() {
   if (!owns_) return;
   int finalised = 0;
   MPI_Finalized(&finalised);
-  if (!finalised) MPI_Finalize();
+  if (finalised) return;
+  if (failure_comm != MPI_COMM_NULL) MPI_Comm_free(&failure_comm);
+  MPI_Finalize();
 }
 
 }  // namespace adgraph

@@ -91,14 +91,21 @@ void register_shape_ops() {
   reshape_def.shape = [](const ShapeContext& c) {
     Shape shape = c.attr_ints("shape");
     const int64_t n = num_elements(c.input_shape(0));
-    int64_t known = 1, inferred = -1;
+    int64_t inferred = -1;
+    Shape given;  // the extents other than -1
     for (std::size_t d = 0; d < shape.size(); ++d) {
       if (shape[d] == -1) {
         if (inferred >= 0) c.fail("attribute \"shape\"", "more than one -1");
         inferred = static_cast<int64_t>(d);
       } else {
-        known *= shape[d];
+        given.push_back(shape[d]);
       }
+    }
+    const int64_t known = checked_num_elements(given);
+    if (known < 0) {
+      c.fail("attribute \"shape\"",
+             shape_string(c.attr_ints("shape")) +
+                 " has more than 2^30 elements (the limit for one tensor)");
     }
     if (inferred >= 0 && known > 0 && n % known == 0)
       shape[inferred] = n / known;
@@ -160,10 +167,11 @@ void register_shape_ops() {
   pad_def.name = "pad";
   pad_def.doc = "y = x padded with value along axis";
   pad_def.inputs = {"x"};
-  pad_def.attrs = {{"axis", AttrType::kInt, nlohmann::json(), "axis"},
-                   {"before", AttrType::kInt, 0, "entries added in front", 0},
-                   {"after", AttrType::kInt, 0, "entries added at the end", 0},
-                   {"value", AttrType::kFloat, 0.0, "fill value"}};
+  pad_def.attrs = {
+      {"axis", AttrType::kInt, nlohmann::json(), "axis"},
+      {"before", AttrType::kInt, 0, "entries added in front", 0, kMaxElements},
+      {"after", AttrType::kInt, 0, "entries added at the end", 0, kMaxElements},
+      {"value", AttrType::kFloat, 0.0, "fill value"}};
   pad_def.shape = [](const ShapeContext& c) {
     const Shape& x = c.input_shape(0);
     const int64_t axis = checked_axis(c, x);

@@ -1,0 +1,213 @@
+#include "core/plan_checks.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include "core/comm_context.h"
+#include "core/error.h"
+#include "core/op.h"
+
+namespace adgraph {
+
+std::size_t memory_available() {
+  if (const char* text = std::getenv("ADGRAPH_MEMORY_LIMIT")) {
+    char* end = nullptr;
+    const double value = std::strtod(text, &end);
+    double scale = 1;
+    if (end != text && *end != '\0' && end[1] == '\0') {
+      scale = *end == 'K'   ? 0x1p10
+              : *end == 'M' ? 0x1p20
+              : *end == 'G' ? 0x1p30
+                            : 0;
+      ++end;
+    }
+    if (end == text || *end != '\0' || scale == 0 || !(value >= 0) ||
+        value * scale >= 0x1p63) {
+      throw OptionsError(
+          "ADGRAPH_MEMORY_LIMIT must be a number of bytes, optionally with a "
+          "K, M or G suffix, got \"" +
+          std::string(text) + "\"");
+    }
+    return static_cast<std::size_t>(value * scale);
+  }
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::size_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return std::numeric_limits<std::size_t>::max();
+}
+
+std::string byte_string(std::size_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) value /= 1024, ++unit;
+  char text[32];
+  std::snprintf(
+      text, sizeof text, unit == 0 ? "%.0f %s" : "%.3g %s", value, units[unit]);
+  return text;
+}
+
+namespace {
+
+struct Event {
+  enum Kind { kSend, kRecv, kBarrier } kind = kBarrier;
+  const Node* node = nullptr;
+  int peer = 0;
+  int64_t tag = 0;
+  int64_t size = 0;
+  bool blocking = false;
+};
+
+struct Message {
+  const Node* node;
+  int64_t size;
+};
+
+// One direction between two ranks for one tag: matched in posting order.
+struct Channel {
+  std::vector<Message> sends;
+  std::vector<Message> recvs;
+};
+
+using ChannelKey = std::tuple<int, int, int64_t>;  // from, to, tag
+
+std::string label(const Node& n) { return n.op_name() + " \"" + n.name + "\""; }
+
+std::vector<Event> events_of(const std::vector<const Node*>& nodes,
+                             const CommContext& world) {
+  std::vector<Event> events;
+  for (const Node* n : nodes) {
+    if (n->comm && n->comm.get() != &world) continue;
+    Event e;
+    e.node = n;
+    if (n->every_rank || n->loop) {
+      e.kind = Event::kBarrier;
+    } else if (n->attrs.contains("dest")) {
+      e.kind = Event::kSend;
+      e.peer = static_cast<int>(n->attrs.at("dest").get<int64_t>());
+      e.size = num_elements(n->inputs.at(0).shape());
+    } else if (n->attrs.contains("src")) {
+      e.kind = Event::kRecv;
+      e.peer = static_cast<int>(n->attrs.at("src").get<int64_t>());
+      // A request's payload is the node it completes into; a receive's is
+      // its output.
+      e.size = num_elements(n->op->request ? n->inputs.at(0).shape()
+                                           : n->output_shapes.at(0));
+      e.blocking = !n->op->request;
+    } else {
+      continue;
+    }
+    if (e.kind != Event::kBarrier && n->attrs.contains("tag"))
+      e.tag = n->attrs.at("tag").get<int64_t>();
+    events.push_back(e);
+  }
+  return events;
+}
+
+[[noreturn]] void fail(const Node& n, const char* field, std::string detail) {
+  throw RunError(detail + " (every rank runs every node of this graph)",
+                 n.name,
+                 n.op_name(),
+                 field);
+}
+
+}  // namespace
+
+void check_point_to_point_pairing(const std::vector<const Node*>& comm_nodes,
+                                  const CommContext& world) {
+  const std::vector<Event> events = events_of(comm_nodes, world);
+  bool any = false;
+  for (const Event& e : events) any = any || e.kind != Event::kBarrier;
+  if (!any) return;
+  const int ranks = world.size();
+  std::map<ChannelKey, Channel> channels;
+  std::vector<std::size_t> pc(ranks, 0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int r = 0; r < ranks; ++r) {
+      while (pc[r] < events.size()) {
+        const Event& e = events[pc[r]];
+        if (e.kind == Event::kBarrier) {
+          bool all_there = true;
+          for (int s = 0; s < ranks; ++s)
+            all_there = all_there && pc[s] >= pc[r];
+          if (!all_there) break;
+        } else if (e.kind == Event::kSend) {
+          channels[{r, e.peer, e.tag}].sends.push_back({e.node, e.size});
+        } else {
+          Channel& c = channels[{e.peer, r, e.tag}];
+          if (e.blocking && c.sends.size() <= c.recvs.size()) break;
+          c.recvs.push_back({e.node, e.size});
+        }
+        ++pc[r];
+        progress = true;
+      }
+    }
+  }
+  for (int r = 0; r < ranks; ++r) {
+    if (pc[r] == events.size() || events[pc[r]].kind != Event::kRecv) continue;
+    const Event& e = events[pc[r]];
+    int64_t sent = 0;
+    for (const Event& f : events)
+      sent += f.kind == Event::kSend && f.peer == r && f.tag == e.tag;
+    fail(*e.node,
+         "src",
+         "on rank " + std::to_string(r) + " it would wait forever for rank " +
+             std::to_string(e.peer) + " (tag " + std::to_string(e.tag) + "): " +
+             (sent <= static_cast<int64_t>(
+                          channels[{e.peer, r, e.tag}].recvs.size())
+                  ? "rank " + std::to_string(e.peer) + " sends it only " +
+                        std::to_string(sent) + " message(s) with that tag"
+                  : std::string("rank ") + std::to_string(e.peer) +
+                        " sends the message only after a receive of its "
+                        "own that waits too (a cycle of receives)"));
+  }
+  for (const Event& e : events) {
+    if (e.kind == Event::kBarrier) continue;
+    for (const auto& [key, c] : channels) {
+      const auto& [from, to, tag] = key;
+      const bool mine = e.kind == Event::kSend ? e.peer == to && e.tag == tag
+                                               : e.peer == from && e.tag == tag;
+      if (!mine) continue;
+      const auto& own = e.kind == Event::kSend ? c.sends : c.recvs;
+      const auto& other = e.kind == Event::kSend ? c.recvs : c.sends;
+      for (std::size_t k = 0; k < own.size(); ++k) {
+        if (own[k].node != e.node) continue;
+        const std::string route = "rank " + std::to_string(from) + " to rank " +
+                                  std::to_string(to) + " (tag " +
+                                  std::to_string(tag) + ")";
+        if (k >= other.size()) {
+          fail(*e.node,
+               e.kind == Event::kSend ? "dest" : "src",
+               "its message from " + route + " is never " +
+                   (e.kind == Event::kSend
+                        ? "received: rank " + std::to_string(to) +
+                              " receives only "
+                        : "sent: rank " + std::to_string(from) +
+                              " sends only ") +
+                   std::to_string(other.size()) + " such message(s)");
+        }
+        if (own[k].size != other[k].size) {
+          const Message& send = e.kind == Event::kSend ? own[k] : other[k];
+          const Message& recv = e.kind == Event::kSend ? other[k] : own[k];
+          fail(*e.node,
+               e.kind == Event::kSend ? "dest" : "src",
+               "the message from " + route + " carries " +
+                   std::to_string(send.size) + " value(s) (" +
+                   label(*send.node) + ") but " + label(*recv.node) +
+                   " expects " + std::to_string(recv.size));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace adgraph

@@ -1,0 +1,36 @@
+// Checks Session makes of a new plan before its first run: the memory it
+// will need, and, for a graph that every rank builds identically, that its
+// point-to-point messages pair up.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+
+namespace adgraph {
+
+// Bytes this process may still allocate: ADGRAPH_MEMORY_LIMIT (a number of
+// bytes, optionally with a K, M or G suffix for KiB, MiB, GiB) when set,
+// otherwise MemAvailable from /proc/meminfo; SIZE_MAX when neither is
+// known. Throws OptionsError for a malformed ADGRAPH_MEMORY_LIMIT.
+std::size_t memory_available();
+
+// "1.5 GiB", "640 MiB", "12 KiB", "8 B": sizes in error messages.
+std::string byte_string(std::size_t bytes);
+
+// `comm_nodes`: the plan's communication nodes in execution order, the same
+// sequence on every rank of `world` (a graph built identically everywhere,
+// as adgraph-run builds its document). Simulates every rank running them:
+// sends (any node with a "dest" attribute) never block, blocking receives
+// (a "src" attribute, not a request) wait for the matching send, every-rank
+// nodes and loops are barriers. Nodes on a communicator other than `world`
+// and the messages inside loop bodies are not simulated. Throws RunError,
+// the same on every rank, naming the node, its rank and its peer, when a
+// receive would wait forever, a message would never be received, or a
+// message's size differs from its receive's.
+void check_point_to_point_pairing(const std::vector<const Node*>& comm_nodes,
+                                  const CommContext& world);
+
+}  // namespace adgraph
