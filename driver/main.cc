@@ -197,26 +197,6 @@ json run(const std::string& file, Communicator& comm, bool check_only) {
   return result;
 }
 
-// A failed run ends on every rank. When all ranks failed alike (the same
-// bad document), rank 0 reports and each returns `code`; when only some
-// did, the others wait in communication for them: each failed rank reports,
-// naming itself, and the job is aborted with `code`.
-int fail_run(Communicator& comm, const std::string& message, int code) {
-  constexpr double kAgreeSeconds = 3;
-  if (every_rank_failed(kAgreeSeconds)) {
-    if (comm.rank() == 0)
-      std::fprintf(stderr, "adgraph-run: %s\n", message.c_str());
-    return code;
-  }
-  std::fprintf(stderr,
-               "adgraph-run: rank %d of %d: %s\n",
-               comm.rank(),
-               comm.size(),
-               message.c_str());
-  std::fflush(stderr);
-  abort_job(code);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -292,17 +272,18 @@ int main(int argc, char** argv) {
                                         !dynamic_cast<const OptionsError*>(&e)
                                     ? file + ": " + e.what()
                                     : std::string(e.what());
-    return fail_run(*comm, message, 2);
+    return report_failure("adgraph-run", message, 2);
   } catch (const std::bad_alloc&) {
-    return fail_run(*comm,
-                    file +
-                        ": out of memory: a tensor could not be allocated "
-                        "(see ADGRAPH_MEMORY_LIMIT and the 2^30-element "
-                        "limit in README.md)",
-                    3);
+    return report_failure(
+        "adgraph-run",
+        file +
+            ": out of memory: a tensor could not be allocated "
+            "(see ADGRAPH_MEMORY_LIMIT and the 2^30-element "
+            "limit in README.md)",
+        3);
   } catch (const std::exception& e) {
-    return fail_run(
-        *comm, file + ": internal error: " + std::string(e.what()), 4);
+    return report_failure(
+        "adgraph-run", file + ": internal error: " + std::string(e.what()), 4);
   }
   if (root && output.empty()) std::fputs(text.c_str(), stdout);
   return 0;

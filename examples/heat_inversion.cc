@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -346,6 +347,7 @@ int main(int argc, char** argv) {
       nlohmann::json result = {
           {"loss_history", summary.f_history},
           {"iterations", summary.iterations},
+          {"resumed_at", summary.resumed_at},
           {"evaluations", summary.evaluations},
           {"termination", optim::termination_name(summary.termination)},
           {"relative_kappa_error", relative_error},
@@ -388,8 +390,8 @@ int main(int argc, char** argv) {
     }
     return 0;
   } catch (const Error& e) {
-    // Configuration errors are found identically on every rank.
-    if (root) std::fprintf(stderr, "heat_inversion: %s\n", e.what());
-    return 2;
+    return report_failure("heat_inversion", e.what(), 2);
+  } catch (const std::bad_alloc&) {
+    return report_failure("heat_inversion", "out of memory", 3);
   }
 }

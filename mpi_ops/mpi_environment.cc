@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
@@ -60,6 +61,21 @@ bool every_rank_failed(double seconds) {
 void abort_job(int code) {
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);
+}
+
+int report_failure(const char* program, const std::string& message, int code) {
+  constexpr double kAgreeSeconds = 3;
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (every_rank_failed(kAgreeSeconds)) {
+    if (rank == 0) std::fprintf(stderr, "%s: %s\n", program, message.c_str());
+    return code;
+  }
+  std::fprintf(
+      stderr, "%s: rank %d of %d: %s\n", program, rank, size, message.c_str());
+  std::fflush(stderr);
+  abort_job(code);
 }
 
 std::shared_ptr<Communicator> program_world() {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 namespace adgraph {
 
@@ -26,6 +27,13 @@ bool every_rank_failed(double seconds);
 
 // Ends every rank of the job (MPI_Abort on MPI_COMM_WORLD) with `code`.
 [[noreturn]] void abort_job(int code);
+
+// A program's handler for an error that stops it, on the ranks that met
+// it. When every rank failed alike (every_rank_failed within 3 s), rank 0
+// prints "<program>: <message>" and each rank returns `code`; otherwise
+// each failing rank prints "<program>: rank R of P: <message>" and the job
+// is aborted with `code`, so the ranks waiting for it do not hang.
+int report_failure(const char* program, const std::string& message, int code);
 
 // The communication deadline of adgraph's programs (adgraph-run, the
 // examples) when ADGRAPH_COMM_DEADLINE is not set: long enough for any

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "core/error.h"
@@ -14,7 +16,7 @@
 namespace adgraph::optim::detail {
 namespace {
 
-constexpr char kMagic[16] = "ADGRAPH-LBFGS-2";
+constexpr char kMagic[16] = "ADGRAPH-LBFGS-3";
 
 class Writer {
  public:
@@ -29,6 +31,10 @@ class Writer {
   void put(const Eigen::MatrixXd& m) {
     bytes_.append(reinterpret_cast<const char*>(m.data()),
                   sizeof(double) * m.size());
+  }
+  void put(const std::string& text) {
+    put(static_cast<int64_t>(text.size()));
+    bytes_.append(text);
   }
   std::string& bytes() { return bytes_; }
 
@@ -63,6 +69,14 @@ class Reader {
     pos_ += want;
     return true;
   }
+  bool get(std::string* text) {
+    int64_t n = 0;
+    if (!get(&n) || n < 0 || pos_ + static_cast<std::size_t>(n) > bytes_.size())
+      return false;
+    text->assign(bytes_, pos_, static_cast<std::size_t>(n));
+    pos_ += static_cast<std::size_t>(n);
+    return true;
+  }
   std::size_t position() const { return pos_; }
 
  private:
@@ -89,6 +103,30 @@ std::string directory_of(const std::string& path) {
              : (slash == 0 ? "/" : path.substr(0, slash));
 }
 
+// The fields in which two problem descriptions differ: "px = 2 there, 1
+// in this run; nt = 200 there, 100 in this run". Empty when equal.
+std::string problem_difference(const std::string& file_text,
+                               const std::string& run_text) {
+  if (file_text == run_text) return {};
+  const auto parse = [](const std::string& t) {
+    nlohmann::json j = nlohmann::json::parse(t, nullptr, false);
+    return j.is_object() ? j : nlohmann::json::object();
+  };
+  const nlohmann::json there = parse(file_text), here = parse(run_text);
+  std::set<std::string> keys;
+  for (const auto& [k, v] : there.items()) keys.insert(k);
+  for (const auto& [k, v] : here.items()) keys.insert(k);
+  std::string out;
+  for (const std::string& k : keys) {
+    const std::string a = there.contains(k) ? there[k].dump() : "(absent)";
+    const std::string b = here.contains(k) ? here[k].dump() : "(absent)";
+    if (a == b) continue;
+    out += (out.empty() ? "" : "; ") + k + " = " + a + " there, " + b +
+           " in this run";
+  }
+  return out.empty() ? "its problem description differs" : out;
+}
+
 }  // namespace
 
 uint64_t fnv1a(const char* data, std::size_t n) {
@@ -102,11 +140,11 @@ std::string checkpoint_file(const std::string& prefix, int rank, int size) {
   return prefix + ".rank" + std::to_string(rank) + "of" + std::to_string(size);
 }
 
-void write_checkpoint(const std::string& prefix,
-                      int rank,
-                      int size,
-                      int history,
-                      const LbfgsState& state) {
+std::string stage_checkpoint(const std::string& prefix,
+                             int rank,
+                             int size,
+                             int history,
+                             const LbfgsState& state) {
   Writer w;
   w.bytes().append(kMagic, sizeof(kMagic));
   const int32_t count = static_cast<int32_t>(state.s.size());
@@ -116,6 +154,7 @@ void write_checkpoint(const std::string& prefix,
   w.put(int32_t{size});
   w.put(state.kind);
   w.put(state.bounds_hash);
+  w.put(state.problem);
   w.put(int32_t{history});
   w.put(n);
   w.put(int32_t{state.iteration});
@@ -138,31 +177,65 @@ void write_checkpoint(const std::string& prefix,
   }
   w.put(fnv1a(w.bytes().data(), w.bytes().size()));
 
-  const std::string path = checkpoint_file(prefix, rank, size);
-  const std::string temporary = path + ".tmp";
+  const std::string temporary = checkpoint_file(prefix, rank, size) + ".tmp";
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0)
-    throw Error("cannot create checkpoint " + temporary + ": " +
-                std::strerror(errno));
+  if (fd < 0) {
+    return "cannot create checkpoint " + temporary + ": " +
+           std::strerror(errno);
+  }
+  std::string problem;
   try {
     write_all(fd, w.bytes(), temporary);
-    if (::fsync(fd) != 0)
-      throw Error("cannot sync checkpoint " + temporary + ": " +
-                  std::strerror(errno));
-  } catch (...) {
-    ::close(fd);
-    throw;
+    if (::fsync(fd) != 0) {
+      problem =
+          "cannot sync checkpoint " + temporary + ": " + std::strerror(errno);
+    }
+  } catch (const Error& e) {
+    problem = e.what();
   }
-  ::close(fd);
+  if (::close(fd) != 0 && problem.empty()) {
+    problem =
+        "cannot write checkpoint " + temporary + ": " + std::strerror(errno);
+  }
+  if (!problem.empty()) ::unlink(temporary.c_str());
+  return problem;
+}
+
+std::string commit_checkpoint(const std::string& prefix, int rank, int size) {
+  const std::string path = checkpoint_file(prefix, rank, size);
+  const std::string temporary = path + ".tmp";
   if (::rename(temporary.c_str(), path.c_str()) != 0) {
-    throw Error("cannot rename " + temporary + " to " + path + ": " +
-                std::strerror(errno));
+    const std::string why = std::strerror(errno);
+    ::unlink(temporary.c_str());
+    return "cannot rename " + temporary + " to " + path + ": " + why;
   }
   const int dir = ::open(directory_of(path).c_str(), O_RDONLY);
   if (dir >= 0) {
     ::fsync(dir);
     ::close(dir);
   }
+  return {};
+}
+
+void save_checkpoint(const Reducer& reduce,
+                     const LbfgsOptions& options,
+                     int rank,
+                     int size,
+                     const LbfgsState& state) {
+  const std::string staged =
+      checkpoint_file(options.checkpoint_path, rank, size) + ".tmp";
+  const auto raise = [&staged](const std::string& text) {
+    ::unlink(staged.c_str());  // staged by this rank, never to be committed
+    throw Error(
+        text + " (the previous checkpoint is unchanged)", {}, {}, "checkpoint");
+  };
+  agree_or_throw(
+      reduce,
+      stage_checkpoint(
+          options.checkpoint_path, rank, size, options.history, state),
+      raise);
+  agree_or_throw(reduce,
+                 commit_checkpoint(options.checkpoint_path, rank, size));
 }
 
 std::string read_checkpoint(const std::string& prefix,
@@ -172,6 +245,7 @@ std::string read_checkpoint(const std::string& prefix,
                             int history,
                             int32_t kind,
                             uint64_t bounds_hash,
+                            const std::string& problem,
                             LbfgsState* state) {
   const std::string path = checkpoint_file(prefix, rank, size);
   std::ifstream in(path, std::ios::binary);
@@ -200,16 +274,21 @@ std::string read_checkpoint(const std::string& prefix,
       count;
   uint64_t file_bounds;
   int64_t file_n, fh;
+  std::string file_problem;
   if (!r.get(&file_rank) || !r.get(&file_size) || !r.get(&file_kind) ||
-      !r.get(&file_bounds) || !r.get(&file_history) || !r.get(&file_n) ||
-      !r.get(&iteration) || !r.get(&evaluations) || !r.get(&count) ||
-      !r.get(&fh)) {
+      !r.get(&file_bounds) || !r.get(&file_problem) || !r.get(&file_history) ||
+      !r.get(&file_n) || !r.get(&iteration) || !r.get(&evaluations) ||
+      !r.get(&count) || !r.get(&fh)) {
     return corrupt("short header");
   }
   if (file_size != size || file_rank != rank) {
     return path + ": written by rank " + std::to_string(file_rank) + " of " +
            std::to_string(file_size) + ", this is rank " +
            std::to_string(rank) + " of " + std::to_string(size);
+  }
+  if (!problem.empty()) {
+    const std::string diff = problem_difference(file_problem, problem);
+    if (!diff.empty()) return path + ": written for another problem: " + diff;
   }
   static const char* const kKinds[] = {"L-BFGS (no bounds)", "L-BFGS-B"};
   if (file_kind != kind) {
@@ -232,6 +311,7 @@ std::string read_checkpoint(const std::string& prefix,
   LbfgsState s;
   s.kind = kind;
   s.bounds_hash = bounds_hash;
+  s.problem = file_problem;
   s.iteration = iteration;
   s.evaluations = evaluations;
   if (!r.get(&s.f) || !r.get(&s.initial_f) || !r.get(&s.gamma) ||
@@ -265,6 +345,39 @@ std::string read_checkpoint(const std::string& prefix,
     return corrupt("trailing bytes");
   *state = std::move(s);
   return {};
+}
+
+void load_checkpoint(const Reducer& reduce,
+                     const LbfgsOptions& options,
+                     int rank,
+                     int size,
+                     int64_t n,
+                     int32_t kind,
+                     uint64_t bounds_hash,
+                     LbfgsState* state) {
+  agree_or_throw(reduce,
+                 read_checkpoint(options.checkpoint_path,
+                                 rank,
+                                 size,
+                                 n,
+                                 options.history,
+                                 kind,
+                                 bounds_hash,
+                                 options.checkpoint_problem,
+                                 state));
+  CommContext* comm = reduce.comm();
+  if (comm == nullptr) return;
+  const double first = comm->allreduce_min(state->iteration);
+  const double last = comm->allreduce_max(state->iteration);
+  if (first == last) return;
+  throw Error(options.checkpoint_path + ".rank*of" + std::to_string(size) +
+                  ": the ranks' files are from different iterations (" +
+                  std::to_string(static_cast<int>(first)) + " to " +
+                  std::to_string(static_cast<int>(last)) +
+                  "): not one checkpoint",
+              {},
+              {},
+              "checkpoint");
 }
 
 }  // namespace adgraph::optim::detail

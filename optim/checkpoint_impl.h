@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "optim/reducer_impl.h"
+
 namespace adgraph::optim::detail {
 
 struct LbfgsState {
@@ -29,6 +31,8 @@ struct LbfgsState {
   // ‖∇f‖∞ (projected, with bounds) after each iteration, starting at x0.
   std::vector<double> gnorm_history;
   Eigen::MatrixXd sy, ss;  // kind 1 only
+  // LbfgsOptions::checkpoint_problem of the run that wrote it.
+  std::string problem;
 };
 
 // FNV-1a of raw bytes (checkpoint checksums and fingerprints).
@@ -37,16 +41,31 @@ uint64_t fnv1a(const char* data, std::size_t n);
 // "<prefix>.rank<r>of<P>".
 std::string checkpoint_file(const std::string& prefix, int rank, int size);
 
-// Writes this rank's state. Throws adgraph::Error on an I/O failure.
-void write_checkpoint(const std::string& prefix,
-                      int rank,
-                      int size,
-                      int history,
-                      const LbfgsState& state);
+// Writes this rank's state to "<file>.tmp" and syncs it. Returns an empty
+// string, or what went wrong (the partial file is then removed).
+std::string stage_checkpoint(const std::string& prefix,
+                             int rank,
+                             int size,
+                             int history,
+                             const LbfgsState& state);
+
+// Renames the staged file over the checkpoint. Returns "" or the reason.
+std::string commit_checkpoint(const std::string& prefix, int rank, int size);
+
+// Every rank stages its file; only when all succeeded does each replace its
+// previous checkpoint, so the set on disk is always one iteration's (a full
+// disk leaves the previous set usable). Throws the same Error on every rank
+// (field "checkpoint") naming the file that could not be written.
+void save_checkpoint(const Reducer& reduce,
+                     const LbfgsOptions& options,
+                     int rank,
+                     int size,
+                     const LbfgsState& state);
 
 // Reads this rank's state and checks it against the run (rank count,
-// number of local variables, history size, kind, bounds, checksum).
-// Returns an empty string on success, else the reason.
+// number of local variables, history size, kind, bounds, the problem
+// description, checksum). Returns an empty string on success, else the
+// reason, naming the file.
 std::string read_checkpoint(const std::string& prefix,
                             int rank,
                             int size,
@@ -54,6 +73,18 @@ std::string read_checkpoint(const std::string& prefix,
                             int history,
                             int32_t kind,
                             uint64_t bounds_hash,
+                            const std::string& problem,
                             LbfgsState* state);
+
+// read_checkpoint on every rank; then every rank's file must be from the
+// same iteration. Throws the same Error on every rank otherwise.
+void load_checkpoint(const Reducer& reduce,
+                     const LbfgsOptions& options,
+                     int rank,
+                     int size,
+                     int64_t n,
+                     int32_t kind,
+                     uint64_t bounds_hash,
+                     LbfgsState* state);
 
 }  // namespace adgraph::optim::detail

@@ -97,6 +97,7 @@ LbfgsSummary lbfgs(const Objective& objective,
 
   LbfgsSummary summary;
   LbfgsState st;
+  st.problem = options.checkpoint_problem;
   auto evaluate = [&](const Eigen::VectorXd& at, Eigen::VectorXd& g) {
     g.resize(at.size());
     const double f = objective(at, g);
@@ -105,15 +106,7 @@ LbfgsSummary lbfgs(const Objective& objective,
   };
 
   if (options.resume) {
-    const std::string problem = detail::read_checkpoint(options.checkpoint_path,
-                                                        rank,
-                                                        size,
-                                                        x.size(),
-                                                        options.history,
-                                                        0,
-                                                        0,
-                                                        &st);
-    agree_or_throw(reduce, problem);
+    detail::load_checkpoint(reduce, options, rank, size, x.size(), 0, 0, &st);
     x = st.x;
     summary.resumed_at = st.iteration;
   } else {
@@ -228,8 +221,7 @@ LbfgsSummary lbfgs(const Objective& objective,
           trace, st.iteration, st.f, gnorm, elapsed(), options.trace_columns);
     if (options.checkpoint_every > 0 &&
         st.iteration % options.checkpoint_every == 0) {
-      detail::write_checkpoint(
-          options.checkpoint_path, rank, size, options.history, st);
+      detail::save_checkpoint(reduce, options, rank, size, st);
     }
     if (!accepted) {
       why = Termination::kLineSearchFailed;

@@ -90,6 +90,10 @@ struct LbfgsOptions {
   // Continue from the checkpoint at checkpoint_path instead of starting at
   // x. The run then ends exactly where the uninterrupted run would have.
   bool resume = false;
+  // What the objective is, as a flat JSON object ({"nx": 64, "px": 2, …}):
+  // recorded in every checkpoint; resuming with a different one is refused,
+  // naming each field that differs. Empty: not recorded nor checked.
+  std::string checkpoint_problem;
 
   bool is_valid(std::string* error) const;
 };

@@ -212,6 +212,7 @@ LbfgsSummary lbfgsb(const Objective& objective,
 
   LbfgsSummary summary;
   LbfgsState st;
+  st.problem = options.checkpoint_problem;
   CompactBfgs bfgs;
   auto evaluate = [&](const Eigen::VectorXd& at, Eigen::VectorXd& g) {
     g.resize(at.size());
@@ -220,15 +221,8 @@ LbfgsSummary lbfgsb(const Objective& objective,
     return reduce.combine(f, g);
   };
   if (options.resume) {
-    const std::string problem = detail::read_checkpoint(options.checkpoint_path,
-                                                        rank,
-                                                        size,
-                                                        n,
-                                                        options.history,
-                                                        1,
-                                                        fingerprint,
-                                                        &st);
-    detail::agree_or_throw(reduce, problem);
+    detail::load_checkpoint(
+        reduce, options, rank, size, n, 1, fingerprint, &st);
     bfgs.assign(st.s, st.y, st.sy, st.ss, st.gamma);
     summary.resumed_at = st.iteration;
   } else {
@@ -371,8 +365,7 @@ LbfgsSummary lbfgsb(const Objective& objective,
       st.sy = bfgs.sy(), st.ss = bfgs.ss();
       st.gamma = bfgs.theta();
       st.rho.clear();
-      detail::write_checkpoint(
-          options.checkpoint_path, rank, size, options.history, st);
+      detail::save_checkpoint(reduce, options, rank, size, st);
     }
     if (pgnorm <= options.tolerance_gradient &&
         stop(Termination::kGradientNorm))

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <numbers>
 
 #include "core/error.h"
@@ -268,8 +269,34 @@ double HeatInverse::global(double value) {
   return value;
 }
 
+std::string HeatInverse::problem_description() const {
+  const HeatConfig& c = options_.config;
+  const auto bound = [](double b) {
+    return std::isfinite(b) ? nlohmann::json(b) : nlohmann::json(nullptr);
+  };
+  return nlohmann::json{
+      {"nx", c.nx},
+      {"ny", c.ny},
+      {"px", c.px},
+      {"py", c.py},
+      {"nt", c.nt},
+      {"dt", heat_dt(c)},
+      {"kappa_layout", options_.replicated ? "replicated" : "sharded"},
+      {"sensors", sensors()},
+      {"observe_steps", options_.observe_steps},
+      {"noise", options_.noise},
+      {"seed", options_.seed},
+      {"reg_tikhonov", options_.reg_tikhonov},
+      {"reg_smooth", options_.reg_smooth},
+      {"kappa_min", bound(options_.kappa_min)},
+      {"kappa_max", bound(options_.kappa_max)}}
+      .dump();
+}
+
 optim::LbfgsSummary HeatInverse::fit(Tensor& kappa,
                                      optim::LbfgsOptions options) {
+  if (options.checkpoint_problem.empty())
+    options.checkpoint_problem = problem_description();
   FeedMap feeds{{kappa_, kappa}, {obs_, observations_}};
   Tensor& at = feeds[kappa_];
   // With a trace, each evaluation also fetches the loss's parts and keeps

@@ -118,6 +118,12 @@ class HeatInverse final {
   // Nodes of the problem's graph (it does not grow with nt).
   int num_nodes() const { return graph_->num_nodes(); }
 
+  // What the objective depends on (grid, patches, steps, dt, κ layout,
+  // sensors, observed steps, noise, seed, regularization, bounds) as a JSON
+  // object: fit() records it in its checkpoints (unless the options carry
+  // their own), so a resume of another problem is refused by field.
+  std::string problem_description() const;
+
   // Minimises L from `kappa` (overwritten), with L-BFGS-B when the options
   // bound κ. With options.trace, the trace also shows the misfit and the
   // regularization of each iterate. Collective.

@@ -250,5 +250,159 @@ TEST(LbfgsMpi, BadCheckpointsAreClearErrorsOnEveryRank) {
       << msg;
 }
 
+// f = Σ (x² + x⁴/4) over every rank's part; one L-BFGS run of it.
+LbfgsSummary quartic_run(Eigen::VectorXd& x, const LbfgsOptions& options) {
+  auto comm = Communicator::world();
+  return lbfgs(
+      [](const Eigen::VectorXd& v, Eigen::VectorXd& g) {
+        g = 2 * v + v.array().cube().matrix();
+        return v.squaredNorm() + 0.25 * v.array().pow(4).sum();
+      },
+      x,
+      options,
+      comm.get(),
+      Layout::kSharded);
+}
+
+// The Error text of `run`, the same on every rank, or "" without one.
+template <class Run>
+std::string error_of(Run run) {
+  try {
+    run();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(LbfgsMpi, DamagedOrForeignCheckpointsAreRefusedOnEveryRank) {
+  const int rank = world_rank(), size = world_size();
+  auto comm = Communicator::world();
+  const std::string prefix = temporary_prefix("faults");
+  LbfgsOptions write;
+  write.max_iterations = 3;
+  write.checkpoint_every = 1;
+  write.checkpoint_path = prefix;
+  write.checkpoint_problem = R"({"nx": 64, "px": 2, "py": 1})";
+  Eigen::VectorXd x = Eigen::VectorXd::Constant(3, 1.0);
+  quartic_run(x, write);
+  LbfgsOptions resume = write;
+  resume.checkpoint_every = 0;
+  resume.resume = true;
+  const std::string last =
+      optim::detail::checkpoint_file(prefix, size - 1, size);
+  auto on_last_rank = [&](auto damage) {
+    comm->allreduce_sum(0.0);
+    if (rank == size - 1) damage();
+    comm->allreduce_sum(0.0);
+  };
+
+  // Another problem: every differing field is named, on every rank.
+  LbfgsOptions other = resume;
+  other.checkpoint_problem = R"({"nx": 64, "px": 1, "py": 2})";
+  std::string msg = error_of([&] { quartic_run(x, other); });
+  EXPECT_NE(msg.find("written for another problem: px = 2 there, 1 in this "
+                     "run; py = 1 there, 2 in this run"),
+            std::string::npos)
+      << msg;
+
+  // One bit flipped in the last rank's file.
+  const std::string saved = last + ".saved";
+  on_last_rank([&] {
+    std::filesystem::copy_file(last, saved);
+    std::fstream f(last, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(40);
+    const char c = static_cast<char>(f.get());
+    f.seekp(40);
+    f.put(static_cast<char>(c ^ 0x04));
+  });
+  msg = error_of([&] { quartic_run(x, resume); });
+  EXPECT_NE(msg.find(last + ": corrupted checkpoint (checksum mismatch"),
+            std::string::npos)
+      << msg;
+
+  // The last rank's file missing (a host whose disk lost it).
+  on_last_rank([&] { std::filesystem::remove(last); });
+  msg = error_of([&] { quartic_run(x, resume); });
+  EXPECT_NE(msg.find(last + ": cannot open"), std::string::npos) << msg;
+
+  // The last rank's file from an earlier iteration than the others'.
+  if (size > 1) {
+    LbfgsOptions shorter = write;
+    shorter.max_iterations = 2;
+    const std::string old_prefix = temporary_prefix("faults_old");
+    shorter.checkpoint_path = old_prefix;
+    Eigen::VectorXd y = Eigen::VectorXd::Constant(3, 1.0);
+    quartic_run(y, shorter);
+    on_last_rank([&] {
+      std::filesystem::copy_file(
+          optim::detail::checkpoint_file(old_prefix, rank, size), last);
+    });
+    msg = error_of([&] { quartic_run(x, resume); });
+    EXPECT_NE(msg.find("the ranks' files are from different iterations (2 to "
+                       "3): not one checkpoint"),
+              std::string::npos)
+        << msg;
+  }
+  on_last_rank([&] {
+    std::filesystem::remove(last);
+    std::filesystem::rename(saved, last);
+  });
+  EXPECT_EQ(error_of([&] { quartic_run(x, resume); }), "");
+}
+
+TEST(LbfgsMpi, AFailedCheckpointWriteLeavesThePreviousOneUsable) {
+  const int rank = world_rank(), size = world_size();
+  auto comm = Communicator::world();
+  LbfgsOptions options;
+  options.max_iterations = 6;
+  Eigen::VectorXd whole = Eigen::VectorXd::Constant(3, 1.0);
+  const LbfgsSummary uninterrupted = quartic_run(whole, options);
+
+  // The last rank cannot stage its file at iteration 3 (a folder is in the
+  // way, as a full disk would refuse it): the run stops on every rank.
+  const std::string prefix = temporary_prefix("write_fault");
+  const std::string staged =
+      optim::detail::checkpoint_file(prefix, size - 1, size) + ".tmp";
+  LbfgsOptions write = options;
+  write.checkpoint_every = 1;
+  write.checkpoint_path = prefix;
+  Eigen::VectorXd x = Eigen::VectorXd::Constant(3, 1.0);
+  int calls = 0;
+  const std::string msg = error_of([&] {
+    lbfgs(
+        [&](const Eigen::VectorXd& v, Eigen::VectorXd& g) {
+          // After iteration 2's checkpoint, before iteration 3's.
+          if (++calls == 4 && rank == size - 1)
+            std::filesystem::create_directory(staged);
+          g = 2 * v + v.array().cube().matrix();
+          return v.squaredNorm() + 0.25 * v.array().pow(4).sum();
+        },
+        x,
+        write,
+        comm.get(),
+        Layout::kSharded);
+  });
+  EXPECT_NE(msg.find("cannot create checkpoint " + staged), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("(the previous checkpoint is unchanged)"),
+            std::string::npos)
+      << msg;
+  comm->allreduce_sum(0.0);
+  if (rank == size - 1) std::filesystem::remove(staged);
+  comm->allreduce_sum(0.0);
+  EXPECT_FALSE(std::filesystem::exists(
+      optim::detail::checkpoint_file(prefix, rank, size) + ".tmp"));
+
+  LbfgsOptions resume = options;
+  resume.resume = true;
+  resume.checkpoint_path = prefix;
+  Eigen::VectorXd resumed = Eigen::VectorXd::Zero(3);
+  const LbfgsSummary after = quartic_run(resumed, resume);
+  EXPECT_EQ(after.resumed_at, 2);
+  EXPECT_EQ(after.f_history, uninterrupted.f_history);
+  EXPECT_EQ(resumed, whole);
+}
+
 }  // namespace
 }  // namespace adgraph::optim
