@@ -22,6 +22,7 @@ std::shared_ptr<Communicator> Communicator::world() {
           "communication nodes need MPI: create an adgraph::MpiEnvironment in "
           "main()");
     }
+    install_stop_report();
     return std::shared_ptr<Communicator>(
         new Communicator(std::make_unique<MpiComm>(), "world"));
   }();

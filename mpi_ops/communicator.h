@@ -139,6 +139,14 @@ class Communicator final : public CommContext {
   Communicator(std::unique_ptr<MpiComm> comm, std::string name);
   const MpiComm& mpi() const { return *mpi_; }
   static double deadline_from_environment();
+  // Catches SIGTERM (unless the program handles it) so that, when mpirun
+  // stops the job, each rank first reports what it was waiting for (the
+  // node, and the peers a halo exchange still misses) and then dies of the
+  // signal. Called once, for the world.
+  static void install_stop_report();
+  // The watched call: the node (or label), its communicator and missing
+  // peers.
+  std::string describe_watch() const;
   void watchdog_loop();
   // Watches a call described by `label`, or by the node being run.
   void start_watch(std::string label);
@@ -164,6 +172,12 @@ class Communicator final : public CommContext {
   std::mutex watch_mutex_;
   std::string watch_label_;
   std::atomic<const Node*> watch_node_{nullptr};
+  // The peers a halo exchange still waits for (ranks of this communicator,
+  // -1: none), for the deadline message; set without locking, as a message
+  // completes.
+  static constexpr int kWatchedPeers = 8;
+  std::atomic<int> watch_peers_[kWatchedPeers] = {
+      -1, -1, -1, -1, -1, -1, -1, -1};
   std::condition_variable watch_wakeup_;
   bool watch_stop_ = false;
   std::thread watchdog_;

@@ -1,6 +1,9 @@
 // The communication deadline: a helper thread that ends the process with a
 // message naming the node when one communication call waits too long.
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -66,30 +69,90 @@ void Communicator::set_deadline(double seconds) {
   deadline_seconds_ = seconds;
 }
 
+namespace {
+
+// The signal mpirun stops a job with (SIGTERM), once caught; see
+// Communicator::install_stop_report.
+std::atomic<int> stop_signal{0};
+
+extern "C" void remember_stop_signal(int signal) { stop_signal.store(signal); }
+
+}  // namespace
+
+void Communicator::install_stop_report() {
+  struct sigaction current {};
+  if (sigaction(SIGTERM, nullptr, &current) != 0) return;
+  if (current.sa_handler != SIG_DFL) return;  // the program has its own
+  struct sigaction report {};
+  report.sa_handler = remember_stop_signal;
+  sigemptyset(&report.sa_mask);
+  sigaction(SIGTERM, &report, nullptr);
+}
+
+std::string Communicator::describe_watch() const {
+  // Composed only when needed: watching a node costs two stores.
+  const Node* node = watch_node_.load();
+  const std::string label =
+      node == nullptr ? watch_label_
+                      : "node \"" + node->name + "\" (" + node->op_name() +
+                            ", communication #" +
+                            std::to_string(node->communication_index) +
+                            peers_of(*node) + ")";
+  std::string out =
+      label + (name_ == "world" ? "" : " on communicator " + name_);
+  std::vector<int> peers;
+  for (const auto& peer : watch_peers_) {
+    const int p = peer.load();
+    if (p >= 0 && std::find(peers.begin(), peers.end(), p) == peers.end())
+      peers.push_back(p);
+  }
+  std::string missing;
+  for (int p : peers)
+    missing += (missing.empty() ? "" : ", ") + std::to_string(p);
+  if (!missing.empty()) {
+    out += "; no message yet from or to rank " + missing +
+           " (unreachable, or stopped)";
+  }
+  return out;
+}
+
 void Communicator::watchdog_loop() {
   std::unique_lock<std::mutex> lock(watch_mutex_);
+  int64_t stop_seen_ns = 0;
   while (!watch_stop_) {
     watch_wakeup_.wait_for(lock, std::chrono::milliseconds(50));
     const int64_t start = watch_start_ns_.load();
+    if (const int signal = stop_signal.load(); signal != 0) {
+      // mpirun stops the job (another rank failed, or a host was lost):
+      // say what this rank was waiting for, then die of the signal. The
+      // world's watchdog also ends a rank that was not communicating,
+      // after giving the others a moment to report.
+      if (stop_seen_ns == 0) stop_seen_ns = now_ns();
+      const bool late = now_ns() - stop_seen_ns > 200'000'000;
+      if (start != 0 || (name_ == "world" && late)) {
+        if (start != 0) {
+          std::fprintf(stderr,
+                       "adgraph: rank %d: stopped by signal %d after %.1f s "
+                       "in %s\n",
+                       world_rank_,
+                       signal,
+                       (now_ns() - start) * 1e-9,
+                       describe_watch().c_str());
+          std::fflush(stderr);
+        }
+        std::signal(signal, SIG_DFL);
+        std::raise(signal);
+      }
+      continue;
+    }
     if (start == 0 || deadline_seconds_ <= 0) continue;
     if (now_ns() - start > static_cast<int64_t>(deadline_seconds_ * 1e9)) {
-      // The label is composed only now: watching a node costs two stores.
-      const Node* node = watch_node_.load();
-      const std::string label =
-          node == nullptr ? watch_label_
-                          : "node \"" + node->name + "\" (" + node->op_name() +
-                                ", communication #" +
-                                std::to_string(node->communication_index) +
-                                peers_of(*node) + ")";
-      const std::string on =
-          name_ == "world" ? "" : " on communicator " + name_;
       std::fprintf(
           stderr,
-          "adgraph: rank %d: communication deadline of %g s exceeded in %s%s\n",
+          "adgraph: rank %d: communication deadline of %g s exceeded in %s\n",
           world_rank_,
           deadline_seconds_,
-          label.c_str(),
-          on.c_str());
+          describe_watch().c_str());
       std::fflush(stderr);
       std::_Exit(kDeadlineExitCode);
     }

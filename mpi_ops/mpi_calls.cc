@@ -175,9 +175,11 @@ void Communicator::data_exchange(const HaloNeighbours& neighbours,
   // opposite direction; the tag names the receiving side's direction.
   const int opposite[4] = {1, 0, 3, 2};
   MPI_Request requests[8];
+  int peer_of_request[8];
   int n_requests = 0;
   for (int k = 0; k < 4; ++k) {
     if (peer[k] < 0) continue;
+    peer_of_request[n_requests] = peer[k];
     check_mpi(MPI_Irecv(recv[k],
                         count_of(counts[k]),
                         MPI_DOUBLE,
@@ -189,6 +191,7 @@ void Communicator::data_exchange(const HaloNeighbours& neighbours,
   }
   for (int k = 0; k < 4; ++k) {
     if (peer[k] < 0) continue;
+    peer_of_request[n_requests] = peer[k];
     check_mpi(MPI_Isend(send[k],
                         count_of(counts[k]),
                         MPI_DOUBLE,
@@ -198,8 +201,19 @@ void Communicator::data_exchange(const HaloNeighbours& neighbours,
                         &requests[n_requests++]),
               "MPI_Isend");
   }
-  check_mpi(MPI_Waitall(n_requests, requests, MPI_STATUSES_IGNORE),
-            "MPI_Waitall");
+  // Completed one batch at a time, so that a deadline message can name the
+  // neighbours still missing (a lost host, say).
+  for (int r = 0; r < n_requests; ++r)
+    watch_peers_[r].store(peer_of_request[r]);
+  int remaining = n_requests;
+  while (remaining > 0) {
+    int done = 0, indices[8];
+    check_mpi(
+        MPI_Waitsome(n_requests, requests, &done, indices, MPI_STATUSES_IGNORE),
+        "MPI_Waitsome");
+    for (int d = 0; d < done; ++d) watch_peers_[indices[d]].store(-1);
+    remaining -= done;
+  }
 }
 
 int64_t Communicator::isend(const double* data, int64_t n, int dest, int tag) {

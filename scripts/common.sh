@@ -5,7 +5,7 @@ ADGRAPH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ADGRAPH_BUILD="${ADGRAPH_BUILD:-$ADGRAPH_ROOT/build}"
 ADGRAPH_PACKAGES=(cmake ninja-build g++ make libopenmpi-dev openmpi-bin
   libeigen3-dev nlohmann-json3-dev libgtest-dev libcli11-dev libplplot-dev
-  plplot-driver-cairo)
+  plplot-driver-cairo iproute2 iputils-ping util-linux)
 
 # Open MPI refuses root and more ranks than cores unless told otherwise.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
