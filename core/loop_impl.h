@@ -46,7 +46,6 @@ class BodyRunner final {
     std::vector<int> readers;
     std::vector<int64_t> sizes;  // elements of each output
   };
-  const LoopBody& body_;
   CommContext* comm_;
   std::vector<Step> steps_;
   std::vector<Tensor> slots_;

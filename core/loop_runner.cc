@@ -36,7 +36,7 @@ std::vector<char> needed_nodes(const Graph& g, const std::vector<int>& roots) {
 }  // namespace
 
 BodyRunner::BodyRunner(const LoopBody& body, const std::vector<int>& wanted)
-    : body_(body), comm_(body.graph->comm()) {
+    : comm_(body.graph->comm()) {
   const Graph& g = *body.graph;
   std::vector<int> roots;
   for (int k : wanted) roots.push_back(body.outputs[k].node_id());

@@ -266,7 +266,11 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
       level = std::max(level, level_of[s] + 1);
     }
     for (int slot : step.input_slots) {
-      if (level_of[last_level_use[slot]] <= level) last_level_use[slot] = index;
+      // (A slot read twice by this step already points here, and this
+      // step has no level_of entry yet.)
+      if (last_level_use[slot] != index &&
+          level_of[last_level_use[slot]] <= level)
+        last_level_use[slot] = index;
     }
     for (int c : n.control_inputs)
       level = std::max(level, level_of[step_of[c]] + 1);

@@ -28,7 +28,8 @@ std::vector<std::pair<int, int>> grids(int size) {
 TEST(DataExchange, EveryGridShapeReceivesTheNeighboursStrips) {
   const int rank = world_rank(), size = world_size();
   constexpr int64_t kRows = 3, kCols = 2;  // rectangular patches
-  for (auto [rows, cols] : grids(size)) {
+  for (const auto& grid : grids(size)) {
+    const int rows = grid.first, cols = grid.second;
     Graph g;
     Value l = g.placeholder("l", {kRows}), r = g.placeholder("r", {kRows});
     Value u = g.placeholder("u", {kCols}), d = g.placeholder("d", {kCols});
@@ -55,7 +56,8 @@ TEST(DataExchange, EveryGridShapeReceivesTheNeighboursStrips) {
 
 TEST(DataExchange, AdjointSendsEachHaloCotangentBackToItsOwner) {
   const int size = world_size();
-  for (auto [rows, cols] : grids(size)) {
+  for (const auto& grid : grids(size)) {
+    const int rows = grid.first, cols = grid.second;
     // All four strips packed in one vector: left, right (3 each), up, down (2).
     auto exchange = [rows = rows, cols = cols](Value v) {
       auto out = data_exchange(slice(v, 0, 0, 3),
