@@ -77,12 +77,15 @@ fault() {
   ' || fail "the broken run did not end as it should"
   case $breaker in
     link_down)
-      grep -Eq 'adgraph: rank [0-9]: (stopped by signal 15|communication deadline of [0-9]+ s exceeded) after [0-9.]+ s in node "[a-z_0-9]+" \([a-z_]+, communication #[0-9]+.*\); no message yet from or to rank [0-9, ]+' "$work/broken.log" ||
-        grep -q "ORTE has lost communication with a remote daemon" "$work/broken.log" ||
+      grep -q "ORTE has lost communication with a remote daemon" "$work/broken.log" ||
+        fail "mpirun did not report the lost host"
+      grep -Eq 'adgraph: rank [0-9]: (stopped by signal 15 after [0-9.]+ s|communication deadline of [0-9]+ s exceeded) in node "[a-z_0-9]+" \([a-z_]+, communication #[0-9]+.*\); no message yet from or to rank [0-9, ]+' "$work/broken.log" ||
         fail "no message names the node and the unreachable peer" ;;
     rank_killed)
       grep -Eq "process rank [0-9] with PID [0-9]+ on node 10.231.77.12 exited on signal 9" "$work/broken.log" ||
-        fail "no message names the killed rank" ;;
+        fail "no message names the killed rank"
+      grep -Eq 'adgraph: rank [0-9]: stopped by signal 15 after [0-9.]+ s in node "[a-z_0-9]+" \([a-z_]+, communication #[0-9]+.*\); no message yet from or to rank [0-9, ]+' "$work/broken.log" ||
+        fail "no surviving rank names what it was waiting for" ;;
   esac
   "$mpirun" -n 4 "$heat" "${small[@]}" --checkpoint "$work/ckpt" --resume \
     --output "$work/resumed.json" >/dev/null
