@@ -45,6 +45,7 @@ Communicator::~Communicator() {
   }
   watch_wakeup_.notify_all();
   if (watchdog_.joinable()) watchdog_.join();
+  if (name_ == "world") remove_stop_report();
   int finalised = 0;
   MPI_Finalized(&finalised);
   if (mpi_->comm != MPI_COMM_WORLD && !finalised) MPI_Comm_free(&mpi_->comm);

@@ -144,6 +144,9 @@ class Communicator final : public CommContext {
   // node, and the peers a halo exchange still misses) and then dies of the
   // signal. Called once, for the world.
   static void install_stop_report();
+  // Undoes it when the world's watchdog ends (a signal caught meanwhile is
+  // raised again).
+  static void remove_stop_report();
   // The watched call: the node (or label), its communicator and missing
   // peers.
   std::string describe_watch() const;

@@ -79,6 +79,17 @@ extern "C" void remember_stop_signal(int signal) { stop_signal.store(signal); }
 
 }  // namespace
 
+void Communicator::remove_stop_report() {
+  // Without the world's watchdog nobody would act on a caught signal.
+  struct sigaction current {};
+  if (sigaction(SIGTERM, nullptr, &current) != 0) return;
+  if (current.sa_handler != remember_stop_signal) return;
+  std::signal(SIGTERM, SIG_DFL);
+  if (const int signal = stop_signal.load(); signal != 0) std::raise(signal);
+}
+
+namespace {}  // namespace
+
 void Communicator::install_stop_report() {
   struct sigaction current {};
   if (sigaction(SIGTERM, nullptr, &current) != 0) return;
