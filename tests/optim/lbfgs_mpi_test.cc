@@ -208,6 +208,20 @@ std::string resume_error(const std::string& prefix, int64_t n) {
   return "";
 }
 
+// f = Σ (x² + x⁴/4) over every rank's part; one L-BFGS run of it.
+LbfgsSummary quartic_run(Eigen::VectorXd& x, const LbfgsOptions& options) {
+  auto comm = Communicator::world();
+  return lbfgs(
+      [](const Eigen::VectorXd& v, Eigen::VectorXd& g) {
+        g = 2 * v + v.array().cube().matrix();
+        return v.squaredNorm() + 0.25 * v.array().pow(4).sum();
+      },
+      x,
+      options,
+      comm.get(),
+      Layout::kSharded);
+}
+
 TEST(LbfgsMpi, BadCheckpointsAreClearErrorsOnEveryRank) {
   const int rank = world_rank(), size = world_size();
   auto comm = Communicator::world();
@@ -217,15 +231,7 @@ TEST(LbfgsMpi, BadCheckpointsAreClearErrorsOnEveryRank) {
   write.checkpoint_every = 1;
   write.checkpoint_path = prefix;
   Eigen::VectorXd x = Eigen::VectorXd::Constant(3, 1.0);
-  lbfgs(
-      [](const Eigen::VectorXd& v, Eigen::VectorXd& g) {
-        g = 2 * v + v.array().cube().matrix();
-        return v.squaredNorm() + 0.25 * v.array().pow(4).sum();
-      },
-      x,
-      write,
-      comm.get(),
-      Layout::kSharded);
+  quartic_run(x, write);
 
   // Wrong number of variables.
   std::string msg = resume_error(prefix, 4);
@@ -248,20 +254,6 @@ TEST(LbfgsMpi, BadCheckpointsAreClearErrorsOnEveryRank) {
   EXPECT_NE(msg.find(".rank" + std::to_string(size - 1) + "of"),
             std::string::npos)
       << msg;
-}
-
-// f = Σ (x² + x⁴/4) over every rank's part; one L-BFGS run of it.
-LbfgsSummary quartic_run(Eigen::VectorXd& x, const LbfgsOptions& options) {
-  auto comm = Communicator::world();
-  return lbfgs(
-      [](const Eigen::VectorXd& v, Eigen::VectorXd& g) {
-        g = 2 * v + v.array().cube().matrix();
-        return v.squaredNorm() + 0.25 * v.array().pow(4).sum();
-      },
-      x,
-      options,
-      comm.get(),
-      Layout::kSharded);
 }
 
 // The Error text of `run`, the same on every rank, or "" without one.
