@@ -155,6 +155,9 @@ class Communicator final : public CommContext {
   void start_watch(std::string label);
   void start_watch(const Node& node);
   void stop_watch();
+  // Watches one MPI call made outside any node's watch (the optimizer's
+  // reductions, a program's own calls), naming the call and its size.
+  class CallWatch;
 
   std::unique_ptr<MpiComm> mpi_;
   std::string name_;
@@ -175,6 +178,8 @@ class Communicator final : public CommContext {
   std::mutex watch_mutex_;
   std::string watch_label_;
   std::atomic<const Node*> watch_node_{nullptr};
+  std::atomic<const char*> watch_call_{nullptr};
+  std::atomic<int64_t> watch_call_count_{0};
   // The peers a halo exchange still waits for (ranks of this communicator,
   // -1: none), for the deadline message; set without locking, as a message
   // completes.

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "mpi_ops/communicator.h"
+#include "mpi_ops/mpi_detail.h"
 
 namespace adgraph {
 namespace {
@@ -88,8 +89,6 @@ void Communicator::remove_stop_report() {
   if (const int signal = stop_signal.load(); signal != 0) std::raise(signal);
 }
 
-namespace {}  // namespace
-
 void Communicator::install_stop_report() {
   struct sigaction current {};
   if (sigaction(SIGTERM, nullptr, &current) != 0) return;
@@ -103,12 +102,18 @@ void Communicator::install_stop_report() {
 std::string Communicator::describe_watch() const {
   // Composed only when needed: watching a node costs two stores.
   const Node* node = watch_node_.load();
-  const std::string label =
-      node == nullptr ? watch_label_
-                      : "node \"" + node->name + "\" (" + node->op_name() +
-                            ", communication #" +
-                            std::to_string(node->communication_index) +
-                            peers_of(*node) + ")";
+  const char* call = watch_call_.load();
+  std::string label = watch_label_;
+  if (node != nullptr) {
+    label = "node \"" + node->name + "\" (" + node->op_name() +
+            ", communication #" + std::to_string(node->communication_index) +
+            peers_of(*node) + ")";
+  } else if (call != nullptr) {
+    label = std::string(call) +
+            " (n = " + std::to_string(watch_call_count_.load()) +
+            ") outside any graph node (the optimizer's or the program's own "
+            "call)";
+  }
   std::string out =
       label + (name_ == "world" ? "" : " on communicator " + name_);
   std::vector<int> peers;
@@ -176,15 +181,32 @@ void Communicator::start_watch(std::string label) {
     watch_label_ = std::move(label);
   }
   watch_node_.store(nullptr);
+  watch_call_.store(nullptr);
   watch_start_ns_.store(now_ns());
 }
 
 void Communicator::start_watch(const Node& node) {
   watch_node_.store(&node);
+  watch_call_.store(nullptr);
   watch_start_ns_.store(now_ns());
 }
 
 void Communicator::stop_watch() { watch_start_ns_.store(0); }
+
+Communicator::CallWatch::CallWatch(Communicator& comm,
+                                   const char* call,
+                                   int64_t n)
+    : comm_(comm), own_(comm.watch_start_ns_.load() == 0) {
+  if (!own_) return;  // a node's watch covers the call
+  comm_.watch_node_.store(nullptr);
+  comm_.watch_call_.store(call);
+  comm_.watch_call_count_.store(n);
+  comm_.watch_start_ns_.store(now_ns());
+}
+
+Communicator::CallWatch::~CallWatch() {
+  if (own_) comm_.stop_watch();
+}
 
 Communicator::Watch::Watch(Communicator& comm, const Node& node) : comm_(comm) {
   comm_.start_watch(node);

@@ -55,6 +55,7 @@ void Communicator::allreduce(const double* in,
                              double* out,
                              int64_t n,
                              ReduceOp op) {
+  CallWatch watch(*this, "MPI_Allreduce", n);
   const void* send = in == out ? MPI_IN_PLACE : in;
   check_mpi(
       MPI_Allreduce(send, out, count_of(n), MPI_DOUBLE, mpi_op(op), mpi().comm),
@@ -65,17 +66,20 @@ void Communicator::reduce_sum(const double* in,
                               double* out,
                               int64_t n,
                               int root) {
+  CallWatch watch(*this, "MPI_Reduce", n);
   check_mpi(
       MPI_Reduce(in, out, count_of(n), MPI_DOUBLE, MPI_SUM, root, mpi().comm),
       "MPI_Reduce");
 }
 
 void Communicator::bcast(double* data, int64_t n, int root) {
+  CallWatch watch(*this, "MPI_Bcast", n);
   check_mpi(MPI_Bcast(data, count_of(n), MPI_DOUBLE, root, mpi().comm),
             "MPI_Bcast");
 }
 
 std::string Communicator::bcast(const std::string& text, int root) {
+  CallWatch watch(*this, "MPI_Bcast (a string)", 1);
   int64_t length = static_cast<int64_t>(text.size());
   check_mpi(MPI_Bcast(&length, 1, MPI_INT64_T, root, mpi().comm), "MPI_Bcast");
   std::string out = rank_ == root ? text : std::string(length, '\0');
@@ -85,6 +89,7 @@ std::string Communicator::bcast(const std::string& text, int root) {
 }
 
 void Communicator::gather(const double* in, double* out, int64_t n, int root) {
+  CallWatch watch(*this, "MPI_Gather", n);
   check_mpi(MPI_Gather(in,
                        count_of(n),
                        MPI_DOUBLE,
@@ -97,6 +102,7 @@ void Communicator::gather(const double* in, double* out, int64_t n, int root) {
 }
 
 void Communicator::allgather(const double* in, double* out, int64_t n) {
+  CallWatch watch(*this, "MPI_Allgather", n);
   check_mpi(MPI_Allgather(in,
                           count_of(n),
                           MPI_DOUBLE,
@@ -108,6 +114,7 @@ void Communicator::allgather(const double* in, double* out, int64_t n) {
 }
 
 void Communicator::scatter(const double* in, double* out, int64_t n, int root) {
+  CallWatch watch(*this, "MPI_Scatter", n);
   check_mpi(MPI_Scatter(in,
                         count_of(n),
                         MPI_DOUBLE,
@@ -120,12 +127,14 @@ void Communicator::scatter(const double* in, double* out, int64_t n, int root) {
 }
 
 void Communicator::reduce_scatter(const double* in, double* out, int64_t n) {
+  CallWatch watch(*this, "MPI_Reduce_scatter_block", n);
   check_mpi(MPI_Reduce_scatter_block(
                 in, out, count_of(n), MPI_DOUBLE, MPI_SUM, mpi().comm),
             "MPI_Reduce_scatter_block");
 }
 
 void Communicator::alltoall(const double* in, double* out, int64_t n) {
+  CallWatch watch(*this, "MPI_Alltoall", n);
   check_mpi(MPI_Alltoall(in,
                          count_of(n),
                          MPI_DOUBLE,
@@ -151,6 +160,7 @@ void Communicator::send(const double* data, int64_t n, int dest, int tag) {
 }
 
 void Communicator::recv(double* data, int64_t n, int src, int tag) {
+  CallWatch watch(*this, "MPI_Recv", n);
   MPI_Status status;
   check_mpi(
       MPI_Recv(data, count_of(n), MPI_DOUBLE, src, tag, mpi().comm, &status),
@@ -253,6 +263,7 @@ void Communicator::wait(const int64_t* handles,
                         double* const* data,
                         const int64_t* counts,
                         int n) {
+  CallWatch watch(*this, "MPI_Waitall", n);
   std::vector<MPI_Request> mpi_requests(n);
   std::vector<MPI_Status> statuses(n);
   std::vector<Request*> waited(n);

@@ -42,4 +42,18 @@ struct Communicator::Request {
   bool receive = false;
 };
 
+// Watches one MPI call for the deadline and the stop report when no node's
+// watch covers it (the optimizer's reductions, a program's own calls).
+class Communicator::CallWatch final {
+ public:
+  CallWatch(Communicator& comm, const char* call, int64_t n);
+  ~CallWatch();
+  CallWatch(const CallWatch&) = delete;
+  CallWatch& operator=(const CallWatch&) = delete;
+
+ private:
+  Communicator& comm_;
+  bool own_;
+};
+
 }  // namespace adgraph

@@ -10,8 +10,9 @@
 #   delay                 the same with every link delayed (netem 3 ms ± 1 ms,
 #                         or a token bucket where the kernel lacks netem)
 #   link_down             a host's link goes down mid-inversion: every rank
-#                         ends within the deadline + 5 s, a message names
-#                         the node, the rank and the missing peer; resuming
+#                         ends within the deadline + 5 s, each rank left
+#                         names the node (with the missing peer) or the
+#                         optimizer's call it waits in; resuming
 #                         from the last checkpoint ends as the whole run
 #   rank_killed           one rank on host 2 is killed (SIGKILL): the same
 set -euo pipefail
@@ -20,6 +21,11 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 testhosts="$here/testhosts.sh"
 mpirun=${MPIEXEC:-mpiexec}
 deadline=10
+# A lost link: mpirun notices the lost daemon after about 3 s (when ARP gives
+# up) and then sometimes kills the ranks on the first host without a SIGTERM
+# first, so their stop report would be lost. A 2 s deadline makes the ranks
+# waiting for the lost host end first, with their own message.
+[[ $mode == link_down ]] && deadline=2
 export ADGRAPH_COMM_DEADLINE=$deadline
 rm -rf "$work" && mkdir -p "$work"
 problem=(--nx 32 --ny 32 --nt 20 --px 2 --py 2)
@@ -34,6 +40,25 @@ same_result() {
     -P "$here/../../cmake/CompareJsonFields.cmake" 2>&1 | tail -n 5 ||
     fail "the results differ"
   echo "same loss history, gradient norms, counts and kappa error as on one host"
+}
+
+# Each rank left running says what it was waiting in: a node (a halo
+# exchange also names the neighbour it misses) or, between graph runs, the
+# optimizer's own reduction.
+waiting_reports() {
+  local reports report
+  reports=$(grep -E 'adgraph: rank [0-9]: (stopped by signal 15 after [0-9.]+ s|communication deadline of [0-9]+ s exceeded) in ' "$work/broken.log") ||
+    fail "no rank said what it was waiting for"
+  echo "$reports"
+  while read -r report; do
+    [[ $report =~ in\ node\ \"[a-z_0-9]+\"\ \([a-z_]+,\ communication\ \#[0-9]+ ||
+       $report =~ in\ MPI_[A-Za-z_]+\ \(n\ =\ [0-9]+\)\ outside\ any\ graph\ node ]] ||
+      fail "the report does not name the node or call: $report"
+    if [[ $report == *'(data_exchange,'* ]]; then
+      [[ $report =~ no\ message\ yet\ from\ or\ to\ rank\ [0-9] ]] ||
+        fail "a halo exchange's report does not name the missing peer: $report"
+    fi
+  done <<<"$reports"
 }
 
 # Runs the inversion across 2 hosts with a checkpoint, breaks it with
@@ -77,15 +102,13 @@ fault() {
   ' || fail "the broken run did not end as it should"
   case $breaker in
     link_down)
-      grep -q "ORTE has lost communication with a remote daemon" "$work/broken.log" ||
-        fail "mpirun did not report the lost host"
-      grep -Eq 'adgraph: rank [0-9]: (stopped by signal 15 after [0-9.]+ s|communication deadline of [0-9]+ s exceeded) in node "[a-z_0-9]+" \([a-z_]+, communication #[0-9]+.*\); no message yet from or to rank [0-9, ]+' "$work/broken.log" ||
-        fail "no message names the node and the unreachable peer" ;;
+      grep -q "communication deadline of $deadline s exceeded in node" "$work/broken.log" ||
+        fail "no rank reached the deadline"
+      waiting_reports ;;
     rank_killed)
       grep -Eq "process rank [0-9] with PID [0-9]+ on node 10.231.77.12 exited on signal 9" "$work/broken.log" ||
         fail "no message names the killed rank"
-      grep -Eq 'adgraph: rank [0-9]: stopped by signal 15 after [0-9.]+ s in node "[a-z_0-9]+" \([a-z_]+, communication #[0-9]+.*\); no message yet from or to rank [0-9, ]+' "$work/broken.log" ||
-        fail "no surviving rank names what it was waiting for" ;;
+      waiting_reports ;;
   esac
   "$mpirun" -n 4 "$heat" "${small[@]}" --checkpoint "$work/ckpt" --resume \
     --output "$work/resumed.json" >/dev/null
