@@ -1,0 +1,320 @@
+// Session's planning: which nodes a fetch list needs, in which order, which
+// buffers each step reads, takes over and releases, and the checks a new
+// plan gets before it first runs.
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "core/check.h"
+#include "core/comm_context.h"
+#include "core/error.h"
+#include "core/loop.h"
+#include "core/op.h"
+#include "core/plan_checks.h"
+#include "core/session_plan.h"
+
+namespace adgraph {
+
+void Session::check_requests(const Plan& plan) {
+  std::map<int, int> completions;  // slot of a request -> its readers
+  for (const auto& step : plan.steps) {
+    if (step.node->op->request) completions[step.first_slot] = 0;
+  }
+  if (completions.empty()) return;
+  for (const auto& step : plan.steps) {
+    for (int slot : step.input_slots) {
+      auto it = completions.find(slot);
+      if (it != completions.end()) ++it->second;
+    }
+  }
+  for (const auto& step : plan.steps) {
+    if (!step.node->op->request) continue;
+    const int readers = completions[step.first_slot];
+    if (readers == 1) continue;
+    const Node& n = *step.node;
+    throw RunError(
+        readers == 0
+            ? "its request is never completed in this run: no wait of it is "
+              "among the nodes the fetches need (make what you fetch run "
+              "after the wait, with NodeOptions::after or "
+              "Graph::add_control_input)"
+            : "its request is completed " + std::to_string(readers) +
+                  " times in this run; wait for a request exactly once",
+        n.name,
+        n.op_name(),
+        "request");
+  }
+}
+
+void Session::check_memory(const Plan& plan) {
+  // Live bytes in execution order: each step's new outputs, then the slots
+  // it releases. Concurrent runs hold about as much (a level at a time).
+  std::size_t live = 0, peak = 0, largest = 0;
+  const Node* biggest = nullptr;
+  std::vector<std::size_t> bytes(plan.num_slots, 0);
+  for (const Plan::Step& step : plan.steps) {
+    const Node& n = *step.node;
+    for (int k = 0; k < n.num_outputs() && !step.placeholder; ++k) {
+      const std::size_t b = sizeof(double) * num_elements(n.output_shapes[k]);
+      bool adopted = false;  // the input's bytes, live already
+      for (const auto& [out, slot] : step.in_place)
+        if (out == k) adopted = true, bytes[slot] = 0;
+      bytes[step.first_slot + k] = b;
+      if (!adopted) live += b;
+      if (b > largest) largest = b, biggest = &n;
+    }
+    peak = std::max(peak, live);
+    for (int slot : step.release) live -= bytes[slot];
+  }
+  // Small plans cannot matter; skip reading /proc for them.
+  constexpr std::size_t kWorthChecking = std::size_t{256} << 20;
+  if (peak < kWorthChecking) return;
+  const std::size_t available = memory_available();
+  if (peak <= available) return;
+  throw RunError("this run needs an estimated " + byte_string(peak) +
+                     " of intermediate tensors at its peak (the largest, " +
+                     byte_string(largest) + ", is node \"" + biggest->name +
+                     "\"), more than the " + byte_string(available) +
+                     " this process can allocate (MemAvailable; "
+                     "ADGRAPH_MEMORY_LIMIT overrides)",
+                 {},
+                 {},
+                 "fetch");
+}
+
+const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
+  std::vector<std::pair<int, int>> key;
+  for (const Value& f : fetches) {
+    if (!f.valid() || &f.graph() != &graph_) {
+      throw RunError("fetch is not a value of this session's graph");
+    }
+    key.emplace_back(f.node_id(), f.output());
+  }
+  auto found = plans_.find(key);
+  if (found != plans_.end()) {
+    stats_.plan_cached = true;
+    return *found->second;
+  }
+  stats_.plan_cached = false;
+
+  // What runs: the nodes the fetches need through data and control edges.
+  // Ghost dependencies order communication, they do not pull it in: every
+  // rank fetches the same values, so the collectives a run needs are the
+  // same on every rank. Point-to-point nodes are the exception. A graph of
+  // sends and receives may differ by rank (one rank sends, the other
+  // receives), and a send is a side effect its own rank need not fetch, so
+  // every point-to-point node older than the newest communication node the
+  // run needs runs too, as its partner may be waiting for it.
+  int top = -1;
+  for (const auto& [id, out] : key) top = std::max(top, id);
+  std::vector<char> needed(top + 1, 0);
+  auto mark = [&](int root) {
+    std::vector<int> stack{root};
+    while (!stack.empty()) {
+      const int id = stack.back();
+      stack.pop_back();
+      if (needed[id]) continue;
+      needed[id] = 1;
+      const Node& n = graph_.node(id);
+      for (int c : n.control_inputs) stack.push_back(c);
+      for (const Value& in : n.inputs) stack.push_back(in.node_id());
+    }
+  };
+  std::vector<int> roots;
+  for (const auto& [id, out] : key) roots.push_back(id);
+  for (int r : roots) mark(r);
+  int newest = -1;
+  for (int id = top; id >= 0 && newest < 0; --id) {
+    if (needed[id] && graph_.node(id).communication) newest = id;
+  }
+  for (int id = newest; id >= 0; id = graph_.node(id).ghost_input) {
+    const Node& n = graph_.node(id);
+    if (!needed[id] && !n.every_rank) {
+      roots.push_back(id);
+      mark(id);
+    }
+  }
+  // Each needed communication node runs after the previous needed one.
+  std::vector<int> previous(top + 1, -1);
+  {
+    int last = -1;
+    for (int id = 0; id <= top; ++id) {
+      if (!needed[id] || !graph_.node(id).communication) continue;
+      previous[id] = last;
+      last = id;
+    }
+  }
+
+  // Demand order: a depth-first post-order from the fetches, which runs a
+  // node just before its first consumer needs it. Creation order would also
+  // be topological, but it runs a whole chain before anything that was
+  // appended to the graph later and consumes the chain step by step (jvp()'s
+  // tangent nodes), keeping every step alive.
+  std::vector<int> order;
+  {
+    std::vector<char> seen(top + 1, 0);
+    // (node, index of its next dependency: control inputs, the previous
+    // communication node, then inputs)
+    std::vector<std::pair<int, std::size_t>> stack;
+    for (int root : roots) {
+      if (seen[root]) continue;
+      seen[root] = 1;
+      stack.emplace_back(root, 0);
+      while (!stack.empty()) {
+        const int id = stack.back().first;
+        const std::size_t k = stack.back().second++;
+        const Node& n = graph_.node(id);
+        const std::size_t controls = n.control_inputs.size() + 1;
+        if (k == controls + n.inputs.size()) {
+          order.push_back(id);
+          stack.pop_back();
+          continue;
+        }
+        const int dep = k + 1 < controls    ? n.control_inputs[k]
+                        : k + 1 == controls ? previous[id]
+                                            : n.inputs[k - controls].node_id();
+        if (dep < 0) continue;
+        if (!seen[dep]) {
+          seen[dep] = 1;
+          stack.emplace_back(dep, 0);
+        }
+      }
+    }
+  }
+  auto plan = std::make_unique<Plan>();
+  std::vector<int> step_of(top + 1, -1);
+  std::vector<int> level_of;
+  std::vector<int> slot_owner;
+  std::vector<int> last_use;
+  // The reader in the highest level: where a concurrent run may release a
+  // slot (a reader earlier in `order` can sit in a later level).
+  std::vector<int> last_level_use;
+  // Every-rank nodes per communicator, in order of first appearance (the
+  // same on every member of each communicator).
+  std::vector<std::pair<CommContext*, std::vector<std::string>>> collectives;
+  for (int id : order) {
+    const Node& n = graph_.node(id);
+    Plan::Step step;
+    step.node = &n;
+    step.placeholder = n.op_name() == "placeholder";
+    step.first_slot = plan->num_slots;
+    int level = 0;
+    const int index = static_cast<int>(plan->steps.size());
+    for (const Value& in : n.inputs) {
+      const int s = step_of[in.node_id()];
+      const int slot = plan->steps[s].first_slot + in.output();
+      step.input_slots.push_back(slot);
+      last_use[slot] = index;
+      level = std::max(level, level_of[s] + 1);
+    }
+    for (int slot : step.input_slots) {
+      // (A slot read twice by this step already points here, and this
+      // step has no level_of entry yet.)
+      if (last_level_use[slot] != index &&
+          level_of[last_level_use[slot]] <= level)
+        last_level_use[slot] = index;
+    }
+    for (int c : n.control_inputs)
+      level = std::max(level, level_of[step_of[c]] + 1);
+    if (previous[id] >= 0)
+      level = std::max(level, level_of[step_of[previous[id]]] + 1);
+    for (int k = 0; k < n.num_outputs(); ++k) {
+      slot_owner.push_back(index);
+      last_use.push_back(index);
+      last_level_use.push_back(index);
+    }
+    plan->num_slots += n.num_outputs();
+    step_of[id] = index;
+    level_of.push_back(level);
+    if (static_cast<int>(plan->levels.size()) <= level)
+      plan->levels.resize(level + 1);
+    plan->levels[level].push_back(index);
+    if (n.every_rank) {
+      std::string shapes;
+      for (const Value& in : n.inputs) shapes += shape_string(in.shape());
+      CommContext* on = n.comm ? n.comm.get() : graph_.comm();
+      auto group = std::find_if(collectives.begin(),
+                                collectives.end(),
+                                [on](const auto& g) { return g.first == on; });
+      if (group == collectives.end())
+        group = collectives.insert(collectives.end(), {on, {}});
+      group->second.push_back("\"" + n.name + "\"" + CommContext::kNameEnd +
+                              " (" + n.op_name() + " " + n.attrs.dump() + " " +
+                              shapes +
+                              (n.loop ? " " + n.loop->signature() : "") + ")");
+    }
+    if (n.comm && n.comm.get() != graph_.comm() &&
+        std::find(plan->comms.begin(), plan->comms.end(), n.comm.get()) ==
+            plan->comms.end()) {
+      plan->comms.push_back(n.comm.get());
+    }
+    plan->steps.push_back(std::move(step));
+  }
+  check_requests(*plan);
+  std::vector<char> fetched(plan->num_slots, 0);
+  for (const auto& [id, out] : key) {
+    const int slot = plan->steps[step_of[id]].first_slot + out;
+    plan->fetch_slots.push_back(slot);
+    fetched[slot] = 1;
+  }
+  // Outputs that take over a dying input's buffer (OpDef::in_place). Not in
+  // concurrent runs: a node of the same level may still read the input.
+  std::vector<char> handed_over(plan->num_slots, 0);
+  for (int index = 0; index < static_cast<int>(plan->steps.size()); ++index) {
+    Plan::Step& step = plan->steps[index];
+    if (options_.concurrent || step.placeholder) continue;
+    const Node& n = *step.node;
+    for (const auto& [out, in] : n.op->in_place) {
+      if (in >= static_cast<int>(step.input_slots.size())) continue;
+      const int slot = step.input_slots[in];
+      const int producer = slot_owner[slot];
+      bool eligible = last_use[slot] == index && !fetched[slot] &&
+                      !handed_over[slot] &&
+                      !plan->steps[producer].placeholder &&
+                      num_elements(n.inputs[in].shape()) ==
+                          num_elements(n.output_shapes[out]);
+      for (std::size_t k = 0; k < step.input_slots.size(); ++k) {
+        eligible = eligible &&
+                   (static_cast<int>(k) == in || step.input_slots[k] != slot);
+      }
+      for (const auto& [o, s] : step.in_place) eligible = eligible && o != out;
+      if (!eligible) continue;
+      step.in_place.emplace_back(out, slot);
+      handed_over[slot] = 1;
+    }
+  }
+  for (int slot = 0; slot < plan->num_slots; ++slot) {
+    if (fetched[slot] || handed_over[slot]) continue;
+    const int at = options_.concurrent ? last_level_use[slot] : last_use[slot];
+    plan->steps[at].release.push_back(slot);
+  }
+  std::vector<int> readers(plan->num_slots, 0);
+  for (const Plan::Step& step : plan->steps)
+    for (int slot : step.input_slots) ++readers[slot];
+  for (int slot : plan->fetch_slots) ++readers[slot];
+  for (int slot = 0; slot < plan->num_slots; ++slot)
+    plan->steps[slot_owner[slot]].readers.push_back(readers[slot]);
+  plan->slots.resize(plan->num_slots, Tensor(Shape{0}));
+  plan->views.resize(plan->num_slots, nullptr);
+  plan->fetch_count.assign(plan->num_slots, 0);
+  for (int slot : plan->fetch_slots) ++plan->fetch_count[slot];
+
+  check_memory(*plan);
+  if (graph_.same_on_every_rank() && graph_.comm() != nullptr) {
+    std::vector<const Node*> communication;
+    for (const Plan::Step& step : plan->steps)
+      if (step.node->communication) communication.push_back(step.node);
+    check_point_to_point_pairing(communication, *graph_.comm());
+  }
+  // Only plans with collectives take part in the check: a rank whose graph
+  // legitimately has none (a rank-dependent graph of sends and receives)
+  // must not enter it. If ranks disagree on that, the communication deadline
+  // reports the rank that waits.
+  for (const auto& [on, descriptors] : collectives) {
+    if (on != nullptr) on->check_same_sequence(descriptors);
+  }
+  return *plans_.emplace(std::move(key), std::move(plan)).first->second;
+}
+
+}  // namespace adgraph
