@@ -39,7 +39,11 @@ Session::~Session() = default;
 
 int Session::num_plans() const { return static_cast<int>(plans_.size()); }
 
-void Session::release_buffers() { pool_.clear(); }
+void Session::release_buffers() {
+  pool_.clear();
+  for (auto& [key, plan] : plans_)
+    for (Tensor& t : plan->slots) std::move(t).take_storage();
+}
 
 std::size_t Session::recycled_bytes() const {
   std::size_t bytes = 0;
@@ -62,8 +66,8 @@ void check_feed(Value target, const Tensor& value) {
   }
 }
 
-std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
-                                 const FeedMap& feeds) {
+Session::Plan& Session::prepare(const std::vector<Value>& fetches,
+                                const FeedMap& feeds) {
   for (const auto& [value, tensor] : feeds) {
     if (!value.valid() || &value.graph() != &graph_) {
       throw RunError("feed for a value of another graph");
@@ -77,10 +81,14 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
           "placeholder is not fed", step.node->name, "placeholder", "feed");
     }
   }
+  return plan;
+}
 
+void Session::execute(Plan& plan, const FeedMap& feeds) {
   CommContext* comm = graph_.comm();
   std::vector<Tensor>& slots = plan.slots;
   std::vector<const Tensor*>& views = plan.views;
+  std::vector<Tensor*>& caller = plan.caller;
   for (int s = 0; s < plan.num_slots; ++s) views[s] = &slots[s];
   for (const auto& step : plan.steps) {
     if (step.placeholder) {
@@ -93,38 +101,56 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
   stats_.nodes_executed = 0;
   stats_.buffers_allocated = 0;
 
-  // Buffers of a few elements are cheaper to allocate than to pool.
-  constexpr int64_t kMinRecycled = 512;
+  constexpr int64_t kMinRecycled = Plan::kMinRecycled;
+  // Touches the node only for a shape it must set: nodes are scattered in
+  // memory, the plan's arrays are not.
   auto allocate = [&](const Plan::Step& step) {
     if (step.placeholder) return;
-    const Node& n = *step.node;
-    for (const auto& [out, slot] : step.in_place) {
-      // The input's bytes stay live, now as the output's.
-      slots[step.first_slot + out] = Tensor::adopt(
-          n.output_shapes[out], std::move(slots[slot]).take_storage());
-      views[slot] = &slots[step.first_slot + out];
-    }
-    for (int k = 0; k < n.num_outputs(); ++k) {
-      Tensor& t = slots[step.first_slot + k];
-      const Shape& shape = n.output_shapes[k];
+    for (int k = 0; k < step.num_outputs; ++k) {
+      const int slot = step.first_slot + k;
+      Tensor& t = slots[slot];
+      if (caller[slot] != nullptr) {
+        // The caller's buffer, given back after the run.
+        std::swap(t, *caller[slot]);
+        live += t.bytes();
+        continue;
+      }
       bool taken = false;
-      for (const auto& [out, slot] : step.in_place) taken = taken || out == k;
+      for (std::size_t e = 0; e < step.in_place.size(); ++e) {
+        const auto [out, input] = step.in_place[e];
+        if (out != k) continue;
+        // The input's bytes stay live, now as the output's.
+        std::swap(t, slots[input]);
+        plan.foreign_shape[input] = 1;
+        if (step.in_place_reshape[e]) t.set_shape(step.node->output_shapes[k]);
+        views[input] = &t;
+        taken = true;
+      }
       if (taken) continue;
-      const int64_t count = num_elements(shape);
-      auto pooled = count >= kMinRecycled ? pool_.find(count) : pool_.end();
-      if (pooled != pool_.end() && !pooled->second.empty()) {
-        t = Tensor::adopt(shape, std::move(pooled->second.back()));
+      const int64_t count = step.counts[k];
+      if (t.size() == count) {
+        // Kept from the previous run (a small buffer).
+        if (plan.foreign_shape[slot]) {
+          t.set_shape(step.node->output_shapes[k]);
+          plan.foreign_shape[slot] = 0;
+        }
+      } else if (auto pooled =
+                     count >= kMinRecycled ? pool_.find(count) : pool_.end();
+                 pooled != pool_.end() && !pooled->second.empty()) {
+        t = Tensor::adopt(step.node->output_shapes[k],
+                          std::move(pooled->second.back()));
         pooled->second.pop_back();
+        plan.foreign_shape[slot] = 0;
       } else {
-        t = Tensor(shape);
+        t = Tensor(step.node->output_shapes[k]);
+        plan.foreign_shape[slot] = 0;
         ++stats_.buffers_allocated;
       }
       live += t.bytes();
     }
     stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, live);
   };
-  auto execute = [&](const Plan::Step& step) {
-    const Node& n = *step.node;
+  auto run_kernel = [&](const Plan::Step& step) {
     if (step.placeholder) return;
     const Tensor* inline_inputs[8];
     std::vector<const Tensor*> heap_inputs;
@@ -136,29 +162,29 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
     for (std::size_t i = 0; i < step.input_slots.size(); ++i) {
       inputs[i] = views[step.input_slots[i]];
     }
-    KernelContext ctx(
-        n, inputs, &slots[step.first_slot], n.comm ? n.comm.get() : comm);
+    KernelContext ctx(*step.node, inputs, &slots[step.first_slot], step.comm);
     ctx.set_output_readers(step.readers.data());
-    n.op->compute(ctx);
+    (*step.compute)(ctx);
   };
   // A kernel may replace an output by a larger tensor (a loop's tape).
   auto account = [&](const Plan::Step& step) {
     if (step.placeholder) return;
-    const Node& n = *step.node;
-    for (int k = 0; k < n.num_outputs(); ++k) {
-      const std::size_t declared =
-          sizeof(double) * num_elements(n.output_shapes[k]);
+    for (std::size_t k = 0; k < step.counts.size(); ++k) {
+      const std::size_t declared = sizeof(double) * step.counts[k];
       const std::size_t actual = slots[step.first_slot + k].bytes();
       if (actual != declared) live += actual - declared;
     }
     stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, live);
   };
   auto recycle = [&](Tensor& t) {
-    if (options_.recycle_buffers && t.size() >= kMinRecycled) {
+    if (t.size() < kMinRecycled) {
+      // Small: kept in its slot for the next run, or freed.
+      if (!plan.keep_small && t.size() > 0) std::move(t).take_storage();
+    } else if (options_.recycle_buffers) {
       const int64_t n = t.size();
       pool_[n].push_back(std::move(t).take_storage());
     } else {
-      t = Tensor(Shape{0});
+      std::move(t).take_storage();
     }
   };
   auto release = [&](const Plan::Step& step) {
@@ -167,15 +193,20 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
       recycle(slots[slot]);
     }
   };
-
-  auto clear_all = [&] {
-    for (Tensor& t : slots) recycle(t);
+  // The caller's tensors get their buffers back, holding the fetched values.
+  auto give_back = [&] {
+    for (int slot = 0; slot < plan.num_slots; ++slot) {
+      if (caller[slot] == nullptr) continue;
+      std::swap(slots[slot], *caller[slot]);
+      views[slot] = caller[slot];
+      caller[slot] = nullptr;
+    }
   };
   try {
     if (!options_.concurrent) {
       for (const auto& step : plan.steps) {
         allocate(step);
-        execute(step);
+        run_kernel(step);
         account(step);
         release(step);
       }
@@ -189,7 +220,7 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
 #pragma omp parallel for schedule(dynamic) num_threads(threads) if (n > 1)
         for (int i = 0; i < n; ++i) {
           try {
-            execute(plan.steps[level[i]]);
+            run_kernel(plan.steps[level[i]]);
           } catch (...) {
 #pragma omp critical(adgraph_session_failure)
             if (!failure) failure = std::current_exception();
@@ -204,25 +235,112 @@ std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
     if (comm) comm->finish_run();
     for (CommContext* other : plan.comms) other->finish_run();
   } catch (...) {
-    clear_all();
+    give_back();
+    for (Tensor& t : slots) recycle(t);
     throw;
   }
+  give_back();
+}
 
+void Session::clear_slots(Plan& plan) {
+  for (Tensor& t : plan.slots) {
+    if (t.size() >= Plan::kMinRecycled && options_.recycle_buffers) {
+      const int64_t n = t.size();
+      pool_[n].push_back(std::move(t).take_storage());
+    } else if (t.size() >= Plan::kMinRecycled || !plan.keep_small) {
+      if (t.size() > 0) std::move(t).take_storage();
+    }
+  }
+}
+
+std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
+                                 const FeedMap& feeds) {
+  Plan& plan = prepare(fetches, feeds);
+  execute(plan, feeds);
   std::vector<Tensor> out;
   out.reserve(plan.fetch_slots.size());
   for (int slot : plan.fetch_slots) {
-    if (views[slot] == &slots[slot] && plan.fetch_count[slot] == 1) {
-      out.push_back(std::move(slots[slot]));
+    if (plan.views[slot] == &plan.slots[slot] && plan.fetch_count[slot] == 1) {
+      out.push_back(std::move(plan.slots[slot]));
     } else {
-      out.push_back(*views[slot]);
+      out.push_back(*plan.views[slot]);
     }
   }
-  clear_all();
+  clear_slots(plan);
   return out;
 }
 
 Tensor Session::run(Value fetch, const FeedMap& feeds) {
   return std::move(run(std::vector<Value>{fetch}, feeds)[0]);
+}
+
+void Session::run_into(const std::vector<Value>& fetches,
+                       const FeedMap& feeds,
+                       const std::vector<Tensor*>& outputs) {
+  if (outputs.size() != fetches.size()) {
+    throw RunError("run_into got " + std::to_string(outputs.size()) +
+                       " output tensor(s) for " +
+                       std::to_string(fetches.size()) + " fetch(es)",
+                   {},
+                   {},
+                   "outputs");
+  }
+  for (std::size_t k = 0; k < fetches.size(); ++k) {
+    const Value& f = fetches[k];
+    if (!f.valid() || &f.graph() != &graph_) {
+      throw RunError("fetch is not a value of this session's graph");
+    }
+    const Node& n = f.node();
+    const std::string which = "output tensor " + std::to_string(k) +
+                              " (for fetch " + std::to_string(k) + ", \"" +
+                              n.name + "\" output " +
+                              std::to_string(f.output()) + ")";
+    if (outputs[k] == nullptr) {
+      throw RunError(which + " is null", n.name, n.op_name(), "outputs");
+    }
+    if (outputs[k]->shape() != f.shape()) {
+      throw RunError(which + " has shape " + shape_string(outputs[k]->shape()) +
+                         ", the fetch has shape " + shape_string(f.shape()) +
+                         " (adgraph tensors hold doubles; make it with "
+                         "Tensor(fetch.shape()))",
+                     n.name,
+                     n.op_name(),
+                     "outputs");
+    }
+    for (std::size_t j = 0; j < k; ++j) {
+      if (outputs[j] == outputs[k]) {
+        throw RunError(which + " is also output tensor " + std::to_string(j) +
+                           "; give each fetch its own tensor",
+                       n.name,
+                       n.op_name(),
+                       "outputs");
+      }
+    }
+    for (const auto& [value, tensor] : feeds) {
+      if (&tensor == outputs[k]) {
+        throw RunError(which + " is the feed of \"" + value.node().name +
+                           "\"; a fetch cannot be written into a feed",
+                       n.name,
+                       n.op_name(),
+                       "outputs");
+      }
+    }
+  }
+  Plan& plan = prepare(fetches, feeds);
+  // Each fetched output's kernel writes into the first tensor given for it,
+  // unless it is a placeholder (its feed is copied).
+  for (std::size_t k = 0; k < fetches.size(); ++k) {
+    const int slot = plan.fetch_slots[k];
+    if (plan.caller[slot] == nullptr &&
+        fetches[k].node().op_name() != "placeholder")
+      plan.caller[slot] = outputs[k];
+  }
+  execute(plan, feeds);
+  for (std::size_t k = 0; k < fetches.size(); ++k) {
+    const Tensor& value = *plan.views[plan.fetch_slots[k]];
+    if (&value != outputs[k]) *outputs[k] = value;
+  }
+  clear_slots(plan);
 }
 
 }  // namespace adgraph

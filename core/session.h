@@ -34,7 +34,9 @@ struct SessionOptions {
   // of returning them to the allocator (which, for large buffers, returns
   // them to the kernel and pays page faults on every new one). The session
   // then holds up to the peak live bytes of its largest run between runs;
-  // release_buffers() gives them back. Default: true.
+  // release_buffers() gives them back. Default: true. (Outputs of fewer
+  // than 512 elements are not pooled: each keeps its buffer in its plan
+  // for the next run, while a plan's small outputs total at most 64 MiB.)
   bool recycle_buffers = true;
 
   // Returns false and describes the first bad field in `error`.
@@ -83,9 +85,22 @@ class Session final {
   std::vector<Tensor> run(const std::vector<Value>& fetches,
                           const FeedMap& feeds = {});
   Tensor run(Value fetch, const FeedMap& feeds = {});
+  // Like run(), but the fetched values go into the caller's tensors,
+  // outputs[k] for fetches[k], each already of its fetch's shape (make it
+  // with Tensor(fetch.shape())): the node that computes a fetched value
+  // writes straight into the caller's buffer, so a repeated run allocates
+  // nothing for its results (a placeholder's feed, or a value fetched
+  // twice, is copied). Throws RunError (field "outputs") naming the fetch
+  // when the counts differ, an output is null, has another shape, is given
+  // twice or is one of the feeds. adgraph tensors hold doubles, so there is
+  // no element type to get wrong. If the run fails, the outputs keep their
+  // buffers with unspecified contents.
+  void run_into(const std::vector<Value>& fetches,
+                const FeedMap& feeds,
+                const std::vector<Tensor*>& outputs);
 
   const RunStats& stats() const { return stats_; }
-  // Frees the recycled buffers the session holds between runs.
+  // Frees the buffers the session holds between runs (pooled and kept).
   void release_buffers();
   // Bytes held for recycling right now.
   std::size_t recycled_bytes() const;
@@ -101,6 +116,14 @@ class Session final {
   // bytes exceeds what this process can allocate (memory_available()).
   static void check_memory(const Plan& plan);
   const Plan& plan_for(const std::vector<Value>& fetches);
+  // Checks the feeds, finds (or builds) the plan, checks it is fed.
+  Plan& prepare(const std::vector<Value>& fetches, const FeedMap& feeds);
+  // Runs the plan; the fetched values are left in its slots (or the
+  // caller's tensors, Plan::caller).
+  void execute(Plan& plan, const FeedMap& feeds);
+  // Returns the plan's buffers to the pool, keeping small ones in place
+  // when the plan does (Plan::keep_small).
+  void clear_slots(Plan& plan);
 
   Graph& graph_;
   SessionOptions options_;

@@ -1,6 +1,8 @@
 // Session's planning: which nodes a fetch list needs, in which order, which
 // buffers each step reads, takes over and releases, and the checks a new
 // plan gets before it first runs.
+#include "core/session_plan.h"
+
 #include <algorithm>
 #include <map>
 #include <string>
@@ -12,7 +14,6 @@
 #include "core/loop.h"
 #include "core/op.h"
 #include "core/plan_checks.h"
-#include "core/session_plan.h"
 
 namespace adgraph {
 
@@ -281,6 +282,8 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
       for (const auto& [o, s] : step.in_place) eligible = eligible && o != out;
       if (!eligible) continue;
       step.in_place.emplace_back(out, slot);
+      step.in_place_reshape.push_back(n.inputs[in].shape() !=
+                                      n.output_shapes[out]);
       handed_over[slot] = 1;
     }
   }
@@ -295,6 +298,23 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
   for (int slot : plan->fetch_slots) ++readers[slot];
   for (int slot = 0; slot < plan->num_slots; ++slot)
     plan->steps[slot_owner[slot]].readers.push_back(readers[slot]);
+  std::size_t small_bytes = 0;
+  for (Plan::Step& step : plan->steps) {
+    for (const Shape& shape : step.node->output_shapes) {
+      step.counts.push_back(num_elements(shape));
+      if (!step.placeholder && step.counts.back() < Plan::kMinRecycled)
+        small_bytes += sizeof(double) * step.counts.back();
+    }
+  }
+  plan->keep_small = small_bytes <= Plan::kMaxKeptSmallBytes;
+  for (Plan::Step& step : plan->steps) {
+    const Node& n = *step.node;
+    step.num_outputs = n.num_outputs();
+    step.compute = &n.op->compute;
+    step.comm = n.comm ? n.comm.get() : graph_.comm();
+  }
+  plan->foreign_shape.assign(plan->num_slots, 0);
+  plan->caller.assign(plan->num_slots, nullptr);
   plan->slots.resize(plan->num_slots, Tensor(Shape{0}));
   plan->views.resize(plan->num_slots, nullptr);
   plan->fetch_count.assign(plan->num_slots, 0);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/comm_context.h"
+#include "core/op.h"
 #include "core/session.h"
 
 namespace adgraph {
@@ -21,6 +22,15 @@ struct Session::Plan {
     std::vector<std::pair<int, int>> in_place;
     // Per output: how many later inputs and fetches read it.
     std::vector<int> readers;
+    // Per in_place entry: whether the output's shape differs from the
+    // input's.
+    std::vector<char> in_place_reshape;
+    // Per output: its declared number of elements.
+    std::vector<int64_t> counts;
+    // Copied from the node so the executor need not touch it.
+    int num_outputs = 0;
+    const ComputeFn* compute = nullptr;
+    CommContext* comm = nullptr;  // the node's, else the graph's
   };
   std::vector<Step> steps;
   std::vector<std::vector<int>> levels;  // step indices, for concurrency
@@ -34,6 +44,20 @@ struct Session::Plan {
   std::vector<const Tensor*> views;
   // Communicators of the plan's nodes other than the graph's.
   std::vector<CommContext*> comms;
+  // Small outputs (under kMinRecycled elements) keep their buffer in their
+  // slot between runs, so a repeated run allocates none of them, when all
+  // of them together stay under kMaxKeptSmallBytes.
+  bool keep_small = false;
+  // The caller's tensor a fetched slot's kernel writes into (run_into),
+  // nullptr elsewhere; set for one run.
+  std::vector<Tensor*> caller;
+  // Slots whose kept buffer may carry another output's shape (an in-place
+  // output left its old tensor there).
+  std::vector<char> foreign_shape;
+
+  // Buffers of a few elements are cheaper to allocate than to pool.
+  static constexpr int64_t kMinRecycled = 512;
+  static constexpr std::size_t kMaxKeptSmallBytes = std::size_t{64} << 20;
 };
 
 }  // namespace adgraph

@@ -62,7 +62,7 @@ Tensor::Tensor(std::initializer_list<double> values)
 Tensor Tensor::adopt(Shape shape, Eigen::ArrayXd&& storage) {
   ADGRAPH_CHECK(num_elements(shape) == storage.size())
       << shape_string(shape) << " with " << storage.size() << " values";
-  Tensor t(Shape{0});
+  Tensor t{Empty{}};
   t.shape_ = std::move(shape);
   t.data_ = std::move(storage);
   return t;
@@ -71,7 +71,7 @@ Tensor Tensor::adopt(Shape shape, Eigen::ArrayXd&& storage) {
 Eigen::ArrayXd Tensor::take_storage() && {
   Eigen::ArrayXd out = std::move(data_);
   data_ = Eigen::ArrayXd();
-  shape_ = Shape{0};
+  shape_.assign(1, 0);  // [0], in the vector's own memory when it has some
   return out;
 }
 
@@ -102,6 +102,12 @@ std::vector<double> Tensor::to_vector() const {
 Tensor Tensor::reshaped(Shape shape) const& {
   Tensor copy = *this;
   return std::move(copy).reshaped(std::move(shape));
+}
+
+void Tensor::set_shape(const Shape& shape) {
+  ADGRAPH_CHECK(num_elements(shape) == data_.size())
+      << shape_string(shape_) << " -> " << shape_string(shape);
+  shape_ = shape;
 }
 
 Tensor Tensor::reshaped(Shape shape) && {

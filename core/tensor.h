@@ -87,8 +87,13 @@ class Tensor final {
   // Same data under a new shape with the same number of elements.
   Tensor reshaped(Shape shape) const&;
   Tensor reshaped(Shape shape) &&;
+  // Gives this tensor's data `shape` (same number of elements), in place.
+  void set_shape(const Shape& shape);
 
  private:
+  struct Empty {};
+  explicit Tensor(Empty) {}
+
   Shape shape_;
   Eigen::ArrayXd data_;
 };

@@ -101,6 +101,7 @@ void register_collective_ops() {
     comm.reduce_sum(c.input(0).data(), y.data(), y.size(), root);
     if (comm.rank() != root) y.array().setZero();
   });
+  sum.in_place = {{0, 0}};  // MPI_IN_PLACE on the root
   sum.gradient = [](const GradientContext& c) {
     return Values{mpi_bcast(c.grad(), root_of(c.node()))};
   };
@@ -128,6 +129,7 @@ void register_collective_ops() {
     comm.allreduce(
         c.input(0).data(), c.output(0).data(), c.output(0).size(), reduce);
   });
+  all.in_place = {{0, 0}};  // MPI_IN_PLACE when x dies here
   all.gradient = [](const GradientContext& c) {
     const std::string op = c.node().attr_string("op");
     Value total = mpi_allreduce(c.grad(), "sum");
@@ -212,9 +214,13 @@ void register_collective_ops() {
   };
   bcast.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
     Tensor& y = c.output(0);
-    y.array() = c.input(0).array();
-    comm.bcast(y.data(), y.size(), root_of(c.node()));
+    const int root = root_of(c.node());
+    // Only the root's x is sent; in place (OpDef::in_place) it needs no copy.
+    if (comm.rank() == root && y.data() != c.input(0).data())
+      y.array() = c.input(0).array();
+    comm.bcast(y.data(), y.size(), root);
   });
+  bcast.in_place = {{0, 0}};
   bcast.gradient = [](const GradientContext& c) {
     return Values{mpi_sum(c.grad(), root_of(c.node()))};
   };

@@ -80,6 +80,7 @@ class Communicator final : public CommContext {
   };
 
   // Collectives on n doubles; every rank calls them with the same n.
+  // allreduce and reduce_sum work in place when in == out.
   void allreduce(const double* in,
                  double* out,
                  int64_t n,

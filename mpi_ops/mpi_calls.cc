@@ -67,8 +67,13 @@ void Communicator::reduce_sum(const double* in,
                               int64_t n,
                               int root) {
   CallWatch watch(*this, "MPI_Reduce", n);
+  // In place: the root reduces into its own buffer; elsewhere the receive
+  // buffer is not used.
+  const void* send = in == out && rank_ == root ? MPI_IN_PLACE : in;
+  void* receive = in == out && rank_ != root ? nullptr : out;
   check_mpi(
-      MPI_Reduce(in, out, count_of(n), MPI_DOUBLE, MPI_SUM, root, mpi().comm),
+      MPI_Reduce(
+          send, receive, count_of(n), MPI_DOUBLE, MPI_SUM, root, mpi().comm),
       "MPI_Reduce");
 }
 

@@ -196,5 +196,87 @@ TEST(Session, FetchingAnInputReturnsItsValue) {
   EXPECT_EQ(out[1][1], 2.0);
 }
 
+TEST(Session, RunIntoWritesIntoTheCallersBuffers) {
+  constexpr int64_t kSize = 1000;
+  Graph g;
+  Value x = g.placeholder("x", {kSize});
+  Value y = sin(x) * 2.0;  // the multiply would run in place without run_into
+  Value z = sum(y);
+  Tensor xv(Shape{kSize});
+  for (int64_t i = 0; i < kSize; ++i) xv[i] = 0.003 * i - 1.0;
+  Session s(g);
+  Tensor ya(Shape{kSize}), za(Shape{}), xa(Shape{kSize}), yb(Shape{kSize});
+  const double* y_buffer = ya.data();
+  const double* z_buffer = za.data();
+  for (int run = 0; run < 3; ++run) {
+    s.run_into({y, z, x, y}, {{x, xv}}, {&ya, &za, &xa, &yb});
+    // The kernels wrote into the caller's buffers; after the first run
+    // nothing is allocated (the intermediate sin(x) comes from the pool).
+    EXPECT_EQ(ya.data(), y_buffer);
+    EXPECT_EQ(za.data(), z_buffer);
+    if (run > 0) {
+      EXPECT_EQ(s.stats().buffers_allocated, 0) << run;
+    }
+    double total = 0;
+    for (int64_t i = 0; i < kSize; ++i) {
+      const double expected = std::sin(xv[i]) * 2.0;
+      EXPECT_EQ(ya[i], expected) << i;
+      EXPECT_EQ(yb[i], expected) << i;
+      EXPECT_EQ(xa[i], xv[i]) << i;
+      total += expected;
+    }
+    EXPECT_NEAR(za.item(), total, 1e-11);
+  }
+  // The same values as run(), bit for bit.
+  auto out = s.run({y, z}, {{x, xv}});
+  EXPECT_TRUE((out[0].array() == ya.array()).all());
+  EXPECT_EQ(out[1].item(), za.item());
+}
+
+TEST(Session, RunIntoNamesTheFetchOfABadOutput) {
+  Graph g;
+  Value x = g.placeholder("x", {2});
+  NodeOptions named;
+  named.name = "negated";
+  Value y = g.add_node("neg", {x}, {}, named);
+  Session s(g);
+  const FeedMap feeds{{x, Tensor({1.0, 2.0})}};
+  Tensor good(Shape{2}), wrong(Shape{3});
+  auto message = [&](const std::vector<Value>& fetches,
+                     const std::vector<Tensor*>& outputs) -> std::string {
+    try {
+      s.run_into(fetches, feeds, outputs);
+    } catch (const RunError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(message({x, y}, {&good, &wrong}),
+            "node \"negated\" (neg): outputs: output tensor 1 (for fetch 1, "
+            "\"negated\" output 0) has shape [3], the fetch has shape [2] "
+            "(adgraph tensors hold doubles; make it with "
+            "Tensor(fetch.shape()))");
+  EXPECT_EQ(message({y}, {&good, &good}),
+            "outputs: run_into got 2 output tensor(s) for 1 fetch(es)");
+  EXPECT_EQ(message({y}, {nullptr}),
+            "node \"negated\" (neg): outputs: output tensor 0 (for fetch 0, "
+            "\"negated\" output 0) is null");
+  Tensor other(Shape{2});
+  EXPECT_EQ(message({y, y}, {&good, &good}),
+            "node \"negated\" (neg): outputs: output tensor 1 (for fetch 1, "
+            "\"negated\" output 0) is also output tensor 0; give each fetch "
+            "its own tensor");
+  Tensor& fed = const_cast<Tensor&>(feeds.begin()->second);
+  EXPECT_EQ(message({y}, {&fed}),
+            "node \"negated\" (neg): outputs: output tensor 0 (for fetch 0, "
+            "\"negated\" output 0) is the feed of \"x\"; a fetch cannot be "
+            "written into a feed");
+  // Nothing was changed by the refused runs.
+  EXPECT_EQ(fed[1], 2.0);
+  s.run_into({y, y}, feeds, {&good, &other});
+  EXPECT_EQ(good[1], -2.0);
+  EXPECT_EQ(other[0], -1.0);
+}
+
 }  // namespace
 }  // namespace adgraph

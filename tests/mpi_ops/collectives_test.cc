@@ -57,6 +57,53 @@ TEST(MpiAllreduce, SumAdjointIsAnAllreduceOfCotangents) {
   expect_adjoint_identity([](Value v) { return mpi_allreduce(v); }, {2, 2});
 }
 
+TEST(MpiAllreduce, RunIntoReducesIntoTheCallersBufferWithoutAllocating) {
+  // 1 MiB: above glibc's mmap threshold, so a fresh output per run would be
+  // a fresh mapping.
+  constexpr int64_t kSize = 131072;
+  const int rank = world_rank(), size = world_size();
+  Graph g;
+  Value x = g.placeholder("x", {kSize});
+  Value y = mpi_allreduce(x);
+  Value twice = mpi_allreduce(x * 2.0);  // in place: x * 2.0 dies here
+  Tensor xv(Shape{kSize});
+  for (int64_t i = 0; i < kSize; ++i) xv[i] = rank + 0.5 * i;
+  Session s(g);
+  Tensor out(Shape{kSize}), out2(Shape{kSize});
+  const double* buffer = out.data();
+  for (int run = 0; run < 3; ++run) {
+    s.run_into({y, twice}, {{x, xv}}, {&out, &out2});
+    EXPECT_EQ(out.data(), buffer);
+    if (run > 0) {
+      EXPECT_EQ(s.stats().buffers_allocated, 0);
+    }
+    // Σ_r (r + 0.5 i) = P(P−1)/2 + 0.5 i P, exact in doubles here.
+    for (int64_t i = 0; i < kSize; i += 4097) {
+      const double expected = size * (size - 1) / 2.0 + 0.5 * i * size;
+      EXPECT_EQ(out[i], expected) << i;
+      EXPECT_EQ(out2[i], 2 * expected) << i;
+    }
+  }
+}
+
+TEST(MpiSumAndBcast, InPlaceGiveTheSameValues) {
+  // x * 1.0 dies in the collective, which then works in the same buffer.
+  const int rank = world_rank(), size = world_size();
+  const int root = size - 1;
+  Graph g;
+  Value x = g.placeholder("x", {3});
+  Value summed = mpi_sum(x * 1.0, root);
+  Value sent = mpi_bcast(x * 1.0, root);
+  Session s(g);
+  auto out = s.run({summed, sent}, {{x, Tensor({rank + 1.0, 2.0, -1.0})}});
+  const double total = size * (size + 1) / 2.0;
+  EXPECT_EQ(out[0][0], rank == root ? total : 0.0);
+  EXPECT_EQ(out[0][1], rank == root ? 2.0 * size : 0.0);
+  EXPECT_EQ(out[0][2], rank == root ? -1.0 * size : 0.0);
+  EXPECT_EQ(out[1][0], root + 1.0);
+  EXPECT_EQ(out[1][1], 2.0);
+}
+
 TEST(MpiAllreduce, MaxAndMinSendTheCotangentToTheLowestExtremeRank) {
   const int rank = world_rank(), size = world_size();
   // Entries: r, −r, 5 (a tie on every rank), r mod 2.
