@@ -128,6 +128,7 @@ class Session final {
   Graph& graph_;
   SessionOptions options_;
   std::map<std::vector<std::pair<int, int>>, std::unique_ptr<Plan>> plans_;
+  const Plan* last_plan_ = nullptr;  // the last run's
   RunStats stats_;
   // Released buffers by element count, when recycle_buffers is on.
   std::map<int64_t, std::vector<Eigen::ArrayXd>> pool_;

@@ -85,16 +85,22 @@ void Session::check_memory(const Plan& plan) {
 }
 
 const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
-  std::vector<std::pair<int, int>> key;
   for (const Value& f : fetches) {
     if (!f.valid() || &f.graph() != &graph_) {
       throw RunError("fetch is not a value of this session's graph");
     }
-    key.emplace_back(f.node_id(), f.output());
   }
+  // The same fetches as the last run: no key to build or look up.
+  if (last_plan_ != nullptr && last_plan_->fetch_values == fetches) {
+    stats_.plan_cached = true;
+    return *last_plan_;
+  }
+  std::vector<std::pair<int, int>> key;
+  for (const Value& f : fetches) key.emplace_back(f.node_id(), f.output());
   auto found = plans_.find(key);
   if (found != plans_.end()) {
     stats_.plan_cached = true;
+    last_plan_ = found->second.get();
     return *found->second;
   }
   stats_.plan_cached = false;
@@ -334,6 +340,8 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
   for (const auto& [on, descriptors] : collectives) {
     if (on != nullptr) on->check_same_sequence(descriptors);
   }
+  plan->fetch_values = fetches;
+  last_plan_ = plan.get();
   return *plans_.emplace(std::move(key), std::move(plan)).first->second;
 }
 

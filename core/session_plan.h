@@ -34,6 +34,7 @@ struct Session::Plan {
   };
   std::vector<Step> steps;
   std::vector<std::vector<int>> levels;  // step indices, for concurrency
+  std::vector<Value> fetch_values;       // what it was built for
   std::vector<int> fetch_slots;
   // How many times each slot is fetched (a slot fetched once is moved out).
   std::vector<int> fetch_count;

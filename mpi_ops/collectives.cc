@@ -121,7 +121,8 @@ void register_collective_ops() {
     return Shapes{c.input_shape(0)};
   };
   all.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
-    const std::string op = c.node().attr_string("op");
+    // (A reference into the attributes: no string copy per run.)
+    const auto& op = c.node().attrs.at("op").get_ref<const std::string&>();
     const ReduceOp reduce = op == "max"    ? ReduceOp::kMax
                             : op == "min"  ? ReduceOp::kMin
                             : op == "prod" ? ReduceOp::kProd
