@@ -45,6 +45,9 @@ class BodyRunner final {
     int first_slot;
     std::vector<int> readers;
     std::vector<int64_t> sizes;  // elements of each output
+    // (output, input slot): the output takes the dying input's buffer
+    // (OpDef::in_place), as in a sequential Session.
+    std::vector<std::pair<int, int>> in_place;
   };
   CommContext* comm_;
   std::vector<Step> steps_;

@@ -88,6 +88,25 @@ BodyRunner::BodyRunner(const LoopBody& body, const std::vector<int>& wanted)
     for (int k = 0; k < step.node->num_outputs(); ++k)
       step.readers.push_back(readers[step.first_slot + k]);
   }
+  // In place: an output takes an input's buffer when this step is the
+  // input's only reader and the input is neither a body input nor output.
+  std::vector<char> is_output_slot(num_slots, 0), handed_over(num_slots, 0);
+  for (int slot : output_slot_)
+    if (slot >= 0) is_output_slot[slot] = 1;
+  for (Step& step : steps_) {
+    for (const auto& [out, in] : step.node->op->in_place) {
+      if (in >= static_cast<int>(step.input_slots.size())) continue;
+      const int slot = step.input_slots[in];
+      bool eligible =
+          readers[slot] == 1 && !is_input_slot_[slot] &&
+          !is_output_slot[slot] && !handed_over[slot] &&
+          num_elements(step.node->inputs[in].shape()) == step.sizes[out];
+      for (const auto& [o, s] : step.in_place) eligible = eligible && o != out;
+      if (!eligible) continue;
+      step.in_place.emplace_back(out, slot);
+      handed_over[slot] = 1;
+    }
+  }
 }
 
 void BodyRunner::run(const Tensor* const* inputs) {
@@ -98,9 +117,18 @@ void BodyRunner::run(const Tensor* const* inputs) {
   std::vector<const Tensor*> heap_inputs;
   for (const Step& step : steps_) {
     const Node& n = *step.node;
+    for (const auto& [out, slot] : step.in_place) {
+      // The kernel reads the input where it now is: in the output.
+      std::swap(slots_[step.first_slot + out], slots_[slot]);
+      views_[slot] = &slots_[step.first_slot + out];
+    }
     for (int k = 0; k < n.num_outputs(); ++k) {
       Tensor& t = slots_[step.first_slot + k];
-      if (t.size() != step.sizes[k]) t = Tensor(n.output_shapes[k]);
+      if (t.size() != step.sizes[k]) {
+        t = Tensor(n.output_shapes[k]);
+      } else if (t.shape() != n.output_shapes[k]) {
+        t.set_shape(n.output_shapes[k]);
+      }
     }
     const Tensor** in = inline_inputs;
     if (step.input_slots.size() > 8) {
@@ -113,6 +141,7 @@ void BodyRunner::run(const Tensor* const* inputs) {
         n, in, &slots_[step.first_slot], n.comm ? n.comm.get() : comm_);
     ctx.set_output_readers(step.readers.data());
     n.op->compute(ctx);
+    for (const auto& [out, slot] : step.in_place) views_[slot] = &slots_[slot];
   }
   // A step's sends complete within the step: every rank runs the same
   // body, so their receives were posted in it too.

@@ -124,6 +124,18 @@ class Communicator final : public CommContext {
                      const int64_t counts[4],
                      int tag);
 
+  // The same swap in two halves, so that computation can run between them:
+  // start_data_exchange posts the receives and the sends (of copies of
+  // send[k]) and returns a handle; finish_data_exchange waits for them and
+  // writes what arrived into recv[k] (zeros for missing neighbours). Each
+  // handle is finished exactly once; a run that fails in between has its
+  // exchanges completed by finish_run.
+  int64_t start_data_exchange(const HaloNeighbours& neighbours,
+                              const double* const send[4],
+                              const int64_t counts[4],
+                              int tag);
+  void finish_data_exchange(int64_t handle, double* const recv[4]);
+
   // CommContext.
   void check_same_sequence(
       const std::vector<std::string>& descriptors) override;
@@ -173,6 +185,14 @@ class Communicator final : public CommContext {
   struct Request;
   std::map<int64_t, std::unique_ptr<Request>> requests_;
   int64_t next_request_ = 1;
+  // Halo exchanges started and not yet finished, by handle, and finished
+  // ones kept for their buffers (a time loop starts one per step).
+  struct HaloExchange;
+  std::map<int64_t, std::unique_ptr<HaloExchange>> exchanges_;
+  std::vector<std::unique_ptr<HaloExchange>> spare_exchanges_;
+  // Waits for an exchange's requests one batch at a time, publishing the
+  // neighbours still missing for the deadline message.
+  void wait_for_neighbours(HaloExchange& exchange);
 
   // Watchdog state: `watch_start_ns_` is 0 when no call is watched.
   std::atomic<int64_t> watch_start_ns_{0};

@@ -1,7 +1,10 @@
 #include "mpi_ops/halo.h"
 
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "core/error.h"
 #include "core/op.h"
 #include "mpi_ops/communicator.h"
 #include "mpi_ops/tags.h"
@@ -29,47 +32,82 @@ std::array<Value, 4> data_exchange(
   return {out[0], out[1], out[2], out[3]};
 }
 
-void register_halo_ops() {
-  // y_k = strip the neighbour in direction k sent to this rank (0 if none);
-  // x̄ = data_exchange(ȳ)
+Value data_exchange_start(
+    Value left, Value right, Value up, Value down, int rows, int cols) {
+  return left.graph().add_node("data_exchange_start",
+                               {left, right, up, down},
+                               {{"rows", rows}, {"cols", cols}});
+}
+
+std::array<Value, 4> data_exchange_finish(Value request) {
+  auto out =
+      request.graph().add_node_outputs("data_exchange_finish", {request});
+  return {out[0], out[1], out[2], out[3]};
+}
+
+namespace {
+
+// What data_exchange, data_exchange_start and _finish share.
+OpDef exchange_def(const char* name, const char* doc) {
   OpDef def;
-  def.name = "data_exchange";
-  def.doc = "halo swap with the four neighbours of a rows x cols patch grid";
-  def.inputs = {"left", "right", "up", "down"};
-  def.attrs = {
-      {"rows", AttrType::kInt, nlohmann::json(), "patch rows N", 1},
-      {"cols", AttrType::kInt, nlohmann::json(), "patch columns M", 1}};
-  def.num_outputs = 4;
+  def.name = name;
+  def.doc = doc;
   def.communication = true;
   def.every_rank = true;
   def.communicator = world_communicator;
-  def.shape = [](const ShapeContext& c) {
-    const int size = c.comm()->size();
-    if (c.attr_int("rows") * c.attr_int("cols") != size) {
-      c.fail("attribute \"rows\"",
-             "a " + std::to_string(c.attr_int("rows")) + " x " +
-                 std::to_string(c.attr_int("cols")) + " patch grid needs " +
-                 std::to_string(c.attr_int("rows") * c.attr_int("cols")) +
-                 " ranks, the communicator has " + std::to_string(size));
-    }
-    if (c.input_shape(0) != c.input_shape(1)) {
-      c.fail("input \"right\"",
-             "shape " + shape_string(c.input_shape(1)) +
-                 " differs from left's " + shape_string(c.input_shape(0)));
-    }
-    if (c.input_shape(2) != c.input_shape(3)) {
-      c.fail("input \"down\"",
-             "shape " + shape_string(c.input_shape(3)) + " differs from up's " +
-                 shape_string(c.input_shape(2)));
-    }
-    return Shapes{
-        c.input_shape(0), c.input_shape(1), c.input_shape(2), c.input_shape(3)};
-  };
+  def.tangent = linear_tangent;
+  return def;
+}
+
+std::vector<AttrSpec> grid_attrs() {
+  return {{"rows", AttrType::kInt, nlohmann::json(), "patch rows N", 1},
+          {"cols", AttrType::kInt, nlohmann::json(), "patch columns M", 1}};
+}
+
+// The grid must have as many patches as ranks; left/right and up/down
+// strips must agree. Returns the four strip shapes.
+Shapes check_strips(const ShapeContext& c) {
+  const int size = c.comm()->size();
+  if (c.attr_int("rows") * c.attr_int("cols") != size) {
+    c.fail("attribute \"rows\"",
+           "a " + std::to_string(c.attr_int("rows")) + " x " +
+               std::to_string(c.attr_int("cols")) + " patch grid needs " +
+               std::to_string(c.attr_int("rows") * c.attr_int("cols")) +
+               " ranks, the communicator has " + std::to_string(size));
+  }
+  if (c.input_shape(0) != c.input_shape(1)) {
+    c.fail("input \"right\"",
+           "shape " + shape_string(c.input_shape(1)) + " differs from left's " +
+               shape_string(c.input_shape(0)));
+  }
+  if (c.input_shape(2) != c.input_shape(3)) {
+    c.fail("input \"down\"",
+           "shape " + shape_string(c.input_shape(3)) + " differs from up's " +
+               shape_string(c.input_shape(2)));
+  }
+  return Shapes{
+      c.input_shape(0), c.input_shape(1), c.input_shape(2), c.input_shape(3)};
+}
+
+HaloNeighbours neighbours_of(const KernelContext& c, const Communicator& comm) {
+  return neighbours_of(comm.rank(),
+                       static_cast<int>(c.attr_int("rows")),
+                       static_cast<int>(c.attr_int("cols")));
+}
+
+}  // namespace
+
+void register_halo_ops() {
+  // y_k = strip the neighbour in direction k sent to this rank (0 if none);
+  // x̄ = data_exchange(ȳ)
+  OpDef def = exchange_def(
+      "data_exchange",
+      "halo swap with the four neighbours of a rows x cols patch grid");
+  def.inputs = {"left", "right", "up", "down"};
+  def.attrs = grid_attrs();
+  def.num_outputs = 4;
+  def.shape = check_strips;
   def.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
-    const HaloNeighbours n =
-        neighbours_of(comm.rank(),
-                      static_cast<int>(c.attr_int("rows")),
-                      static_cast<int>(c.attr_int("cols")));
     const double* send[4];
     double* recv[4];
     int64_t counts[4];
@@ -79,7 +117,7 @@ void register_halo_ops() {
       counts[k] = c.input(k).size();
       c.output(k).array().setZero();
     }
-    comm.data_exchange(n, send, recv, counts, kHaloTag);
+    comm.data_exchange(neighbours_of(c, comm), send, recv, counts, kHaloTag);
   });
   def.gradient = [](const GradientContext& c) {
     auto adj = data_exchange(c.grad(0),
@@ -90,8 +128,86 @@ void register_halo_ops() {
                              static_cast<int>(c.node().attr_int("cols")));
     return Values{adj[0], adj[1], adj[2], adj[3]};
   };
-  def.tangent = linear_tangent;
   register_op(std::move(def));
+
+  // y = request for the swap of (left, right, up, down);  x̄ = what the
+  // reverse swap (the request's cotangent, started by the finish's
+  // adjoint) brings back
+  OpDef start =
+      exchange_def("data_exchange_start",
+                   "starts the halo swap of data_exchange; y = request for "
+                   "data_exchange_finish");
+  start.inputs = {"left", "right", "up", "down"};
+  start.attrs = grid_attrs();
+  start.request = true;
+  start.shape = [](const ShapeContext& c) {
+    check_strips(c);
+    return Shapes{Shape{}};
+  };
+  start.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
+    const double* send[4];
+    int64_t counts[4];
+    for (int k = 0; k < 4; ++k) {
+      send[k] = c.input(k).data();
+      counts[k] = c.input(k).size();
+    }
+    c.output(0)[0] = static_cast<double>(comm.start_data_exchange(
+        neighbours_of(c, comm), send, counts, kHaloTag));
+  });
+  start.gradient = [](const GradientContext& c) {
+    const Value& reverse = c.grad(0);
+    if (!reverse.valid() || reverse.node().op_name() != "data_exchange_start") {
+      throw GraphError(
+          "its request must be finished by exactly one data_exchange_finish "
+          "before gradients() can build its adjoint",
+          c.node().name,
+          c.node().op_name(),
+          "request");
+    }
+    auto adj = data_exchange_finish(reverse);
+    return Values{adj[0], adj[1], adj[2], adj[3]};
+  };
+  register_op(std::move(start));
+
+  // y_k = as data_exchange, for the swap `request` started;  the request's
+  // cotangent = the reverse swap of ȳ, started here
+  OpDef finish = exchange_def(
+      "data_exchange_finish",
+      "finishes a halo swap data_exchange_start began; y_k = the strip from "
+      "direction k (zeros where there is no neighbour)");
+  finish.inputs = {"request"};
+  finish.num_outputs = 4;
+  finish.shape = [](const ShapeContext& c) {
+    const Node& start = c.node().inputs[0].node();
+    if (start.op_name() != "data_exchange_start") {
+      c.fail("input 0 (\"request\")",
+             "\"" + start.name + "\" (" + start.op_name() +
+                 ") is not a data_exchange_start request");
+    }
+    return Shapes{start.inputs[0].shape(),
+                  start.inputs[1].shape(),
+                  start.inputs[2].shape(),
+                  start.inputs[3].shape()};
+  };
+  finish.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
+    double* recv[4];
+    for (int k = 0; k < 4; ++k) {
+      recv[k] = c.output(k).data();
+      c.output(k).array().setZero();
+    }
+    comm.finish_data_exchange(static_cast<int64_t>(c.input(0)[0]), recv);
+  });
+  finish.gradient = [](const GradientContext& c) {
+    const Node& start = c.node().inputs[0].node();
+    return Values{
+        data_exchange_start(c.grad(0),
+                            c.grad(1),
+                            c.grad(2),
+                            c.grad(3),
+                            static_cast<int>(start.attr_int("rows")),
+                            static_cast<int>(start.attr_int("cols")))};
+  };
+  register_op(std::move(finish));
 }
 
 }  // namespace adgraph

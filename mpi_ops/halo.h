@@ -26,6 +26,21 @@ namespace adgraph {
 std::array<Value, 4> data_exchange(
     Value left, Value right, Value up, Value down, int rows, int cols);
 
+// The same swap in two halves, so that work which does not need the halos
+// can run while they travel: data_exchange_start posts the messages and
+// returns a request; data_exchange_finish(request) waits for them and
+// returns what data_exchange would. A plan (or loop body) that runs the
+// start must run exactly one finish of its request. Between the two, the
+// executor runs whatever does not depend on the halos (Session and loop
+// bodies run nodes in an order that keeps the start before and the finish
+// after independent work created between them). Results are bitwise those
+// of data_exchange. Adjoint: the finish's adjoint starts the reverse swap
+// of ȳ, the start's adjoint finishes it (x̄), so the reverse swap overlaps
+// the adjoint work between them too.
+Value data_exchange_start(
+    Value left, Value right, Value up, Value down, int rows, int cols);
+std::array<Value, 4> data_exchange_finish(Value request);
+
 void register_halo_ops();
 
 }  // namespace adgraph

@@ -184,51 +184,89 @@ void Communicator::data_exchange(const HaloNeighbours& neighbours,
                                  double* const recv[4],
                                  const int64_t counts[4],
                                  int tag) {
+  finish_data_exchange(start_data_exchange(neighbours, send, counts, tag),
+                       recv);
+}
+
+int64_t Communicator::start_data_exchange(const HaloNeighbours& neighbours,
+                                          const double* const send[4],
+                                          const int64_t counts[4],
+                                          int tag) {
   const int peer[4] = {
       neighbours.left, neighbours.right, neighbours.up, neighbours.down};
   // What I send towards direction k arrives at that neighbour from the
   // opposite direction; the tag names the receiving side's direction.
   const int opposite[4] = {1, 0, 3, 2};
-  MPI_Request requests[8];
-  int peer_of_request[8];
-  int n_requests = 0;
+  std::unique_ptr<HaloExchange> x;
+  if (spare_exchanges_.empty()) {
+    x = std::make_unique<HaloExchange>();
+  } else {
+    x = std::move(spare_exchanges_.back());
+    spare_exchanges_.pop_back();
+  }
+  x->n_requests = 0;
   for (int k = 0; k < 4; ++k) {
+    x->has_peer[k] = peer[k] >= 0;
     if (peer[k] < 0) continue;
-    peer_of_request[n_requests] = peer[k];
-    check_mpi(MPI_Irecv(recv[k],
+    x->received[k].resize(counts[k]);
+    x->peer_of_request[x->n_requests] = peer[k];
+    check_mpi(MPI_Irecv(x->received[k].data(),
                         count_of(counts[k]),
                         MPI_DOUBLE,
                         peer[k],
                         tag + k,
                         mpi().comm,
-                        &requests[n_requests++]),
+                        &x->requests[x->n_requests++]),
               "MPI_Irecv");
   }
   for (int k = 0; k < 4; ++k) {
     if (peer[k] < 0) continue;
-    peer_of_request[n_requests] = peer[k];
-    check_mpi(MPI_Isend(send[k],
+    x->sent[k].assign(send[k], send[k] + counts[k]);
+    x->peer_of_request[x->n_requests] = peer[k];
+    check_mpi(MPI_Isend(x->sent[k].data(),
                         count_of(counts[k]),
                         MPI_DOUBLE,
                         peer[k],
                         tag + opposite[k],
                         mpi().comm,
-                        &requests[n_requests++]),
+                        &x->requests[x->n_requests++]),
               "MPI_Isend");
   }
+  const int64_t handle = next_request_++;
+  exchanges_.emplace(handle, std::move(x));
+  return handle;
+}
+
+void Communicator::wait_for_neighbours(HaloExchange& x) {
+  CallWatch watch(*this, "MPI_Waitsome of a halo exchange", x.n_requests);
   // Completed one batch at a time, so that a deadline message can name the
   // neighbours still missing (a lost host, say).
-  for (int r = 0; r < n_requests; ++r)
-    watch_peers_[r].store(peer_of_request[r]);
-  int remaining = n_requests;
+  for (int r = 0; r < x.n_requests; ++r)
+    watch_peers_[r].store(x.peer_of_request[r]);
+  int remaining = x.n_requests;
   while (remaining > 0) {
     int done = 0, indices[8];
     check_mpi(
-        MPI_Waitsome(n_requests, requests, &done, indices, MPI_STATUSES_IGNORE),
+        MPI_Waitsome(
+            x.n_requests, x.requests, &done, indices, MPI_STATUSES_IGNORE),
         "MPI_Waitsome");
     for (int d = 0; d < done; ++d) watch_peers_[indices[d]].store(-1);
     remaining -= done;
   }
+}
+
+void Communicator::finish_data_exchange(int64_t handle, double* const recv[4]) {
+  auto it = exchanges_.find(handle);
+  ADGRAPH_CHECK(it != exchanges_.end())
+      << "halo exchange " << handle << " is not in flight";
+  std::unique_ptr<HaloExchange> x = std::move(it->second);
+  exchanges_.erase(it);
+  wait_for_neighbours(*x);
+  for (int k = 0; k < 4; ++k) {
+    if (!x->has_peer[k]) continue;
+    std::copy(x->received[k].begin(), x->received[k].end(), recv[k]);
+  }
+  spare_exchanges_.push_back(std::move(x));
 }
 
 int64_t Communicator::isend(const double* data, int64_t n, int dest, int tag) {
@@ -306,6 +344,14 @@ void Communicator::finish_run() {
     MPI_Wait(&r->request, MPI_STATUS_IGNORE);
   }
   requests_.clear();
+  for (auto& [handle, x] : exchanges_) {
+    for (int r = 0; r < x->n_requests; ++r) {
+      // Receives come first; a started send still completes.
+      if (r < x->n_requests / 2) MPI_Cancel(&x->requests[r]);
+      MPI_Wait(&x->requests[r], MPI_STATUS_IGNORE);
+    }
+  }
+  exchanges_.clear();
   if (pending_.empty()) return;
   start_watch("the completion of " + std::to_string(pending_.size()) +
               " outstanding send(s) at the end of the run");

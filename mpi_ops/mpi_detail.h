@@ -42,6 +42,16 @@ struct Communicator::Request {
   bool receive = false;
 };
 
+// A halo swap in flight: its requests (receives first), the neighbour of
+// each, and its own copies of what it sends and receives, by direction.
+struct Communicator::HaloExchange {
+  MPI_Request requests[8];
+  int peer_of_request[8];
+  int n_requests = 0;
+  bool has_peer[4] = {false, false, false, false};
+  std::vector<double> sent[4], received[4];
+};
+
 // Watches one MPI call for the deadline and the stop report when no node's
 // watch covers it (the optimizer's reductions, a program's own calls).
 class Communicator::CallWatch final {

@@ -119,10 +119,22 @@ HeatSolution heat_solve(Value u0,
       {kappa, f},
       [&](const LoopArgs& a) {
         const Values& c = a.carries;
-        auto halos =
-            data_exchange(c[1], c[2], c[3], c[4], config.px, config.py);
-        HeatStep next =
-            heat_step(c[0], a.invariants[0], a.invariants[1], halos, dt, h);
+        HeatStep next;
+        if (config.overlap) {
+          next = heat_step_overlapped(c[0],
+                                      a.invariants[0],
+                                      a.invariants[1],
+                                      {c[1], c[2], c[3], c[4]},
+                                      config.px,
+                                      config.py,
+                                      dt,
+                                      h);
+        } else {
+          auto halos =
+              data_exchange(c[1], c[2], c[3], c[4], config.px, config.py);
+          next =
+              heat_step(c[0], a.invariants[0], a.invariants[1], halos, dt, h);
+        }
         LoopStep step;
         step.carries = {
             next.u, next.edges[0], next.edges[1], next.edges[2], next.edges[3]};

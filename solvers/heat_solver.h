@@ -30,6 +30,10 @@ struct HeatConfig {
   // (core/checkpoint_schedule.h). Default: the graph's default (store_all()
   // unless changed).
   CheckpointSchedule checkpoints;
+  // Overlap each step's halo exchange with the update of the points that
+  // need no halo, forward and adjoint (heat_step_overlapped); false runs
+  // data_exchange, then heat_step. Both give bitwise the same results.
+  bool overlap = true;
 
   double h() const { return 1.0 / (nx + 1); }
   // Checks the fields and that px·py equals `ranks`; returns false and

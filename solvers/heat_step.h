@@ -55,8 +55,29 @@ HeatStep heat_step(Value u,
 // onto its edge of a zero patch; each is the other's transpose.
 std::array<Value, 4> patch_edges(Value u);
 
-// Registers heat_step, heat_step_adjoint, patch_edges and
-// patch_edges_adjoint in `registry`.
+// heat_step with its halo exchange overlapped: `edges` are u's edges (what
+// data_exchange would send; patch_edges(u), or the previous step's), sent
+// by data_exchange_start on a rows x cols patch grid; heat_step_interior
+// updates the points that need no halo while they travel;
+// data_exchange_finish brings the halos and heat_step_boundary completes
+// the outer ring (in the interior's buffer) and the edges. The adjoint is
+// split the same way: heat_step_boundary_adjoint yields the halos'
+// cotangents first, the reverse exchange carries them while
+// heat_step_interior_adjoint runs. States and cotangents are bitwise those
+// of data_exchange + heat_step (every point is computed by the same
+// expression). heat_step_interior is only meant as heat_step_boundary's
+// input: its adjoint assumes so.
+HeatStep heat_step_overlapped(Value u,
+                              Value kappa,
+                              Value f,
+                              const std::array<Value, 4>& edges,
+                              int rows,
+                              int cols,
+                              double dt,
+                              double h);
+
+// Registers heat_step, heat_step_adjoint, patch_edges, patch_edges_adjoint
+// and the split ops of heat_step_overlapped.
 void register_heat_ops();
 
 }  // namespace adgraph::solvers
