@@ -84,6 +84,58 @@ void Session::check_memory(const Plan& plan) {
                  "fetch");
 }
 
+namespace {
+
+// Nodes that start communication (OpDef::request: data_exchange_start,
+// mpi_isend, mpi_irecv) move up to just after their last dependency (data,
+// control, or the previous communication node), so that the work between
+// them and their completion overlaps the messages. The order stays
+// topological and keeps every communication node's place in the chain.
+void hoist_starts(const Graph& graph,
+                  std::vector<int>& order,
+                  const std::vector<int>& previous) {
+  const int top = static_cast<int>(previous.size()) - 1;
+  std::vector<int> unplaced(top + 1, 0);
+  std::vector<std::vector<int>> waiting(top + 1);  // starts waiting on a node
+  bool any = false;
+  for (int id : order) {
+    const Node& n = graph.node(id);
+    if (!n.op->request) continue;
+    any = true;
+    std::vector<int> deps = n.control_inputs;
+    for (const Value& in : n.inputs) deps.push_back(in.node_id());
+    if (previous[id] >= 0) deps.push_back(previous[id]);
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    unplaced[id] = static_cast<int>(deps.size());
+    for (int d : deps) waiting[d].push_back(id);
+  }
+  if (!any) return;
+  std::vector<int> hoisted;
+  hoisted.reserve(order.size());
+  std::vector<int> stack;
+  auto place = [&](int first) {
+    stack.push_back(first);
+    while (!stack.empty()) {
+      const int id = stack.back();
+      stack.pop_back();
+      hoisted.push_back(id);
+      // Reversed, so that starts ready at once keep their relative order.
+      for (auto it = waiting[id].rbegin(); it != waiting[id].rend(); ++it)
+        if (--unplaced[*it] == 0) stack.push_back(*it);
+    }
+  };
+  for (int id : order)
+    if (graph.node(id).op->request && unplaced[id] == 0) place(id);
+  for (int id : order)
+    if (!graph.node(id).op->request) place(id);
+  ADGRAPH_CHECK(hoisted.size() == order.size())
+      << "a start node's dependencies are not all in the plan";
+  order = std::move(hoisted);
+}
+
+}  // namespace
+
 const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
   for (const Value& f : fetches) {
     if (!f.valid() || &f.graph() != &graph_) {
@@ -189,6 +241,7 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
       }
     }
   }
+  hoist_starts(graph_, order, previous);
   auto plan = std::make_unique<Plan>();
   std::vector<int> step_of(top + 1, -1);
   std::vector<int> level_of;

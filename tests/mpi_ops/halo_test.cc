@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "ops/elementwise.h"
+#include "ops/reductions.h"
 #include "tests/mpi_ops/mpi_test_util.h"
 
 namespace adgraph {
@@ -73,6 +75,105 @@ TEST(DataExchange, AdjointSendsEachHaloCotangentBackToItsOwner) {
     Value x = g.placeholder("x", {10});
     expect_gradients_ok(
         rank_weighted_loss(exchange(x)), {x}, {{x, random_tensor({10}, 30)}});
+  }
+}
+
+// data_exchange_start … data_exchange_finish, with independent work
+// between them, gives what data_exchange gives, forward and adjoint.
+TEST(DataExchangeStartFinish, EqualsDataExchangeOnEveryGrid) {
+  const int rank = world_rank(), size = world_size();
+  for (const auto& grid : grids(size)) {
+    const int rows = grid.first, cols = grid.second;
+    Graph g;
+    Value l = g.placeholder("l", {3}), r = g.placeholder("r", {3});
+    Value u = g.placeholder("u", {2}), d = g.placeholder("d", {2});
+    Value request = data_exchange_start(l, r, u, d, rows, cols);
+    Value between = sum(sin(l)) + sum(cos(u));  // needs no halo
+    auto split = data_exchange_finish(request);
+    auto plain = data_exchange(l, r, u, d, rows, cols);
+    const FeedMap feeds = {{l, strip(0, rank, 3)},
+                           {r, strip(1, rank, 3)},
+                           {u, strip(2, rank, 2)},
+                           {d, strip(3, rank, 2)}};
+    Session s(g);
+    // The split exchange alone, then both (their order on every rank is
+    // the graph's).
+    auto alone =
+        s.run({split[0], split[1], split[2], split[3], between}, feeds);
+    auto both = s.run({plain[0],
+                       plain[1],
+                       plain[2],
+                       plain[3],
+                       split[0],
+                       split[1],
+                       split[2],
+                       split[3]},
+                      feeds);
+    for (int k = 0; k < 4; ++k) {
+      EXPECT_EQ(alone[k].to_vector(), both[k].to_vector()) << k;
+      EXPECT_EQ(both[4 + k].to_vector(), both[k].to_vector()) << k;
+    }
+    EXPECT_DOUBLE_EQ(
+        alone[4].item(),
+        std::sin(strip(0, rank, 3)[0]) + std::sin(strip(0, rank, 3)[1]) +
+            std::sin(strip(0, rank, 3)[2]) + std::cos(strip(2, rank, 2)[0]) +
+            std::cos(strip(2, rank, 2)[1]));
+  }
+}
+
+TEST(DataExchangeStartFinish, AdjointAndTangentPassTheCheckers) {
+  const int size = world_size();
+  for (const auto& grid : grids(size)) {
+    const int rows = grid.first, cols = grid.second;
+    auto exchange = [rows = rows, cols = cols](Value v) {
+      Value request = data_exchange_start(slice(v, 0, 0, 3),
+                                          slice(v, 0, 3, 6),
+                                          slice(v, 0, 6, 8),
+                                          slice(v, 0, 8, 10),
+                                          rows,
+                                          cols);
+      Value local = square(v);  // overlaps the messages
+      auto out = data_exchange_finish(request);
+      return concat({out[0], out[1], out[2], out[3]}, 0) + local;
+    };
+    Graph g;
+    Value x = g.placeholder("x", {10});
+    expect_gradients_ok(
+        rank_weighted_loss(exchange(x)), {x}, {{x, random_tensor({10}, 31)}});
+  }
+}
+
+TEST(DataExchangeStartFinish, UnfinishedAndMisusedRequestsAreErrors) {
+  const int size = world_size();
+  Graph g;
+  Value l = g.placeholder("l", {3}), u = g.placeholder("u", {2});
+  NodeOptions named;
+  named.name = "halo_start";
+  Value request = g.add_node("data_exchange_start",
+                             {l, l, u, u},
+                             {{"rows", 1}, {"cols", size}},
+                             named);
+  Value after = sum(l) + 1.0;
+  g.add_control_input(after, request);
+  Session s(g);
+  try {
+    s.run(after, {{l, Tensor({1.0, 2.0, 3.0})}, {u, Tensor({1.0, 2.0})}});
+    ADD_FAILURE() << "a start without its finish ran";
+  } catch (const RunError& e) {
+    EXPECT_NE(std::string(e.what()).find("node \"halo_start\""),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("never completed"), std::string::npos)
+        << e.what();
+  }
+  try {
+    data_exchange_finish(l);
+    ADD_FAILURE() << "finished a non-request";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("is not a data_exchange_start request"),
+        std::string::npos)
+        << e.what();
   }
 }
 
