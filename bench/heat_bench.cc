@@ -62,6 +62,13 @@ int main(int argc, char** argv) {
                  "loop node: 2 nodes per step, as before loops)")
       ->check(CLI::IsMember({"both", "adgraph", "handwritten", "unrolled"}))
       ->capture_default_str();
+  bool overlap = false;
+  app.add_option("--overlap",
+                 overlap,
+                 "adgraph overlaps each step's halo exchange with the interior "
+                 "update (heat_step_overlapped); false: data_exchange, then "
+                 "heat_step")
+      ->capture_default_str();
   app.add_option("--reps", reps, "timed repetitions")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -73,6 +80,7 @@ int main(int argc, char** argv) {
   solvers::HeatInverseOptions o;
   o.config.nx = N * n, o.config.ny = M * m, o.config.nt = NT, o.config.px = N,
   o.config.py = M;
+  o.config.overlap = overlap;
   if (checkpoints == "all") {
     o.config.checkpoints = CheckpointSchedule::store_all();
   } else if (checkpoints == "auto") {

@@ -113,6 +113,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--py", c.py, "patch columns M")->capture_default_str();
   app.add_option("--nt", c.nt, "time steps")->capture_default_str();
+  app.add_flag("--overlap",
+               c.overlap,
+               "overlap each step's halo exchange with the interior update "
+               "(the same results, bit for bit)");
   app.add_option("--max-iter", max_iter, "L-BFGS iteration limit")
       ->capture_default_str();
   app.add_option(

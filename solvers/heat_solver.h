@@ -33,7 +33,10 @@ struct HeatConfig {
   // Overlap each step's halo exchange with the update of the points that
   // need no halo, forward and adjoint (heat_step_overlapped); false runs
   // data_exchange, then heat_step. Both give bitwise the same results.
-  bool overlap = true;
+  // Default false: on one host the exchange takes ~1 µs a step and the
+  // split kernels cost more than the overlap saves (docs/PERFORMANCE.md);
+  // turn it on where messages are slow (across hosts).
+  bool overlap = false;
 
   double h() const { return 1.0 / (nx + 1); }
   // Checks the fields and that px·py equals `ranks`; returns false and
