@@ -287,13 +287,19 @@ TEST(HeatSolver, GradientChecksAtFlatAndWavyKappa) {
   c.nx = size == 3 ? 9 : 8, c.ny = 8, c.nt = 20;
   c.px = size == 4 ? 2 : size, c.py = size == 4 ? 2 : 1;
   const Patch p = patch_of(c, rank);
-  Graph g;
-  Value kappa = g.placeholder("kappa", {p.n, p.m});
-  Value u = heat_solve(
-      g.constant(heat_initial(c, p)), kappa, g.constant(heat_source(c, p)), c);
-  Value loss = rank_weighted_loss(u - 0.5);
-  expect_gradients_ok(loss, {kappa}, {{kappa, Tensor(Shape{p.n, p.m}, 1.0)}});
-  expect_gradients_ok(loss, {kappa}, {{kappa, wavy_kappa(c, p)}});
+  // Plain and overlapped steps (the split ops' adjoints and tangents).
+  for (bool overlap : {false, true}) {
+    c.overlap = overlap;
+    Graph g;
+    Value kappa = g.placeholder("kappa", {p.n, p.m});
+    Value u = heat_solve(g.constant(heat_initial(c, p)),
+                         kappa,
+                         g.constant(heat_source(c, p)),
+                         c);
+    Value loss = rank_weighted_loss(u - 0.5);
+    expect_gradients_ok(loss, {kappa}, {{kappa, Tensor(Shape{p.n, p.m}, 1.0)}});
+    expect_gradients_ok(loss, {kappa}, {{kappa, wavy_kappa(c, p)}});
+  }
 }
 
 TEST(HeatInverse, ReplicatedShardedAndSensorLossesAgreeWithTheReference) {
