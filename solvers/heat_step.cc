@@ -142,20 +142,7 @@ void register_heat_ops() {
     write_edges(out, n, m, &c.output(1));
   };
   step.gradient = [](const GradientContext& c) {
-    std::vector<Value> inputs = {
-        c.grad(0), c.grad(1), c.grad(2), c.grad(3), c.grad(4)};
-    for (int k = 0; k < 7; ++k) inputs.push_back(c.input(k));
-    // κ̄ of the later steps is added in the same pass (κ is shared by all
-    // steps: this saves an `add` over the patch per step).
-    const bool fold = c.needs_gradient(1) && c.accumulated(1).valid();
-    if (fold) {
-      inputs.push_back(c.accumulated(1));
-      c.absorb(1);
-    }
-    nlohmann::json attrs = c.node().attrs;
-    attrs["f_gradient"] = c.needs_gradient(2);
-    auto out = c.graph().add_node_outputs("heat_step_adjoint", inputs, attrs);
-    Values grads(out.begin(), out.end());
+    Values grads = add_step_adjoint(c, "heat_step_adjoint", 0);
     if (!c.needs_gradient(2)) grads[2] = Value();
     return grads;
   };
@@ -163,90 +150,19 @@ void register_heat_ops() {
   // u̇⁺ = heat_step(u̇, κ, ḟ, halȯs) + (heat_step(u, κ̇, 0, halos) − u),
   // and the edges of u̇⁺.
   step.tangent = [](const TangentContext& c) {
-    Graph& g = c.graph();
-    const nlohmann::json& attrs = c.node().attrs;
-    Value t;
-    bool state_tangent = false;
-    for (int k : {0, 2, 3, 4, 5, 6}) {
-      state_tangent = state_tangent || c.tangent(k).valid();
-    }
-    Values edges;
-    if (state_tangent) {
-      edges = g.add_node_outputs("heat_step",
-                                 {c.tangent_or_zeros(0),
-                                  c.input(1),
-                                  c.tangent_or_zeros(2),
-                                  c.tangent_or_zeros(3),
-                                  c.tangent_or_zeros(4),
-                                  c.tangent_or_zeros(5),
-                                  c.tangent_or_zeros(6)},
-                                 attrs);
-      t = edges[0];
-    }
-    if (c.tangent(1).valid()) {
-      Value zero_f = zeros(g, c.input(2).shape());
-      Value from_kappa = g.add_node("heat_step",
-                                    {c.input(0),
-                                     c.tangent(1),
-                                     zero_f,
-                                     c.input(3),
-                                     c.input(4),
-                                     c.input(5),
-                                     c.input(6)},
-                                    attrs) -
-                         c.input(0);
-      t = t.valid() ? t + from_kappa : from_kappa;
-      edges = g.add_node_outputs("patch_edges", {t});
-      edges.insert(edges.begin(), t);
-    }
-    if (edges.empty()) edges.resize(5);  // no tangent in: none of 5 outputs
-    return edges;
+    return step_tangent(c, "heat_step", 1);
   };
   register_op(std::move(step));
 
   // (ū, κ̄, f̄, halō…) of heat_step for the cotangents of u⁺ and its edges;
   // one pass over the patch with rolling rows (see the header).
-  OpDef adjoint;
-  adjoint.name = "heat_step_adjoint";
-  adjoint.doc =
+  OpDef adjoint = step_adjoint_def(
+      "heat_step_adjoint",
       "cotangents of heat_step's seven inputs for the cotangents of its "
-      "outputs";
-  adjoint.inputs = {"grad",
-                    "grad_left",
-                    "grad_right",
-                    "grad_up",
-                    "grad_down",
-                    "u",
-                    "kappa",
-                    "f",
-                    "from_left",
-                    "from_right",
-                    "from_up",
-                    "from_down",
-                    "kappa_grad_in"};
-  // kappa_grad_in (at most one): a cotangent of κ to add onto κ̄.
-  adjoint.variadic = true;
+      "outputs");
   adjoint.in_place = {{1, 12}};  // κ̄ accumulates in kappa_grad_in's buffer
-  adjoint.attrs = step_attrs();
-  adjoint.attrs.push_back(
-      {"f_gradient", AttrType::kBool, true, "compute the cotangent of f"});
   adjoint.num_outputs = 7;
-  adjoint.shape = [](const ShapeContext& c) {
-    check_shapes(c, 5, 3, 8);
-    const Shape& u = c.input_shape(5);
-    if (c.num_inputs() > 13)
-      c.fail("input \"kappa_grad_in\"", "given more than once");
-    if (c.num_inputs() == 13 && c.input_shape(12) != u)
-      c.fail("input \"kappa_grad_in\"", "differs from u's shape");
-    if (c.input_shape(0) != u)
-      c.fail("input \"grad\"", "differs from u's shape");
-    const Shapes strips = {{u[0]}, {u[0]}, {u[1]}, {u[1]}};
-    for (int k = 0; k < 4; ++k) {
-      if (c.input_shape(1 + k) != strips[k])
-        c.fail("input " + std::to_string(1 + k), "bad edge");
-    }
-    return Shapes{u, u, u, {u[0]}, {u[0]}, {u[1]}, {u[1]}};
-  };
+  adjoint.shape = step_adjoint_shapes;
   adjoint.compute = [](KernelContext& c) {
     const Tensor& g = c.input(0);
     const int64_t n = g.shape()[0], m = g.shape()[1];

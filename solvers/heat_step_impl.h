@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "core/core_ops.h"
 #include "core/op.h"
+#include "ops/elementwise.h"
 
 namespace adgraph::solvers::detail {
 
@@ -75,6 +77,114 @@ inline void write_edges(const double* u, int64_t n, int64_t m, Tensor* edges) {
     edges[0][i] = u[i * m], edges[1][i] = u[i * m + m - 1];
   for (int64_t j = 0; j < m; ++j)
     edges[2][j] = u[j], edges[3][j] = u[(n - 1) * m + j];
+}
+
+// What heat_step_adjoint and heat_step_boundary_adjoint share: inputs
+// (grad, its four edges, the step's seven inputs, an optional
+// kappa_grad_in), attributes (dt, h, f_gradient), variadic.
+inline OpDef step_adjoint_def(const char* name, const char* doc) {
+  OpDef def;
+  def.name = name;
+  def.doc = doc;
+  def.inputs = {"grad",
+                "grad_left",
+                "grad_right",
+                "grad_up",
+                "grad_down",
+                "u",
+                "kappa",
+                "f",
+                "from_left",
+                "from_right",
+                "from_up",
+                "from_down",
+                "kappa_grad_in"};
+  // kappa_grad_in (at most one): a cotangent of κ to add onto κ̄.
+  def.variadic = true;
+  def.attrs = step_attrs();
+  def.attrs.push_back(
+      {"f_gradient", AttrType::kBool, true, "compute the cotangent of f"});
+  return def;
+}
+
+// Their shape rule: (ū, κ̄, f̄, the four halos' cotangents).
+inline Shapes step_adjoint_shapes(const ShapeContext& c) {
+  check_shapes(c, 5, 3, 8);
+  const Shape& u = c.input_shape(5);
+  if (c.num_inputs() > 13)
+    c.fail("input \"kappa_grad_in\"", "given more than once");
+  if (c.num_inputs() == 13 && c.input_shape(12) != u)
+    c.fail("input \"kappa_grad_in\"", "differs from u's shape");
+  if (c.input_shape(0) != u) c.fail("input \"grad\"", "differs from u's shape");
+  const Shapes strips = {{u[0]}, {u[0]}, {u[1]}, {u[1]}};
+  for (int k = 0; k < 4; ++k) {
+    if (c.input_shape(1 + k) != strips[k])
+      c.fail("input " + std::to_string(1 + k), "bad edge");
+  }
+  return Shapes{u, u, u, {u[0]}, {u[0]}, {u[1]}, {u[1]}};
+}
+
+// Adds the adjoint op `op` of a step node whose inputs first..first+6 are
+// (u, κ, f, halos) and whose five outputs are (u⁺, its edges): κ̄ of the
+// later steps is folded into its pass (κ is shared by all steps: this
+// saves an `add` over the patch per step), f̄ only when needed.
+inline Values add_step_adjoint(const GradientContext& c,
+                               const char* op,
+                               int first) {
+  std::vector<Value> inputs = {
+      c.grad(0), c.grad(1), c.grad(2), c.grad(3), c.grad(4)};
+  for (int k = first; k < first + 7; ++k) inputs.push_back(c.input(k));
+  const int kappa = first + 1;
+  if (c.needs_gradient(kappa) && c.accumulated(kappa).valid()) {
+    inputs.push_back(c.accumulated(kappa));
+    c.absorb(kappa);
+  }
+  nlohmann::json attrs = c.node().attrs;
+  attrs["f_gradient"] = c.needs_gradient(first + 2);
+  return c.graph().add_node_outputs(op, inputs, attrs);
+}
+
+// The tangent of a step op linear in its state inputs and bilinear in
+// (κ, u): ẏ = op(state tangents, κ) + (op(u, κ̇, 0) − u), where κ is
+// input `kappa`, u input kappa − 1 (inputs before u, such as
+// heat_step_boundary's interior, take u in the κ term: the term is then 0
+// there) and f input kappa + 1. Output 0 is the state; when the op also
+// outputs its edges (five outputs), they are the edges of ẏ.
+inline Values step_tangent(const TangentContext& c, const char* op, int kappa) {
+  Graph& g = c.graph();
+  const nlohmann::json& attrs = c.node().attrs;
+  const int n = c.num_inputs(), outputs = c.node().num_outputs();
+  const Value u = c.input(kappa - 1);
+  bool state_tangent = false;
+  for (int k = 0; k < n; ++k)
+    state_tangent = state_tangent || (k != kappa && c.tangent(k).valid());
+  Values out;
+  Value t;
+  if (state_tangent) {
+    std::vector<Value> inputs;
+    for (int k = 0; k < n; ++k)
+      inputs.push_back(k == kappa ? c.input(k) : c.tangent_or_zeros(k));
+    out = g.add_node_outputs(op, inputs, attrs);
+    t = out[0];
+  }
+  if (c.tangent(kappa).valid()) {
+    std::vector<Value> inputs;
+    for (int k = 0; k < n; ++k) {
+      inputs.push_back(k < kappa - 1    ? u
+                       : k == kappa     ? c.tangent(kappa)
+                       : k == kappa + 1 ? zeros(g, c.input(k).shape())
+                                        : c.input(k));
+    }
+    Value from_kappa = g.add_node(op, inputs, attrs) - u;
+    t = t.valid() ? t + from_kappa : from_kappa;
+    out = {t};
+    if (outputs == 5) {
+      auto edges = g.add_node_outputs("patch_edges", {t});
+      out.insert(out.end(), edges.begin(), edges.end());
+    }
+  }
+  if (out.empty()) out.resize(outputs);  // no tangent in: none out
+  return out;
 }
 
 }  // namespace adgraph::solvers::detail

@@ -125,23 +125,7 @@ void register_forward_halves() {
   // Linear in (u, f), bilinear in (κ, u), as heat_step:
   // ẏ = interior(u̇, κ, ḟ) + (interior(u, κ̇, 0) − u).
   interior.tangent = [](const TangentContext& c) {
-    Graph& g = c.graph();
-    const nlohmann::json& attrs = c.node().attrs;
-    Value t;
-    if (c.tangent(0).valid() || c.tangent(2).valid()) {
-      t = g.add_node("heat_step_interior",
-                     {c.tangent_or_zeros(0), c.input(1), c.tangent_or_zeros(2)},
-                     attrs);
-    }
-    if (c.tangent(1).valid()) {
-      Value from_kappa =
-          g.add_node("heat_step_interior",
-                     {c.input(0), c.tangent(1), zeros(g, c.input(2).shape())},
-                     attrs) -
-          c.input(0);
-      t = t.valid() ? t + from_kappa : from_kappa;
-    }
-    return Values{t};
+    return step_tangent(c, "heat_step_interior", 1);
   };
   register_op(std::move(interior));
 
@@ -207,18 +191,7 @@ void register_forward_halves() {
   // runs); the interior's cotangent is ū⁺ with the ring's z written on the
   // ring, which heat_step_interior_adjoint needs.
   boundary.gradient = [](const GradientContext& c) {
-    std::vector<Value> inputs = {
-        c.grad(0), c.grad(1), c.grad(2), c.grad(3), c.grad(4)};
-    for (int k = 1; k < 8; ++k) inputs.push_back(c.input(k));
-    const bool fold = c.needs_gradient(2) && c.accumulated(2).valid();
-    if (fold) {
-      inputs.push_back(c.accumulated(2));
-      c.absorb(2);
-    }
-    nlohmann::json attrs = c.node().attrs;
-    attrs["f_gradient"] = c.needs_gradient(3);
-    auto out =
-        c.graph().add_node_outputs("heat_step_boundary_adjoint", inputs, attrs);
+    auto out = add_step_adjoint(c, "heat_step_boundary_adjoint", 1);
     // (interior, u, κ, f, halos)
     Values grads = {
         out[7], out[0], out[1], out[2], out[3], out[4], out[5], out[6]};
@@ -228,44 +201,7 @@ void register_forward_halves() {
   // ẏ = boundary(ẏ_interior, u̇, κ, ḟ, halȯs) + (boundary(u, u, κ̇, 0,
   // halos) − u), whose interior is 0; and the edges of ẏ.
   boundary.tangent = [](const TangentContext& c) {
-    Graph& g = c.graph();
-    const nlohmann::json& attrs = c.node().attrs;
-    bool state_tangent = false;
-    for (int k : {0, 1, 3, 4, 5, 6, 7})
-      state_tangent = state_tangent || c.tangent(k).valid();
-    Values out;
-    Value t;
-    if (state_tangent) {
-      out = g.add_node_outputs("heat_step_boundary",
-                               {c.tangent_or_zeros(0),
-                                c.tangent_or_zeros(1),
-                                c.input(2),
-                                c.tangent_or_zeros(3),
-                                c.tangent_or_zeros(4),
-                                c.tangent_or_zeros(5),
-                                c.tangent_or_zeros(6),
-                                c.tangent_or_zeros(7)},
-                               attrs);
-      t = out[0];
-    }
-    if (c.tangent(2).valid()) {
-      Value from_kappa = g.add_node("heat_step_boundary",
-                                    {c.input(1),
-                                     c.input(1),
-                                     c.tangent(2),
-                                     zeros(g, c.input(3).shape()),
-                                     c.input(4),
-                                     c.input(5),
-                                     c.input(6),
-                                     c.input(7)},
-                                    attrs) -
-                         c.input(1);
-      t = t.valid() ? t + from_kappa : from_kappa;
-      out = g.add_node_outputs("patch_edges", {t});
-      out.insert(out.begin(), t);
-    }
-    if (out.empty()) out.resize(5);
-    return out;
+    return step_tangent(c, "heat_step_boundary", 2);
   };
   register_op(std::move(boundary));
 }
@@ -274,45 +210,16 @@ void register_adjoint_halves() {
   // The ring's part of heat_step_adjoint: ū, κ̄, f̄ on the ring (0 inside;
   // κ̄ = κ̄_in inside), every halo cotangent, and W = ū⁺ inside, z on the
   // ring
-  OpDef ring;
-  ring.name = "heat_step_boundary_adjoint";
-  ring.doc =
+  OpDef ring = step_adjoint_def(
+      "heat_step_boundary_adjoint",
       "heat_step_adjoint on the patch's outer ring, the halos' cotangents, "
-      "and what heat_step_interior_adjoint needs";
-  ring.inputs = {"grad",
-                 "grad_left",
-                 "grad_right",
-                 "grad_up",
-                 "grad_down",
-                 "u",
-                 "kappa",
-                 "f",
-                 "from_left",
-                 "from_right",
-                 "from_up",
-                 "from_down",
-                 "kappa_grad_in"};
-  ring.variadic = true;
+      "and what heat_step_interior_adjoint needs");
   ring.in_place = {{1, 12}, {7, 0}};
-  ring.attrs = step_attrs();
-  ring.attrs.push_back(
-      {"f_gradient", AttrType::kBool, true, "compute the cotangent of f"});
   ring.num_outputs = 8;
   ring.shape = [](const ShapeContext& c) {
-    check_shapes(c, 5, 3, 8);
-    const Shape& u = c.input_shape(5);
-    if (c.num_inputs() > 13)
-      c.fail("input \"kappa_grad_in\"", "given more than once");
-    if (c.num_inputs() == 13 && c.input_shape(12) != u)
-      c.fail("input \"kappa_grad_in\"", "differs from u's shape");
-    if (c.input_shape(0) != u)
-      c.fail("input \"grad\"", "differs from u's shape");
-    const Shapes strips = {{u[0]}, {u[0]}, {u[1]}, {u[1]}};
-    for (int k = 0; k < 4; ++k) {
-      if (c.input_shape(1 + k) != strips[k])
-        c.fail("input " + std::to_string(1 + k), "bad edge");
-    }
-    return Shapes{u, u, u, {u[0]}, {u[0]}, {u[1]}, {u[1]}, u};
+    Shapes out = step_adjoint_shapes(c);
+    out.push_back(out[0]);  // W
+    return out;
   };
   ring.compute = [](KernelContext& c) {
     const Tensor& gt = c.input(0);
