@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -246,8 +247,9 @@ std::string read_checkpoint(const std::string& prefix,
                             int32_t kind,
                             uint64_t bounds_hash,
                             const std::string& problem,
-                            LbfgsState* state) {
-  const std::string path = checkpoint_file(prefix, rank, size);
+                            LbfgsState* state,
+                            const std::string& suffix) {
+  const std::string path = checkpoint_file(prefix, rank, size) + suffix;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return path + ": cannot open (was the checkpoint written by a run with " +
@@ -370,14 +372,46 @@ void load_checkpoint(const Reducer& reduce,
   const double first = comm->allreduce_min(state->iteration);
   const double last = comm->allreduce_max(state->iteration);
   if (first == last) return;
-  throw Error(options.checkpoint_path + ".rank*of" + std::to_string(size) +
-                  ": the ranks' files are from different iterations (" +
-                  std::to_string(static_cast<int>(first)) + " to " +
-                  std::to_string(static_cast<int>(last)) +
-                  "): not one checkpoint",
-              {},
-              {},
-              "checkpoint");
+  const std::string mixed =
+      options.checkpoint_path + ".rank*of" + std::to_string(size) +
+      ": the ranks' files are from different iterations (" +
+      std::to_string(static_cast<int>(first)) + " to " +
+      std::to_string(static_cast<int>(last)) + "): not one checkpoint";
+  // A rank renames its staged file only after every rank has staged and
+  // synced its own (save_checkpoint). A run stopped between that agreement
+  // and the last rename (a host lost while the agreement's result was on
+  // its way) leaves the newer iteration committed on some ranks and staged
+  // on the others: those finish the commit. Anything else is refused.
+  std::string problem;
+  const std::string staged_file =
+      checkpoint_file(options.checkpoint_path, rank, size) + ".tmp";
+  if (state->iteration != last && !std::filesystem::exists(staged_file)) {
+    problem = "rank " + std::to_string(rank) + " has no staged file (" +
+              staged_file + ") to complete it from";
+  } else if (state->iteration != last) {
+    LbfgsState staged;
+    problem = read_checkpoint(options.checkpoint_path,
+                              rank,
+                              size,
+                              n,
+                              options.history,
+                              kind,
+                              bounds_hash,
+                              options.checkpoint_problem,
+                              &staged,
+                              ".tmp");
+    if (problem.empty() && staged.iteration != last) {
+      problem = staged_file + ": staged at iteration " +
+                std::to_string(staged.iteration) + ", not " +
+                std::to_string(static_cast<int>(last));
+    }
+    if (problem.empty())
+      problem = commit_checkpoint(options.checkpoint_path, rank, size);
+    if (problem.empty()) *state = std::move(staged);
+  }
+  agree_or_throw(reduce, problem, [&mixed](const std::string& why) {
+    throw Error(mixed + "; " + why, {}, {}, "checkpoint");
+  });
 }
 
 }  // namespace adgraph::optim::detail

@@ -65,7 +65,7 @@ void save_checkpoint(const Reducer& reduce,
 // Reads this rank's state and checks it against the run (rank count,
 // number of local variables, history size, kind, bounds, the problem
 // description, checksum). Returns an empty string on success, else the
-// reason, naming the file.
+// reason, naming the file. `suffix` ".tmp" reads the staged file instead.
 std::string read_checkpoint(const std::string& prefix,
                             int rank,
                             int size,
@@ -74,10 +74,13 @@ std::string read_checkpoint(const std::string& prefix,
                             int32_t kind,
                             uint64_t bounds_hash,
                             const std::string& problem,
-                            LbfgsState* state);
+                            LbfgsState* state,
+                            const std::string& suffix = "");
 
 // read_checkpoint on every rank; then every rank's file must be from the
-// same iteration. Throws the same Error on every rank otherwise.
+// same iteration. A set whose newer iteration was committed on some ranks
+// only (a run stopped while committing) is completed from the other ranks'
+// staged files. Throws the same Error on every rank otherwise.
 void load_checkpoint(const Reducer& reduce,
                      const LbfgsOptions& options,
                      int rank,

@@ -61,6 +61,11 @@ up() {
     ip -n "$ns" link set lo up
     ip -n "$ns" addr add "$(host_ip "$i")/24" dev "h$i"
     ip -n "$ns" link set "h$i" up
+    # Keepalive probes only run on an idle connection: once mpirun or a
+    # daemon has sent to a lost host (the abort after a rank's deadline),
+    # the kernel retransmits for ~15 min (tcp_retries2 = 15) and mpirun
+    # waits with it. 2 retries give up after ~1.4 s (RTO 0.2 s doubling).
+    ip netns exec "$ns" sysctl -qw net.ipv4.tcp_retries2=2
   done
   # Every host must reach every other before anything is launched.
   for ((i = 2; i <= n; i++)); do

@@ -396,5 +396,51 @@ TEST(LbfgsMpi, AFailedCheckpointWriteLeavesThePreviousOneUsable) {
   EXPECT_EQ(resumed, whole);
 }
 
+// A host lost while the commit agreement's result is on its way: the ranks
+// that got it renamed iteration 3's staged file over their checkpoint, the
+// last rank still holds iteration 2's with iteration 3's staged beside it.
+TEST(LbfgsMpi, ARunStoppedWhileCommittingResumesFromTheNewerIteration) {
+  const int rank = world_rank(), size = world_size();
+  auto comm = Communicator::world();
+  LbfgsOptions options;
+  options.max_iterations = 6;
+  Eigen::VectorXd whole = Eigen::VectorXd::Constant(3, 1.0);
+  const LbfgsSummary uninterrupted = quartic_run(whole, options);
+
+  const std::string prefix = temporary_prefix("commit_stopped");
+  const std::string older = temporary_prefix("commit_stopped_older");
+  LbfgsOptions write = options;
+  write.checkpoint_every = 1;
+  write.max_iterations = 3;
+  write.checkpoint_path = prefix;
+  Eigen::VectorXd x = Eigen::VectorXd::Constant(3, 1.0);
+  quartic_run(x, write);
+  write.max_iterations = 2;
+  write.checkpoint_path = older;
+  x = Eigen::VectorXd::Constant(3, 1.0);
+  quartic_run(x, write);
+  const std::string file = optim::detail::checkpoint_file(prefix, rank, size);
+  comm->allreduce_sum(0.0);
+  if (rank == size - 1) {
+    std::filesystem::rename(file, file + ".tmp");
+    std::filesystem::copy_file(
+        optim::detail::checkpoint_file(older, rank, size), file);
+  }
+  comm->allreduce_sum(0.0);
+
+  LbfgsOptions resume = options;
+  resume.resume = true;
+  resume.checkpoint_path = prefix;
+  Eigen::VectorXd resumed = Eigen::VectorXd::Zero(3);
+  const LbfgsSummary after = quartic_run(resumed, resume);
+  // One rank: its staged file cannot be known to be agreed, so iteration 2.
+  EXPECT_EQ(after.resumed_at, size > 1 ? 3 : 2);
+  EXPECT_EQ(after.f_history, uninterrupted.f_history);
+  EXPECT_EQ(resumed, whole);
+  if (size > 1) {
+    EXPECT_FALSE(std::filesystem::exists(file + ".tmp"));
+  }
+}
+
 }  // namespace
 }  // namespace adgraph::optim
