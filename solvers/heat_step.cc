@@ -1,7 +1,5 @@
 #include "solvers/heat_step.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -118,27 +116,28 @@ void register_heat_ops() {
     const double* f = c.input(2).data();
     double* out = c.output(0).data();
     const int64_t n = s.n, m = s.m;
-#pragma omp parallel for if (n * m >= kParallelPoints)
-    for (int64_t i = 0; i < n; ++i) {
-      // Row pointers make the inner loop branch-free except at its ends.
-      const double* row = s.u + i * m;
-      const double* north = i > 0 ? row - m : s.up;
-      const double* south = i + 1 < n ? row + m : s.down;
-      const double* k = kappa + i * m;
-      const double* src = f + i * m;
-      double* y = out + i * m;
-      auto point = [&](int64_t j, double west, double east) {
-        const double lap = north[j] + south[j] + west + east - 4 * row[j];
-        y[j] = row[j] + coef * k[j] * lap + dt * src[j];
-      };
-      if (m == 1) {
-        point(0, s.left[i], s.right[i]);
-        continue;
+    for_rows(0, n, n * m, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        // Row pointers make the inner loop branch-free except at its ends.
+        const double* row = s.u + i * m;
+        const double* north = i > 0 ? row - m : s.up;
+        const double* south = i + 1 < n ? row + m : s.down;
+        const double* k = kappa + i * m;
+        const double* src = f + i * m;
+        double* y = out + i * m;
+        auto point = [&](int64_t j, double west, double east) {
+          const double lap = north[j] + south[j] + west + east - 4 * row[j];
+          y[j] = row[j] + coef * k[j] * lap + dt * src[j];
+        };
+        if (m == 1) {
+          point(0, s.left[i], s.right[i]);
+          continue;
+        }
+        point(0, s.left[i], row[1]);
+        for (int64_t j = 1; j + 1 < m; ++j) point(j, row[j - 1], row[j + 1]);
+        point(m - 1, row[m - 2], s.right[i]);
       }
-      point(0, s.left[i], row[1]);
-      for (int64_t j = 1; j + 1 < m; ++j) point(j, row[j - 1], row[j + 1]);
-      point(m - 1, row[m - 2], s.right[i]);
-    }
+    });
     write_edges(out, n, m, &c.output(1));
   };
   step.gradient = [](const GradientContext& c) {
@@ -205,10 +204,7 @@ void register_heat_ops() {
       padded[1] += k[0] * el[i];
       padded[m] += k[m - 1] * er[i];
     };
-#pragma omp parallel if (n * m >= kParallelPoints)
-    {
-      const int threads = omp_get_num_threads(), t = omp_get_thread_num();
-      const int64_t i0 = n * t / threads, i1 = n * (t + 1) / threads;
+    for_rows(0, n, n * m, [&](int64_t i0, int64_t i1) {
       const int64_t w = m + 2;
       std::vector<double> buffers(4 * w + 2 * m, 0.0);
       double *zero = buffers.data(), *zp = zero + w, *zc = zp + w, *zn = zc + w,
@@ -278,7 +274,7 @@ void register_heat_ops() {
         std::swap(bc, bn);
         gc = gn;
       }
-    }
+    });
   };
   register_op(std::move(adjoint));
 }

@@ -85,22 +85,23 @@ void register_forward_halves() {
     double* out = c.output(0).data();
     for (int64_t i : ring_rows(n))
       std::copy(u + i * m, u + i * m + m, out + i * m);
-#pragma omp parallel for if (n * m >= kParallelPoints)
-    for (int64_t i = 1; i < n - 1; ++i) {
-      const double* row = u + i * m;
-      const double *north = row - m, *south = row + m;
-      const double* k = kappa + i * m;
-      const double* src = f + i * m;
-      double* y = out + i * m;
-      for (int64_t j = 1; j + 1 < m; ++j) {
-        const double lap =
-            north[j] + south[j] + row[j - 1] + row[j + 1] - 4 * row[j];
-        y[j] = row[j] + coef * k[j] * lap + dt * src[j];
+    for_rows(1, n - 1, n * m, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const double* row = u + i * m;
+        const double *north = row - m, *south = row + m;
+        const double* k = kappa + i * m;
+        const double* src = f + i * m;
+        double* y = out + i * m;
+        for (int64_t j = 1; j + 1 < m; ++j) {
+          const double lap =
+              north[j] + south[j] + row[j - 1] + row[j + 1] - 4 * row[j];
+          y[j] = row[j] + coef * k[j] * lap + dt * src[j];
+        }
+        // The ring's columns keep u (in the same pass: their lines are here).
+        y[0] = row[0];
+        y[m - 1] = row[m - 1];
       }
-      // The ring's columns keep u (in the same pass: their lines are here).
-      y[0] = row[0];
-      y[m - 1] = row[m - 1];
-    }
+    });
   };
   // Its adjoint comes with heat_step_boundary's (see there).
   interior.gradient = [](const GradientContext& c) {
@@ -353,20 +354,21 @@ void register_adjoint_halves() {
       const bool ring = i == 0 || i == n - 1 || j == 0 || j == m - 1;
       return ring ? w[i * m + j] : kappa[i * m + j] * w[i * m + j];
     };
-#pragma omp parallel for if (n * m >= kParallelPoints)
-    for (int64_t i = 1; i < n - 1; ++i) {
-      const double* ur = u + i * m;
-      const double *un = ur - m, *us = ur + m;
-      for (int64_t j = 1; j + 1 < m; ++j) {
-        const double gc = w[i * m + j];
-        gu[i * m + j] +=
-            gc + coef * (z_at(i - 1, j) + z_at(i + 1, j) + z_at(i, j - 1) +
-                         z_at(i, j + 1) - 4 * z_at(i, j));
-        gk[i * m + j] +=
-            coef * gc * (un[j] + us[j] + ur[j - 1] + ur[j + 1] - 4 * ur[j]);
-        if (want_f) gf[i * m + j] += dt * gc;
+    for_rows(1, n - 1, n * m, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const double* ur = u + i * m;
+        const double *un = ur - m, *us = ur + m;
+        for (int64_t j = 1; j + 1 < m; ++j) {
+          const double gc = w[i * m + j];
+          gu[i * m + j] +=
+              gc + coef * (z_at(i - 1, j) + z_at(i + 1, j) + z_at(i, j - 1) +
+                           z_at(i, j + 1) - 4 * z_at(i, j));
+          gk[i * m + j] +=
+              coef * gc * (un[j] + us[j] + ur[j - 1] + ur[j + 1] - 4 * ur[j]);
+          if (want_f) gf[i * m + j] += dt * gc;
+        }
       }
-    }
+    });
   };
   register_op(std::move(inside));
 }
