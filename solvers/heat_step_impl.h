@@ -18,15 +18,16 @@ namespace adgraph::solvers::detail {
 constexpr int64_t kParallelPoints = 16384;
 
 // Calls rows(i0, i1) over row blocks covering [first, last): one block per
-// OpenMP thread for a patch of at least kParallelPoints points, else one
-// block on the calling thread without entering a parallel region (even an
+// OpenMP thread for a patch of at least kParallelPoints points when there
+// are threads, else one block on the calling thread without entering a
+// parallel region (even an
 // `if (false)` region costs libgomp a team allocation and a wake-up, a
 // fifth of a 16 x 16 step). Rows are independent, so the blocks do not
 // change the result.
 template <class Rows>
 void for_rows(int64_t first, int64_t last, int64_t points, Rows rows) {
   if (last <= first) return;
-  if (points < kParallelPoints) {
+  if (points < kParallelPoints || omp_get_max_threads() == 1) {
     rows(first, last);
     return;
   }

@@ -92,7 +92,10 @@ void register_forward_halves() {
         const double* k = kappa + i * m;
         const double* src = f + i * m;
         double* y = out + i * m;
-        for (int64_t j = 1; j + 1 < m; ++j) {
+        // Over the whole row, as heat_step does (one vector loop of the
+        // row's length); j = 0 and m − 1 read the neighbouring rows' ends
+        // and are overwritten below.
+        for (int64_t j = 0; j < m; ++j) {
           const double lap =
               north[j] + south[j] + row[j - 1] + row[j + 1] - 4 * row[j];
           y[j] = row[j] + coef * k[j] * lap + dt * src[j];
