@@ -27,8 +27,12 @@ class BodyRunner final {
   BodyRunner(const BodyRunner&) = delete;
   BodyRunner& operator=(const BodyRunner&) = delete;
 
-  // Runs the plan with body input i read from *inputs[i].
-  void run(const Tensor* const* inputs);
+  // Runs the plan with body input i read from *inputs[i]. When `donated`
+  // is given and donated[i] == inputs[i], the caller gives up that input's
+  // buffer: an in-place op (OpDef::in_place) that is its only reader writes
+  // its output there, and *donated[i] is left holding some buffer of the
+  // same size (contents undefined). Donated or not, the results are the same.
+  void run(const Tensor* const* inputs, Tensor* const* donated = nullptr);
   // Output k (an index into body.outputs) of the last run.
   const Tensor& output(int k) const;
   // Moves the values of outputs first … first+count−1 into `into` (same
@@ -48,6 +52,8 @@ class BodyRunner final {
     // (output, input slot): the output takes the dying input's buffer
     // (OpDef::in_place), as in a sequential Session.
     std::vector<std::pair<int, int>> in_place;
+    // (output, body input): the same for a body input, when donated.
+    std::vector<std::pair<int, int>> in_place_donated;
   };
   CommContext* comm_;
   std::vector<Step> steps_;

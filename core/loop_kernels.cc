@@ -223,7 +223,11 @@ class Reversal final {
     in.push_back(&step_);
     for (Tensor& x : r_) in.push_back(&x);
     for (Tensor& x : ybar_) in.push_back(&x);
-    reverse_->run(in.data());
+    // r_ is replaced by the step's results below: its buffers are given to
+    // the body, so an accumulating adjoint (κ̄ += …) works in place.
+    std::vector<Tensor*> donated(in.size(), nullptr);
+    for (int k = 0; k < nr_; ++k) donated[nc_ + ni_ + 1 + k] = &r_[k];
+    reverse_->run(in.data(), donated.data());
     reverse_->move_outputs(0, r_);
     ++taped_;
     // No state at or after t is needed again.

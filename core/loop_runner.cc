@@ -93,23 +93,31 @@ BodyRunner::BodyRunner(const LoopBody& body, const std::vector<int>& wanted)
   std::vector<char> is_output_slot(num_slots, 0), handed_over(num_slots, 0);
   for (int slot : output_slot_)
     if (slot >= 0) is_output_slot[slot] = 1;
+  std::vector<int> body_input_of(num_slots, -1);
+  for (std::size_t i = 0; i < input_slot_.size(); ++i)
+    body_input_of[input_slot_[i]] = static_cast<int>(i);
   for (Step& step : steps_) {
     for (const auto& [out, in] : step.node->op->in_place) {
       if (in >= static_cast<int>(step.input_slots.size())) continue;
       const int slot = step.input_slots[in];
       bool eligible =
-          readers[slot] == 1 && !is_input_slot_[slot] &&
-          !is_output_slot[slot] && !handed_over[slot] &&
+          readers[slot] == 1 && !is_output_slot[slot] && !handed_over[slot] &&
           num_elements(step.node->inputs[in].shape()) == step.sizes[out];
       for (const auto& [o, s] : step.in_place) eligible = eligible && o != out;
+      for (const auto& [o, i] : step.in_place_donated)
+        eligible = eligible && o != out;
       if (!eligible) continue;
-      step.in_place.emplace_back(out, slot);
+      if (is_input_slot_[slot]) {
+        step.in_place_donated.emplace_back(out, body_input_of[slot]);
+      } else {
+        step.in_place.emplace_back(out, slot);
+      }
       handed_over[slot] = 1;
     }
   }
 }
 
-void BodyRunner::run(const Tensor* const* inputs) {
+void BodyRunner::run(const Tensor* const* inputs, Tensor* const* donated) {
   for (std::size_t i = 0; i < input_slot_.size(); ++i)
     views_[input_slot_[i]] = inputs[i];
   const std::size_t pending = comm_ ? comm_->pending_sends() : 0;
@@ -121,6 +129,13 @@ void BodyRunner::run(const Tensor* const* inputs) {
       // The kernel reads the input where it now is: in the output.
       std::swap(slots_[step.first_slot + out], slots_[slot]);
       views_[slot] = &slots_[step.first_slot + out];
+    }
+    if (donated != nullptr) {
+      for (const auto& [out, i] : step.in_place_donated) {
+        if (donated[i] == nullptr || donated[i] != inputs[i]) continue;
+        std::swap(slots_[step.first_slot + out], *donated[i]);
+        views_[input_slot_[i]] = &slots_[step.first_slot + out];
+      }
     }
     for (int k = 0; k < n.num_outputs(); ++k) {
       Tensor& t = slots_[step.first_slot + k];
