@@ -357,16 +357,19 @@ void load_checkpoint(const Reducer& reduce,
                      int32_t kind,
                      uint64_t bounds_hash,
                      LbfgsState* state) {
-  agree_or_throw(reduce,
-                 read_checkpoint(options.checkpoint_path,
-                                 rank,
-                                 size,
-                                 n,
-                                 options.history,
-                                 kind,
-                                 bounds_hash,
-                                 options.checkpoint_problem,
-                                 state));
+  const auto read = [&](LbfgsState* into, const std::string& suffix) {
+    return read_checkpoint(options.checkpoint_path,
+                           rank,
+                           size,
+                           n,
+                           options.history,
+                           kind,
+                           bounds_hash,
+                           options.checkpoint_problem,
+                           into,
+                           suffix);
+  };
+  agree_or_throw(reduce, read(state, ""));
   CommContext* comm = reduce.comm();
   if (comm == nullptr) return;
   const double first = comm->allreduce_min(state->iteration);
@@ -390,16 +393,7 @@ void load_checkpoint(const Reducer& reduce,
               staged_file + ") to complete it from";
   } else if (state->iteration != last) {
     LbfgsState staged;
-    problem = read_checkpoint(options.checkpoint_path,
-                              rank,
-                              size,
-                              n,
-                              options.history,
-                              kind,
-                              bounds_hash,
-                              options.checkpoint_problem,
-                              &staged,
-                              ".tmp");
+    problem = read(&staged, ".tmp");
     if (problem.empty() && staged.iteration != last) {
       problem = staged_file + ": staged at iteration " +
                 std::to_string(staged.iteration) + ", not " +
