@@ -225,9 +225,11 @@ class Reversal final {
     for (Tensor& x : ybar_) in.push_back(&x);
     // r_ is replaced by the step's results below: its buffers are given to
     // the body, so an accumulating adjoint (κ̄ += …) works in place.
-    std::vector<Tensor*> donated(in.size(), nullptr);
-    for (int k = 0; k < nr_; ++k) donated[nc_ + ni_ + 1 + k] = &r_[k];
-    reverse_->run(in.data(), donated.data());
+    if (donated_.empty()) {
+      donated_.assign(in.size(), nullptr);
+      for (int k = 0; k < nr_; ++k) donated_[nc_ + ni_ + 1 + k] = &r_[k];
+    }
+    reverse_->run(in.data(), donated_.data());
     reverse_->move_outputs(0, r_);
     ++taped_;
     // No state at or after t is needed again.
@@ -280,6 +282,7 @@ class Reversal final {
   std::vector<Tensor> cur_;
   int64_t cur_t_ = 0;
   std::vector<Tensor> r_;
+  std::vector<Tensor*> donated_;  // per reverse-body input: &r_[k] or null
   std::vector<Tensor> ybar_;
   std::vector<char> ybar_zero_;
   Tensor step_ = Tensor::scalar(0);

@@ -332,9 +332,23 @@ TEST(LbfgsMpi, DamagedOrForeignCheckpointsAreRefusedOnEveryRank) {
     });
     msg = error_of([&] { quartic_run(x, resume); });
     EXPECT_NE(msg.find("the ranks' files are from different iterations (2 to "
-                       "3): not one checkpoint"),
+                       "3): not one checkpoint; rank " +
+                       std::to_string(size - 1) + " has no staged file (" +
+                       last + ".tmp) to complete it from"),
               std::string::npos)
         << msg;
+    // A staged file beside it, but not the newer iteration's: refused too.
+    on_last_rank([&] {
+      std::filesystem::copy_file(
+          optim::detail::checkpoint_file(old_prefix, rank, size),
+          last + ".tmp");
+    });
+    msg = error_of([&] { quartic_run(x, resume); });
+    EXPECT_NE(msg.find("not one checkpoint; " + last +
+                       ".tmp: staged at iteration 2, not 3"),
+              std::string::npos)
+        << msg;
+    on_last_rank([&] { std::filesystem::remove(last + ".tmp"); });
   }
   on_last_rank([&] {
     std::filesystem::remove(last);
