@@ -1,13 +1,15 @@
 // Naive and ring allreduce built from the graph's send/recv nodes
 // (mpi_ops/allreduce_programs.h) against MPI_Allreduce, 8 B to 64 MiB, in
-// one run. Medians of the per-run maximum over ranks, each from a barrier.
-//   mpirun -n 4 build/bench/allreduce_programs_bench
+// one run. Both programs write into the caller's tensor (Session::run_into),
+// as MPI_Allreduce writes into its receive buffer. Medians of the per-run
+// maximum over ranks, each from a barrier.
+//   mpirun -n 2 build/bench/allreduce_programs_bench [segment elements]
+// The optional argument sets the ring's message size (allreduce_ring's
+// `segment`; default kRingSegment).
 #include <mpi.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <functional>
+#include <cstdlib>
 #include <vector>
 
 #include "adgraph.h"
@@ -19,12 +21,17 @@ int main(int argc, char** argv) {
   MpiEnvironment env(&argc, &argv);
   auto comm = Communicator::world();
   const int size = comm->size();
+  const int64_t segment = argc > 1 ? std::atoll(argv[1]) : kRingSegment;
   if (comm->rank() == 0) {
-    std::printf("%12s %12s %12s %12s %16s %16s\n",
+    std::printf("# ring segment: %lld doubles\n",
+                static_cast<long long>(segment));
+    std::printf("%12s %12s %12s %12s %8s %8s %16s %16s\n",
                 "bytes",
                 "mpi_us",
                 "naive_us",
                 "ring_us",
+                "naive/mpi",
+                "ring/mpi",
                 "naive_sent_B",
                 "ring_sent_B");
   }
@@ -34,12 +41,13 @@ int main(int argc, char** argv) {
   for (int64_t n : sizes) {
     Graph g;
     Value x = g.placeholder("x", {n});
-    Value naive = allreduce_naive(x), ring = allreduce_ring(x);
+    Value naive = allreduce_naive(x),
+          ring = allreduce_ring(x, kRingAllreduceTag, segment);
     Session s(g);
     FeedMap feeds{{x, Tensor(Shape{n}, 1.0 + comm->rank())}};
     std::vector<double> in(n, 1.0 + comm->rank()), out(n);
-    const int reps = n <= 4096 ? 100 : n <= (1 << 20) ? 10 : 3;
-    Tensor a, b;
+    const int reps = n <= 4096 ? 100 : n <= (1 << 20) ? 20 : 7;
+    Tensor a(Shape{n}), b(Shape{n});
     const std::vector<double> t =
         bench::median_times(reps,
                             {[&] {
@@ -50,8 +58,8 @@ int main(int argc, char** argv) {
                                              MPI_SUM,
                                              MPI_COMM_WORLD);
                              },
-                             [&] { a = s.run(naive, feeds); },
-                             [&] { b = s.run(ring, feeds); }});
+                             [&] { s.run_into({naive}, feeds, {&a}); },
+                             [&] { s.run_into({ring}, feeds, {&b}); }});
     const double t_mpi = t[0], t_naive = t[1], t_ring = t[2];
     const double want = size * (size + 1) / 2.0;
     if (a[n - 1] != want || b[n - 1] != want || out[n - 1] != want) {
@@ -60,11 +68,13 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (comm->rank() == 0) {
-      std::printf("%12lld %12.1f %12.1f %12.1f %16.0f %16.0f\n",
+      std::printf("%12lld %12.1f %12.1f %12.1f %8.2f %8.2f %16.0f %16.0f\n",
                   static_cast<long long>(8 * n),
                   t_mpi * 1e6,
                   t_naive * 1e6,
                   t_ring * 1e6,
+                  t_naive / t_mpi,
+                  t_ring / t_mpi,
                   8.0 * (size - 1) * n,
                   8.0 * 2 * (size - 1) * n / size);
     }

@@ -81,8 +81,11 @@ BodyRunner::BodyRunner(const LoopBody& body, const std::vector<int>& wanted)
                                : first_slot[out.node_id()] + out.output());
   }
   std::vector<int> readers(num_slots, 0);
-  for (const Step& step : steps_)
-    for (int s : step.input_slots) ++readers[s];
+  for (const Step& step : steps_) {
+    for (std::size_t i = 0; i < step.input_slots.size(); ++i)
+      if (!is_shape_only(*step.node->op, static_cast<int>(i)))
+        ++readers[step.input_slots[i]];
+  }
   for (int k : wanted) ++readers[output_slot_[k]];
   for (Step& step : steps_) {
     for (int k = 0; k < step.node->num_outputs(); ++k)

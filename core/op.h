@@ -238,7 +238,18 @@ struct OpDef {
   // the input before it writes the output at the same index (element-wise
   // ops do), and sees the same tensor through input(i) and output(k).
   std::vector<std::pair<int, int>> in_place;
+  // Inputs of which the kernel uses only the shape (mpi_recv's like): a
+  // plan orders the node after them but does not keep their tensors alive
+  // for it, so the kernel must not read input(i) for them.
+  std::vector<int> shape_only;
 };
+
+// Whether input `i` of `def` is one of its shape-only inputs.
+inline bool is_shape_only(const OpDef& def, int i) {
+  for (int k : def.shape_only)
+    if (k == i) return true;
+  return false;
+}
 
 // The set of known ops, by name.
 class OpRegistry final {

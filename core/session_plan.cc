@@ -261,17 +261,20 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
     step.first_slot = plan->num_slots;
     int level = 0;
     const int index = static_cast<int>(plan->steps.size());
-    for (const Value& in : n.inputs) {
+    auto reads = [&n](int i) { return !is_shape_only(*n.op, i); };
+    for (std::size_t i = 0; i < n.inputs.size(); ++i) {
+      const Value& in = n.inputs[i];
       const int s = step_of[in.node_id()];
       const int slot = plan->steps[s].first_slot + in.output();
       step.input_slots.push_back(slot);
-      last_use[slot] = index;
+      if (reads(static_cast<int>(i))) last_use[slot] = index;
       level = std::max(level, level_of[s] + 1);
     }
-    for (int slot : step.input_slots) {
+    for (std::size_t i = 0; i < step.input_slots.size(); ++i) {
+      const int slot = step.input_slots[i];
       // (A slot read twice by this step already points here, and this
       // step has no level_of entry yet.)
-      if (last_level_use[slot] != index &&
+      if (reads(static_cast<int>(i)) && last_level_use[slot] != index &&
           level_of[last_level_use[slot]] <= level)
         last_level_use[slot] = index;
     }
@@ -352,8 +355,11 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
     plan->steps[at].release.push_back(slot);
   }
   std::vector<int> readers(plan->num_slots, 0);
-  for (const Plan::Step& step : plan->steps)
-    for (int slot : step.input_slots) ++readers[slot];
+  for (const Plan::Step& step : plan->steps) {
+    for (std::size_t i = 0; i < step.input_slots.size(); ++i)
+      if (!is_shape_only(*step.node->op, static_cast<int>(i)))
+        ++readers[step.input_slots[i]];
+  }
   for (int slot : plan->fetch_slots) ++readers[slot];
   for (int slot = 0; slot < plan->num_slots; ++slot)
     plan->steps[slot_owner[slot]].readers.push_back(readers[slot]);

@@ -13,6 +13,8 @@
 // builds the same number of communication nodes.
 #pragma once
 
+#include <cstdint>
+
 #include "core/graph.h"
 #include "mpi_ops/tags.h"
 
@@ -21,6 +23,12 @@ namespace adgraph {
 // Its messages use `tag` only.
 Value allreduce_naive(Value x, int tag = kNaiveAllreduceTag);
 // Its messages use tags `tag` (reduce-scatter) and `tag + 1` (allgather).
-Value allreduce_ring(Value x, int tag = kRingAllreduceTag);
+// Each chunk travels in messages of at most `segment` elements (pipelined:
+// a received piece is added while it is in cache; the default, 2^16
+// doubles, is half a MiB). Throws OptionsError when segment < 1.
+inline constexpr int64_t kRingSegment = int64_t{1} << 16;
+Value allreduce_ring(Value x,
+                     int tag = kRingAllreduceTag,
+                     int64_t segment = kRingSegment);
 
 }  // namespace adgraph

@@ -101,6 +101,10 @@ class Communicator final : public CommContext {
   // Point to point. send() copies the data and returns at once; the message
   // completes by the end of the run (finish_run). recv() blocks.
   void send(const double* data, int64_t n, int dest, int tag);
+  // send() without the copy: takes `data`'s storage for the message and
+  // leaves in `data` a buffer of the same size whose values are unspecified
+  // (a spare one, or a new one that has not been touched).
+  void send_buffer(Eigen::ArrayXd& data, int dest, int tag);
   void recv(double* data, int64_t n, int src, int tag);
 
   // Nonblocking point to point. isend() copies the data; both return a
@@ -181,6 +185,18 @@ class Communicator final : public CommContext {
 
   struct PendingSend;
   std::vector<std::unique_ptr<PendingSend>> pending_;
+  // The buffers of completed sends and nonblocking requests, kept for the
+  // next ones of the same size, so that a repeated run copies into pages it
+  // has touched before instead of faulting in new ones. At most
+  // kMaxSpareBytes are kept; the oldest go first.
+  static constexpr std::size_t kMaxSpareBytes = std::size_t{512} << 20;
+  std::vector<Eigen::ArrayXd> spare_buffers_;
+  std::size_t spare_bytes_ = 0;
+  // A kept buffer of n doubles, else a new one (uninitialised).
+  Eigen::ArrayXd take_spare(int64_t n);
+  void keep_spare(Eigen::ArrayXd&& buffer);
+  // Starts the send of `buffer`, which the message owns until it completes.
+  void post_send(Eigen::ArrayXd&& buffer, int dest, int tag);
   // Nonblocking requests started and not yet waited on, by handle.
   struct Request;
   std::map<int64_t, std::unique_ptr<Request>> requests_;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -151,10 +152,22 @@ void Communicator::alltoall(const double* in, double* out, int64_t n) {
 }
 
 void Communicator::send(const double* data, int64_t n, int dest, int tag) {
+  Eigen::ArrayXd copy = take_spare(n);
+  std::copy(data, data + n, copy.data());
+  post_send(std::move(copy), dest, tag);
+}
+
+void Communicator::send_buffer(Eigen::ArrayXd& data, int dest, int tag) {
+  Eigen::ArrayXd buffer = take_spare(data.size());
+  buffer.swap(data);
+  post_send(std::move(buffer), dest, tag);
+}
+
+void Communicator::post_send(Eigen::ArrayXd&& buffer, int dest, int tag) {
   auto pending = std::make_unique<PendingSend>();
-  pending->buffer.assign(data, data + n);
+  pending->buffer = std::move(buffer);
   check_mpi(MPI_Isend(pending->buffer.data(),
-                      count_of(n),
+                      count_of(pending->buffer.size()),
                       MPI_DOUBLE,
                       dest,
                       tag,
@@ -162,6 +175,31 @@ void Communicator::send(const double* data, int64_t n, int dest, int tag) {
                       &pending->request),
             "MPI_Isend");
   pending_.push_back(std::move(pending));
+}
+
+Eigen::ArrayXd Communicator::take_spare(int64_t n) {
+  for (auto it = spare_buffers_.rbegin(); it != spare_buffers_.rend(); ++it) {
+    if (it->size() != n) continue;
+    Eigen::ArrayXd buffer = std::move(*it);
+    spare_buffers_.erase(std::next(it).base());
+    spare_bytes_ -= sizeof(double) * n;
+    return buffer;
+  }
+  return Eigen::ArrayXd(n);
+}
+
+void Communicator::keep_spare(Eigen::ArrayXd&& buffer) {
+  const std::size_t bytes = sizeof(double) * buffer.size();
+  if (bytes == 0 || bytes > kMaxSpareBytes) return;
+  spare_buffers_.push_back(std::move(buffer));
+  spare_bytes_ += bytes;
+  std::size_t dropped = 0;
+  while (spare_bytes_ > kMaxSpareBytes) {
+    spare_bytes_ -= sizeof(double) * spare_buffers_[dropped].size();
+    ++dropped;
+  }
+  spare_buffers_.erase(spare_buffers_.begin(),
+                       spare_buffers_.begin() + static_cast<long>(dropped));
 }
 
 void Communicator::recv(double* data, int64_t n, int src, int tag) {
@@ -271,7 +309,8 @@ void Communicator::finish_data_exchange(int64_t handle, double* const recv[4]) {
 
 int64_t Communicator::isend(const double* data, int64_t n, int dest, int tag) {
   auto r = std::make_unique<Request>();
-  r->buffer.assign(data, data + n);
+  r->buffer = take_spare(n);
+  std::copy(data, data + n, r->buffer.data());
   check_mpi(MPI_Isend(r->buffer.data(),
                       count_of(n),
                       MPI_DOUBLE,
@@ -287,7 +326,7 @@ int64_t Communicator::isend(const double* data, int64_t n, int dest, int tag) {
 
 int64_t Communicator::irecv(int64_t n, int src, int tag) {
   auto r = std::make_unique<Request>();
-  r->buffer.resize(n);
+  r->buffer = take_spare(n);
   r->receive = true;
   check_mpi(MPI_Irecv(r->buffer.data(),
                       count_of(n),
@@ -330,8 +369,9 @@ void Communicator::wait(const int64_t* handles,
               std::to_string(statuses[k].MPI_TAG) + "), expected " +
               std::to_string(counts[k]));
       }
-      std::copy(r.buffer.begin(), r.buffer.end(), data[k]);
+      std::copy(r.buffer.data(), r.buffer.data() + r.buffer.size(), data[k]);
     }
+    keep_spare(std::move(r.buffer));
     requests_.erase(handles[k]);
   }
 }
@@ -357,6 +397,7 @@ void Communicator::finish_run() {
               " outstanding send(s) at the end of the run");
   for (auto& pending : pending_) {
     check_mpi(MPI_Wait(&pending->request, MPI_STATUS_IGNORE), "MPI_Wait");
+    keep_spare(std::move(pending->buffer));
   }
   pending_.clear();
   stop_watch();
@@ -370,6 +411,7 @@ void Communicator::complete_sends_from(std::size_t first) {
               " send(s) of a loop step");
   for (std::size_t k = first; k < pending_.size(); ++k) {
     check_mpi(MPI_Wait(&pending_[k]->request, MPI_STATUS_IGNORE), "MPI_Wait");
+    keep_spare(std::move(pending_[k]->buffer));
   }
   pending_.resize(first);
   stop_watch();

@@ -30,14 +30,14 @@ struct Communicator::MpiComm {
 
 // A send in flight: its own copy of the data and its request.
 struct Communicator::PendingSend {
-  std::vector<double> buffer;
+  Eigen::ArrayXd buffer;
   MPI_Request request = MPI_REQUEST_NULL;
 };
 
 // A nonblocking request in flight: its buffer (the copy sent, or where the
 // message arrives) and MPI's request.
 struct Communicator::Request {
-  std::vector<double> buffer;
+  Eigen::ArrayXd buffer;
   MPI_Request request = MPI_REQUEST_NULL;
   bool receive = false;
 };

@@ -123,13 +123,16 @@ void register_nonblocking_ops() {
       "starts receiving a tensor of like's shape from src; y = request",
       "src");
   irecv.inputs = {"like"};
+  irecv.shape_only = {0};  // like is not read: it need not stay alive
   irecv.shape = [](const ShapeContext& c) {
     check_peer(c, "src");
     return Shapes{Shape{}};
   };
   irecv.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
-    c.output(0)[0] = static_cast<double>(comm.irecv(
-        c.input(0).size(), attr(c.node(), "src"), attr(c.node(), "tag")));
+    c.output(0)[0] =
+        static_cast<double>(comm.irecv(num_elements(c.node().inputs[0].shape()),
+                                       attr(c.node(), "src"),
+                                       attr(c.node(), "tag")));
   });
   irecv.gradient = [](const GradientContext& c) {
     // A side effect, like mpi_recv's adjoint send: gradients() makes its

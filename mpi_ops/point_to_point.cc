@@ -98,11 +98,20 @@ void register_point_to_point_ops() {
     check_peer(c, "dest");
     return Shapes{c.input_shape(0)};
   };
+  // When x dies here, y holds x's buffer; when y is not read either, the
+  // message takes that buffer and y gets a spare one: no copy at all.
+  send.in_place = {{0, 0}};
   send.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
     const Tensor& x = c.input(0);
-    comm.send(
-        x.data(), x.size(), attr(c.node(), "dest"), attr(c.node(), "tag"));
-    c.output(0).array() = x.array();
+    Tensor& y = c.output(0);
+    const int dest = attr(c.node(), "dest"), tag = attr(c.node(), "tag");
+    const bool in_place = &x == &y;
+    if (in_place && !c.output_used(0)) {
+      comm.send_buffer(y.array(), dest, tag);
+      return;
+    }
+    comm.send(x.data(), x.size(), dest, tag);
+    if (!in_place && c.output_used(0)) y.array() = x.array();
   });
   send.gradient = [](const GradientContext& c) {
     const Node& n = c.node();
@@ -118,6 +127,7 @@ void register_point_to_point_ops() {
   recv.doc = "y = the tensor (of like's shape) received from src";
   recv.inputs = {"like"};
   recv.attrs = {peer_attr("src", "sending rank"), tag_attr()};
+  recv.shape_only = {0};  // like is not read: it need not stay alive
   recv.communication = true;
   recv.communicator = world_communicator;
   recv.shape = [](const ShapeContext& c) {

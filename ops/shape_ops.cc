@@ -116,8 +116,10 @@ void register_shape_ops() {
     }
     return Shapes{shape};
   };
+  // When x dies here, y takes its buffer under the new shape: no copy.
+  reshape_def.in_place = {{0, 0}};
   reshape_def.compute = [](KernelContext& c) {
-    c.output(0).array() = c.input(0).array();
+    if (&c.input(0) != &c.output(0)) c.output(0).array() = c.input(0).array();
   };
   reshape_def.gradient = [](const GradientContext& c) {
     return Values{reshape(c.grad(), c.input(0).shape())};

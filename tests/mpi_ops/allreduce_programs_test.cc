@@ -47,5 +47,48 @@ TEST(AllreduceRing, EqualsMpiAllreduceInValuesAndGradients) {
   expect_like_mpi_allreduce([](Value v) { return allreduce_ring(v); }, 80);
 }
 
+// Chunks cut into messages of at most 2 elements: pieces of unequal length,
+// and chunks of different piece counts when P does not divide n.
+TEST(AllreduceRing, SegmentedChunksEqualMpiAllreduceInValuesAndGradients) {
+  expect_like_mpi_allreduce(
+      [](Value v) { return allreduce_ring(v, kRingAllreduceTag, 2); }, 90);
+}
+
+// Large enough for pooled buffers and taken send buffers, cut into pieces
+// (2500 elements / 300 per message): the sum is the reference's within
+// rounding, bitwise the same on every repetition, and by the third run no
+// buffer is new.
+TEST(AllreduceRing, RepeatedRunsAreBitwiseEqualAndAllocateNothing) {
+  constexpr int64_t kSize = 5000;
+  Graph g;
+  Value x = g.placeholder("x", {kSize});
+  Value ring = allreduce_ring(x, kRingAllreduceTag, 300);
+  Value reference = mpi_allreduce(x);
+  Session s(g);
+  const FeedMap feeds{{x, random_tensor({kSize}, 95)}};
+  const Tensor want = s.run(reference, feeds);
+  Tensor first(Shape{kSize}), again(Shape{kSize});
+  s.run_into({ring}, feeds, {&first});
+  for (int64_t i = 0; i < kSize; ++i)
+    ASSERT_NEAR(first[i], want[i], 1e-14) << i;
+  for (int run = 0; run < 3; ++run) {
+    s.run_into({ring}, feeds, {&again});
+    EXPECT_TRUE((again.array() == first.array()).all()) << "run " << run;
+  }
+  EXPECT_EQ(s.stats().buffers_allocated, 0);
+}
+
+TEST(AllreduceRing, ASegmentBelowOneElementIsRefused) {
+  Graph g;
+  Value x = g.placeholder("x", {4});
+  try {
+    allreduce_ring(x, kRingAllreduceTag, 0);
+    ADD_FAILURE() << "segment 0 accepted";
+  } catch (const OptionsError& e) {
+    EXPECT_STREQ(e.what(),
+                 "allreduce_ring: segment must be at least 1 element, not 0");
+  }
+}
+
 }  // namespace
 }  // namespace adgraph

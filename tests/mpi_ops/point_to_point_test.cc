@@ -130,6 +130,61 @@ TEST(MpiSendRecv, AdcmeSendrecvFromRankZero) {
       [&](Value v) { return mpi_sendrecv_adjoint(v, 0, dest); }, {4});
 }
 
+// A send whose input dies at it and whose output nobody reads hands the
+// input's buffer to the message (no copy); the nodes after it reuse pooled
+// buffers of the same size, and must not overwrite the message in flight.
+// The run is repeated into the caller's tensors: from the third run on no
+// buffer is new.
+TEST(MpiSendRecv, ATakenSendBufferIsNotOverwrittenByLaterNodes) {
+  constexpr int64_t kSize = 4096;  // pooled (>= Plan::kMinRecycled)
+  const int rank = world_rank(), size = world_size();
+  const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  Graph g;
+  Value x = g.placeholder("x", {kSize});
+  mpi_send(x * 2.0, next, 7);               // x * 2.0 dies at the send: taken
+  Value kept = mpi_send(x * 3.0, next, 8);  // read below: copied
+  Value later = x * 4.0;
+  for (int k = 0; k < 4; ++k) later = (later + 1.0) * 0.5;
+  Value doubled = mpi_recv(later, prev, 7);
+  Value tripled = mpi_recv(later, prev, 8);
+  Tensor xv(Shape{kSize});
+  for (int64_t i = 0; i < kSize; ++i) xv[i] = rank + 0.25 * i;
+  Session s(g);
+  std::vector<Tensor> out(4, Tensor(Shape{kSize}));
+  for (int run = 0; run < 3; ++run) {
+    s.run_into({doubled, tripled, kept, later},
+               {{x, xv}},
+               {&out[0], &out[1], &out[2], &out[3]});
+    if (run == 2) {
+      EXPECT_EQ(s.stats().buffers_allocated, 0);
+    }
+    for (int64_t i = 0; i < kSize; ++i) {
+      const double x_prev = prev + 0.25 * i;
+      ASSERT_EQ(out[0][i], 2 * x_prev) << "run " << run << ", i = " << i;
+      ASSERT_EQ(out[1][i], 3 * x_prev) << "run " << run << ", i = " << i;
+      ASSERT_EQ(out[2][i], 3 * xv[i]) << "run " << run << ", i = " << i;
+    }
+  }
+}
+
+// The receive reads only its template's shape (OpDef::shape_only), so a
+// template used by nothing else is freed before the received tensor is
+// allocated: one array is live at a time, not two.
+TEST(MpiSendRecv, TheReceiveTemplateIsNotKeptAlive) {
+  constexpr int64_t kSize = 100000;
+  const int rank = world_rank(), size = world_size();
+  const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  Graph g;
+  Value x = g.placeholder("x", {kSize});
+  mpi_send(x, next, 9);
+  Value y = mpi_recv(x * 5.0, prev, 9);
+  Session s(g);
+  Tensor xv(Shape{kSize}, 1.0 + rank);
+  Tensor out = s.run(y, {{x, xv}});
+  EXPECT_EQ(out[kSize - 1], 1.0 + prev);
+  EXPECT_LE(s.stats().peak_live_bytes, (kSize + 16) * sizeof(double));
+}
+
 TEST(MpiSendRecv, PeersAndTagsAreValidatedWhenBuilt) {
   Graph g;
   Value x = g.placeholder("x", {1});
