@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
                     MPI_COMM_WORLD);
     };
     const std::vector<double> t_into = bench::median_times(
-        reps, {raw, [&] { session.run_into({y}, feeds, {&into}); }});
+        reps, {raw, [&] { session.run_into(y, feeds, into); }});
     const std::vector<double> t_run = bench::median_times(
         reps, {raw, [&] { result = session.run(y, feeds); }});
     const std::vector<double> t = {

@@ -58,8 +58,8 @@ int main(int argc, char** argv) {
                                              MPI_SUM,
                                              MPI_COMM_WORLD);
                              },
-                             [&] { s.run_into({naive}, feeds, {&a}); },
-                             [&] { s.run_into({ring}, feeds, {&b}); }});
+                             [&] { s.run_into(naive, feeds, a); },
+                             [&] { s.run_into(ring, feeds, b); }});
     const double t_mpi = t[0], t_naive = t[1], t_ring = t[2];
     const double want = size * (size + 1) / 2.0;
     if (a[n - 1] != want || b[n - 1] != want || out[n - 1] != want) {

@@ -66,7 +66,7 @@ void check_feed(Value target, const Tensor& value) {
   }
 }
 
-Session::Plan& Session::prepare(const std::vector<Value>& fetches,
+Session::Plan& Session::prepare(std::span<const Value> fetches,
                                 const FeedMap& feeds) {
   for (const auto& [value, tensor] : feeds) {
     if (!value.valid() || &value.graph() != &graph_) {
@@ -277,6 +277,21 @@ Tensor Session::run(Value fetch, const FeedMap& feeds) {
 void Session::run_into(const std::vector<Value>& fetches,
                        const FeedMap& feeds,
                        const std::vector<Tensor*>& outputs) {
+  run_into(std::span<const Value>(fetches),
+           feeds,
+           std::span<Tensor* const>(outputs));
+}
+
+void Session::run_into(Value fetch, const FeedMap& feeds, Tensor& output) {
+  Tensor* out = &output;
+  run_into(std::span<const Value>(&fetch, 1),
+           feeds,
+           std::span<Tensor* const>(&out, 1));
+}
+
+void Session::run_into(std::span<const Value> fetches,
+                       const FeedMap& feeds,
+                       std::span<Tensor* const> outputs) {
   if (outputs.size() != fetches.size()) {
     throw RunError("run_into got " + std::to_string(outputs.size()) +
                        " output tensor(s) for " +
@@ -291,15 +306,18 @@ void Session::run_into(const std::vector<Value>& fetches,
       throw RunError("fetch is not a value of this session's graph");
     }
     const Node& n = f.node();
-    const std::string which = "output tensor " + std::to_string(k) +
-                              " (for fetch " + std::to_string(k) + ", \"" +
-                              n.name + "\" output " +
-                              std::to_string(f.output()) + ")";
+    // Built only for a message: a repeated run_into costs no string.
+    auto which = [&] {
+      return "output tensor " + std::to_string(k) + " (for fetch " +
+             std::to_string(k) + ", \"" + n.name + "\" output " +
+             std::to_string(f.output()) + ")";
+    };
     if (outputs[k] == nullptr) {
-      throw RunError(which + " is null", n.name, n.op_name(), "outputs");
+      throw RunError(which() + " is null", n.name, n.op_name(), "outputs");
     }
     if (outputs[k]->shape() != f.shape()) {
-      throw RunError(which + " has shape " + shape_string(outputs[k]->shape()) +
+      throw RunError(which() + " has shape " +
+                         shape_string(outputs[k]->shape()) +
                          ", the fetch has shape " + shape_string(f.shape()) +
                          " (adgraph tensors hold doubles; make it with "
                          "Tensor(fetch.shape()))",
@@ -309,7 +327,7 @@ void Session::run_into(const std::vector<Value>& fetches,
     }
     for (std::size_t j = 0; j < k; ++j) {
       if (outputs[j] == outputs[k]) {
-        throw RunError(which + " is also output tensor " + std::to_string(j) +
+        throw RunError(which() + " is also output tensor " + std::to_string(j) +
                            "; give each fetch its own tensor",
                        n.name,
                        n.op_name(),
@@ -318,7 +336,7 @@ void Session::run_into(const std::vector<Value>& fetches,
     }
     for (const auto& [value, tensor] : feeds) {
       if (&tensor == outputs[k]) {
-        throw RunError(which + " is the feed of \"" + value.node().name +
+        throw RunError(which() + " is the feed of \"" + value.node().name +
                            "\"; a fetch cannot be written into a feed",
                        n.name,
                        n.op_name(),
@@ -331,8 +349,7 @@ void Session::run_into(const std::vector<Value>& fetches,
   // unless it is a placeholder (its feed is copied).
   for (std::size_t k = 0; k < fetches.size(); ++k) {
     const int slot = plan.fetch_slots[k];
-    if (plan.caller[slot] == nullptr &&
-        fetches[k].node().op_name() != "placeholder")
+    if (plan.caller[slot] == nullptr && !plan.fetch_fed[k])
       plan.caller[slot] = outputs[k];
   }
   execute(plan, feeds);

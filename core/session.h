@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "core/graph.h"
@@ -98,6 +99,8 @@ class Session final {
   void run_into(const std::vector<Value>& fetches,
                 const FeedMap& feeds,
                 const std::vector<Tensor*>& outputs);
+  // run_into of one fetch: no vector to build per run.
+  void run_into(Value fetch, const FeedMap& feeds, Tensor& output);
 
   const RunStats& stats() const { return stats_; }
   // Frees the buffers the session holds between runs (pooled and kept).
@@ -115,9 +118,12 @@ class Session final {
   // Throws RunError when the plan's estimated peak of live intermediate
   // bytes exceeds what this process can allocate (memory_available()).
   static void check_memory(const Plan& plan);
-  const Plan& plan_for(const std::vector<Value>& fetches);
+  const Plan& plan_for(std::span<const Value> fetches);
   // Checks the feeds, finds (or builds) the plan, checks it is fed.
-  Plan& prepare(const std::vector<Value>& fetches, const FeedMap& feeds);
+  Plan& prepare(std::span<const Value> fetches, const FeedMap& feeds);
+  void run_into(std::span<const Value> fetches,
+                const FeedMap& feeds,
+                std::span<Tensor* const> outputs);
   // Runs the plan; the fetched values are left in its slots (or the
   // caller's tensors, Plan::caller).
   void execute(Plan& plan, const FeedMap& feeds);

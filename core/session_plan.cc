@@ -136,14 +136,17 @@ void hoist_starts(const Graph& graph,
 
 }  // namespace
 
-const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
+const Session::Plan& Session::plan_for(std::span<const Value> fetches) {
   for (const Value& f : fetches) {
     if (!f.valid() || &f.graph() != &graph_) {
       throw RunError("fetch is not a value of this session's graph");
     }
   }
   // The same fetches as the last run: no key to build or look up.
-  if (last_plan_ != nullptr && last_plan_->fetch_values == fetches) {
+  if (last_plan_ != nullptr && std::equal(last_plan_->fetch_values.begin(),
+                                          last_plan_->fetch_values.end(),
+                                          fetches.begin(),
+                                          fetches.end())) {
     stats_.plan_cached = true;
     return *last_plan_;
   }
@@ -319,6 +322,7 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
   for (const auto& [id, out] : key) {
     const int slot = plan->steps[step_of[id]].first_slot + out;
     plan->fetch_slots.push_back(slot);
+    plan->fetch_fed.push_back(plan->steps[step_of[id]].placeholder);
     fetched[slot] = 1;
   }
   // Outputs that take over a dying input's buffer (OpDef::in_place). Not in
@@ -399,7 +403,7 @@ const Session::Plan& Session::plan_for(const std::vector<Value>& fetches) {
   for (const auto& [on, descriptors] : collectives) {
     if (on != nullptr) on->check_same_sequence(descriptors);
   }
-  plan->fetch_values = fetches;
+  plan->fetch_values.assign(fetches.begin(), fetches.end());
   last_plan_ = plan.get();
   return *plans_.emplace(std::move(key), std::move(plan)).first->second;
 }

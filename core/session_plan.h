@@ -36,6 +36,8 @@ struct Session::Plan {
   std::vector<std::vector<int>> levels;  // step indices, for concurrency
   std::vector<Value> fetch_values;       // what it was built for
   std::vector<int> fetch_slots;
+  // Per fetch: whether it is a placeholder's (its feed, copied out).
+  std::vector<char> fetch_fed;
   // How many times each slot is fetched (a slot fetched once is moved out).
   std::vector<int> fetch_count;
   int num_slots = 0;

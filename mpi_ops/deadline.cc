@@ -140,7 +140,7 @@ void Communicator::watchdog_loop() {
   int64_t stop_seen_ns = 0;
   while (!watch_stop_) {
     watch_wakeup_.wait_for(lock, std::chrono::milliseconds(50));
-    const int64_t start = watch_start_ns_.load();
+    const int64_t start = watch_start_ns_.load(std::memory_order_acquire);
     if (const int signal = stop_signal.load(); signal != 0) {
       // mpirun stops the job (another rank failed, or a host was lost):
       // say what this rank was waiting for, then die of the signal. The
@@ -183,28 +183,35 @@ void Communicator::start_watch(std::string label) {
     std::lock_guard<std::mutex> lock(watch_mutex_);
     watch_label_ = std::move(label);
   }
-  watch_node_.store(nullptr);
-  watch_call_.store(nullptr);
-  watch_start_ns_.store(now_ns());
+  watch_node_.store(nullptr, std::memory_order_relaxed);
+  watch_call_.store(nullptr, std::memory_order_relaxed);
+  watch_start_ns_.store(now_ns(), std::memory_order_release);
 }
 
+// The watched call's description is published before its start time
+// (release), which the watchdog reads first (acquire): plain stores on
+// x86, where the default order costs a locked exchange each (~30 ns per
+// watched call in all).
 void Communicator::start_watch(const Node& node) {
-  watch_node_.store(&node);
-  watch_call_.store(nullptr);
-  watch_start_ns_.store(now_ns());
+  watch_node_.store(&node, std::memory_order_relaxed);
+  watch_call_.store(nullptr, std::memory_order_relaxed);
+  watch_start_ns_.store(now_ns(), std::memory_order_release);
 }
 
-void Communicator::stop_watch() { watch_start_ns_.store(0); }
+void Communicator::stop_watch() {
+  watch_start_ns_.store(0, std::memory_order_release);
+}
 
 Communicator::CallWatch::CallWatch(Communicator& comm,
                                    const char* call,
                                    int64_t n)
-    : comm_(comm), own_(comm.watch_start_ns_.load() == 0) {
+    : comm_(comm),
+      own_(comm.watch_start_ns_.load(std::memory_order_relaxed) == 0) {
   if (!own_) return;  // a node's watch covers the call
-  comm_.watch_node_.store(nullptr);
-  comm_.watch_call_.store(call);
-  comm_.watch_call_count_.store(n);
-  comm_.watch_start_ns_.store(now_ns());
+  comm_.watch_node_.store(nullptr, std::memory_order_relaxed);
+  comm_.watch_call_.store(call, std::memory_order_relaxed);
+  comm_.watch_call_count_.store(n, std::memory_order_relaxed);
+  comm_.watch_start_ns_.store(now_ns(), std::memory_order_release);
 }
 
 Communicator::CallWatch::~CallWatch() {
