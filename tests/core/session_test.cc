@@ -278,5 +278,38 @@ TEST(Session, RunIntoNamesTheFetchOfABadOutput) {
   EXPECT_EQ(other[0], -1.0);
 }
 
+// The one-fetch form: the same checks and the same buffer reuse.
+TEST(Session, RunIntoOneFetchWritesIntoTheCallersBuffer) {
+  constexpr int64_t kSize = 1000;
+  Graph g;
+  Value x = g.placeholder("x", {kSize});
+  NodeOptions named;
+  named.name = "scaled";
+  Value y = g.add_node("mul", {x, g.constant(Tensor::scalar(3.0))}, {}, named);
+  Tensor xv(Shape{kSize});
+  for (int64_t i = 0; i < kSize; ++i) xv[i] = 0.5 * i - 7.0;
+  const FeedMap feeds{{x, xv}};
+  Session s(g);
+  Tensor out(Shape{kSize});
+  const double* buffer = out.data();
+  for (int run = 0; run < 2; ++run) {
+    s.run_into(y, feeds, out);
+    EXPECT_EQ(out.data(), buffer);
+    for (int64_t i = 0; i < kSize; ++i) ASSERT_EQ(out[i], 3.0 * xv[i]) << i;
+  }
+  EXPECT_EQ(s.stats().buffers_allocated, 0);
+  Tensor wrong(Shape{kSize, 1});
+  try {
+    s.run_into(y, feeds, wrong);
+    ADD_FAILURE() << "a [1000, 1] output was accepted for a [1000] fetch";
+  } catch (const RunError& e) {
+    EXPECT_STREQ(e.what(),
+                 "node \"scaled\" (mul): outputs: output tensor 0 (for fetch "
+                 "0, \"scaled\" output 0) has shape [1000, 1], the fetch has "
+                 "shape [1000] (adgraph tensors hold doubles; make it with "
+                 "Tensor(fetch.shape()))");
+  }
+}
+
 }  // namespace
 }  // namespace adgraph
