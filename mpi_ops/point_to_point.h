@@ -6,9 +6,9 @@
 //
 // Sends never block: the message gets its own copy of the data (or, when x
 // dies at the send and nobody reads the send's value, x's buffer itself)
-// and completes by the end of Session::run. Receives block until the message arrives (bounded by
-// the communication deadline, see mpi_ops/communicator.h). Tags are in
-// [0, kMaxUserTag] (mpi_ops/tags.h holds every tag range).
+// and completes by the end of Session::run. Receives block until the message
+// arrives (bounded by the communication deadline, see mpi_ops/communicator.h).
+// Tags are in [0, kMaxUserTag] (mpi_ops/tags.h holds every tag range).
 #pragma once
 
 #include "core/graph.h"
@@ -23,7 +23,8 @@ namespace adgraph {
 Value mpi_send(Value x, int dest, int tag = 0);
 
 // Returns the tensor of like's shape received from rank `src` (like's values
-// are not read, so like is not kept alive for it: OpDef::shape_only). Adjoint: ȳ is sent back to src; like gets no cotangent.
+// are not read, so like is not kept alive for it: OpDef::shape_only). Adjoint:
+// ȳ is sent back to src; like gets no cotangent.
 Value mpi_recv(Value like, int src, int tag = 0);
 
 // Every rank calls it: rank `src` sends x to rank `dest`, which returns it;
