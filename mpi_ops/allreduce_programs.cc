@@ -63,13 +63,13 @@ Value allreduce_ring(Value x, int tag, int64_t segment) {
   // block, so each step posts all its sends before its first receive.
   for (int s = 0; s + 1 < size; ++s) {
     const int out = mod(rank - s), in = mod(rank - s - 1);
-    for (Value& piece : chunk[out]) mpi_send(piece, next, tag);
+    for (const Value& piece : chunk[out]) mpi_send(piece, next, tag);
     for (Value& piece : chunk[in]) piece = piece + mpi_recv(piece, prev, tag);
   }
   // Allgather: pass the completed chunks around the ring.
   for (int s = 0; s + 1 < size; ++s) {
     const int out = mod(rank + 1 - s), in = mod(rank - s);
-    for (Value& piece : chunk[out]) mpi_send(piece, next, tag + 1);
+    for (const Value& piece : chunk[out]) mpi_send(piece, next, tag + 1);
     for (Value& piece : chunk[in]) piece = mpi_recv(piece, prev, tag + 1);
   }
   std::vector<Value> pieces;

@@ -194,6 +194,8 @@ class Communicator final : public CommContext {
   std::size_t spare_bytes_ = 0;
   // A kept buffer of n doubles, else a new one (uninitialised).
   Eigen::ArrayXd take_spare(int64_t n);
+  // take_spare(n) holding a copy of data[0, n).
+  Eigen::ArrayXd spare_copy(const double* data, int64_t n);
   void keep_spare(Eigen::ArrayXd&& buffer);
   // Starts the send of `buffer`, which the message owns until it completes.
   void post_send(Eigen::ArrayXd&& buffer, int dest, int tag);

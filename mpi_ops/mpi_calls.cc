@@ -152,9 +152,7 @@ void Communicator::alltoall(const double* in, double* out, int64_t n) {
 }
 
 void Communicator::send(const double* data, int64_t n, int dest, int tag) {
-  Eigen::ArrayXd copy = take_spare(n);
-  std::copy(data, data + n, copy.data());
-  post_send(std::move(copy), dest, tag);
+  post_send(spare_copy(data, n), dest, tag);
 }
 
 void Communicator::send_buffer(Eigen::ArrayXd& data, int dest, int tag) {
@@ -186,6 +184,12 @@ Eigen::ArrayXd Communicator::take_spare(int64_t n) {
     return buffer;
   }
   return Eigen::ArrayXd(n);
+}
+
+Eigen::ArrayXd Communicator::spare_copy(const double* data, int64_t n) {
+  Eigen::ArrayXd copy = take_spare(n);
+  std::copy(data, data + n, copy.data());
+  return copy;
 }
 
 void Communicator::keep_spare(Eigen::ArrayXd&& buffer) {
@@ -309,8 +313,7 @@ void Communicator::finish_data_exchange(int64_t handle, double* const recv[4]) {
 
 int64_t Communicator::isend(const double* data, int64_t n, int dest, int tag) {
   auto r = std::make_unique<Request>();
-  r->buffer = take_spare(n);
-  std::copy(data, data + n, r->buffer.data());
+  r->buffer = spare_copy(data, n);
   check_mpi(MPI_Isend(r->buffer.data(),
                       count_of(n),
                       MPI_DOUBLE,
