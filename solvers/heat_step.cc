@@ -1,6 +1,7 @@
 #include "solvers/heat_step.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,38 @@
 namespace adgraph::solvers {
 
 using namespace detail;
+
+namespace {
+
+// heat_step_adjoint's pass over points [j0, j1) of a row: ū = G + c·(the
+// stencil of Z = κ ⊙ G over the Z rows north, here and south, whose index
+// j + 1 is point j) and κ̄ += c·G ⊙ (the stencil of u over the u rows
+// north, here and south). The restrict-qualified pointers let the
+// compiler vectorise the pass without overlap checks (out_u and out_k are
+// outputs no input shares).
+void adjoint_row(int64_t j0,
+                 int64_t j1,
+                 double coef,
+                 const double* __restrict g,
+                 const double* __restrict z_north,
+                 const double* __restrict z_here,
+                 const double* __restrict z_south,
+                 const double* __restrict u_north,
+                 const double* __restrict u_here,
+                 const double* __restrict u_south,
+                 double* __restrict out_u,
+                 double* __restrict out_k) {
+  const double *zn = z_north, *zc = z_here, *zs = z_south;
+  const double *un = u_north, *ur = u_here, *us = u_south;
+  for (int64_t j = j0; j < j1; ++j) {
+    out_u[j] = g[j] + coef * (zn[j + 1] + zs[j + 1] + zc[j] + zc[j + 2] -
+                              4 * zc[j + 1]);
+    out_k[j] +=
+        coef * g[j] * (un[j] + us[j] + ur[j - 1] + ur[j + 1] - 4 * ur[j]);
+  }
+}
+
+}  // namespace
 
 HeatStep heat_step(Value u,
                    Value kappa,
@@ -115,9 +148,11 @@ void register_heat_ops() {
     const double* kappa = c.input(1).data();
     const double* f = c.input(2).data();
     double* out = c.output(0).data();
-    const int64_t n = s.n, m = s.m;
+    const int64_t n = s.n, m = s.m, ahead = prefetch_distance(m);
     for_rows(0, n, n * m, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) {
+        if (ahead > 0 && i + ahead < n)
+          prefetch_row<true>(out + (i + ahead) * m, m);
         // Row pointers make the inner loop branch-free except at its ends.
         const double* row = s.u + i * m;
         const double* north = i > 0 ? row - m : s.up;
@@ -213,11 +248,17 @@ void register_heat_ops() {
       padded[1] += k[0] * el[i];
       padded[m] += k[m - 1] * er[i];
     };
+    const int64_t ahead = prefetch_distance(m);
     for_rows(0, n, n * m, [&](int64_t i0, int64_t i1) {
-      const int64_t w = m + 2;
-      std::vector<double> buffers(4 * w + 2 * m, 0.0);
-      double *zero = buffers.data(), *zp = zero + w, *zc = zp + w, *zn = zc + w,
-             *bc = zn + w, *bn = bc + m;
+      // Rows of m + 2 rounded up to whole cache lines, placed so that each
+      // Z row's point 0 (index 1) starts a line: z_row's stores are then
+      // aligned (split stores cost ~10 % of the pass).
+      const int64_t w = (m + 2 + 7) / 8 * 8;
+      std::vector<double> buffers(6 * w + 8, 0.0);
+      double* base = buffers.data();
+      while ((reinterpret_cast<std::uintptr_t>(base + 1) & 63) != 0) ++base;
+      double *zero = base, *zp = zero + w, *zc = zp + w, *zn = zc + w,
+             *bc = zn + w + 1, *bn = bc + w;
       const double *gc = nullptr, *gn = nullptr;
       if (i0 < i1) {
         if (i0 > 0) z_row(i0 - 1, g_row(i0 - 1, bn), zp);
@@ -235,22 +276,45 @@ void register_heat_ops() {
         const double* ur = u + i * m;
         const double* un = i > 0 ? ur - m : hu;
         const double* us = south ? ur + m : hd;
+        if (ahead > 0 && i + 1 + ahead < n)
+          prefetch_row<false>(ur + (1 + ahead) * m, m);
         double* out_u = gu + i * m;
         double* out_k = gk + i * m;
-        for (int64_t j = 0; j < m; ++j) {
-          out_u[j] = gc[j] + coef * (zno[j + 1] + zs[j + 1] + zc[j] +
-                                     zc[j + 2] - 4 * zc[j + 1]);
-        }
-        out_u[0] += el[i];
-        out_u[m - 1] += er[i];
-        // κ̄ = c·G ⊙ (stencil of u); G's first and last points as above.
-        // plus κ̄ of the later steps, when given: the session normally hands
-        // its buffer to κ̄ (OpDef::in_place), so out_k already holds it.
+        // κ̄ starts from κ̄ of the later steps, when given: the session
+        // normally hands its buffer to κ̄ (OpDef::in_place), so out_k
+        // already holds it.
         if (kappa_in == nullptr) {
           std::fill(out_k, out_k + m, 0.0);
         } else if (kappa_in != gk) {
           std::copy(kappa_in + i * m, kappa_in + (i + 1) * m, out_k);
         }
+        // ū = G + c·stencil(Z) and κ̄ += c·G ⊙ stencil(u), in one pass.
+        // In a middle row the pass covers all m points as the forward does
+        // (west of 0 and east of m − 1 read inside u); κ̄'s two end points
+        // are then put back and computed again with their halos and edge
+        // cotangents.
+        const bool whole = i > 0 && i + 1 < n && m > 1;
+        const double k_first = out_k[0], k_last = out_k[m - 1];
+        adjoint_row(whole ? 0 : 1,
+                    whole ? m : m - 1,
+                    coef,
+                    gc,
+                    zno,
+                    zc,
+                    zs,
+                    un,
+                    ur,
+                    us,
+                    out_u,
+                    out_k);
+        out_k[0] = k_first;
+        out_k[m - 1] = k_last;
+        for (int64_t j : {int64_t{0}, m - 1}) {
+          out_u[j] = gc[j] + coef * (zno[j + 1] + zs[j + 1] + zc[j] +
+                                     zc[j + 2] - 4 * zc[j + 1]);
+        }
+        out_u[0] += el[i];
+        out_u[m - 1] += er[i];
         auto kappa_bar = [&](int64_t j, double gj, double west, double east) {
           out_k[j] += coef * gj * (un[j] + us[j] + west + east - 4 * ur[j]);
         };
@@ -258,10 +322,6 @@ void register_heat_ops() {
           kappa_bar(0, gc[0] + el[i] + er[i], hl[i], hr[i]);
         } else {
           kappa_bar(0, gc[0] + el[i], hl[i], ur[1]);
-          for (int64_t j = 1; j + 1 < m; ++j) {
-            out_k[j] += coef * gc[j] *
-                        (un[j] + us[j] + ur[j - 1] + ur[j + 1] - 4 * ur[j]);
-          }
           kappa_bar(m - 1, gc[m - 1] + er[i], ur[m - 2], hr[i]);
         }
         if (want_f) {
