@@ -54,7 +54,10 @@ std::size_t Session::recycled_bytes() const {
 
 void check_feed(Value target, const Tensor& value) {
   const Node& n = target.node();
-  if (n.op_name() != "placeholder") {
+  // The op's definition, not its name: no string compare on every run.
+  static const OpDef* const placeholder =
+      &OpRegistry::global().get("placeholder");
+  if (n.op != placeholder) {
     throw RunError("only placeholders can be fed", n.name, n.op_name(), "feed");
   }
   if (value.shape() != target.shape()) {
