@@ -44,8 +44,8 @@ void for_rows(int64_t first, int64_t last, int64_t points, Rows rows) {
 // reads it back, from DRAM once the tape outgrows the L3. With rows of
 // less than a 4 KiB page those streams cross a page every row or two and
 // the hardware prefetchers lose them (256², NT = 100: the gradient went
-// from 10.5–11.6 to 8.2–9.1 ms with these prefetches; at 1024² they did
-// not pay, so rows of a page or more get none; docs/PERFORMANCE.md). A
+// from ~11 to ~9 ms with these prefetches; at 1024² they slowed the
+// forward, so rows of a page or more get none; docs/PERFORMANCE.md). A
 // loop at row i prefetches row i + prefetch_distance(m), at least 8 KiB
 // ahead; 0 means no prefetch.
 inline int64_t prefetch_distance(int64_t m) {
