@@ -57,6 +57,13 @@ class CommContext {
   // non-blocking sends so no message outlives the run.
   virtual void finish_run() = 0;
 
+  // Bytes of message buffers the communicator keeps between runs for later
+  // messages of the same size (0 when it keeps none).
+  virtual std::size_t kept_bytes() const { return 0; }
+  // Frees those buffers (Session::release_buffers calls it). Local, not
+  // collective; not while a run uses the communicator.
+  virtual void release_buffers() {}
+
   // Non-blocking sends issued and not yet completed.
   virtual std::size_t pending_sends() const { return 0; }
   // Completes the pending sends after the first `first` ones (a loop body

@@ -41,8 +41,11 @@ int Session::num_plans() const { return static_cast<int>(plans_.size()); }
 
 void Session::release_buffers() {
   pool_.clear();
-  for (auto& [key, plan] : plans_)
+  if (CommContext* comm = graph_.comm()) comm->release_buffers();
+  for (auto& [key, plan] : plans_) {
     for (Tensor& t : plan->slots) std::move(t).take_storage();
+    for (CommContext* other : plan->comms) other->release_buffers();
+  }
 }
 
 std::size_t Session::recycled_bytes() const {

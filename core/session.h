@@ -103,7 +103,9 @@ class Session final {
   void run_into(Value fetch, const FeedMap& feeds, Tensor& output);
 
   const RunStats& stats() const { return stats_; }
-  // Frees the buffers the session holds between runs (pooled and kept).
+  // Frees the buffers the session holds between runs (pooled and kept),
+  // and those its communicators keep for later messages
+  // (CommContext::release_buffers). Not during a run.
   void release_buffers();
   // Bytes held for recycling right now.
   std::size_t recycled_bytes() const;

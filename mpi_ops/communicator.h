@@ -146,6 +146,10 @@ class Communicator final : public CommContext {
   void finish_run() override;
   std::size_t pending_sends() const override;
   void complete_sends_from(std::size_t first) override;
+  // The spare send buffers' bytes; release_buffers() also drops the
+  // finished halo exchanges kept for their (strip-sized) buffers.
+  std::size_t kept_bytes() const override { return spare_bytes_; }
+  void release_buffers() override;
 
   // Prints `message` (prefixed with the rank) to stderr and aborts the whole
   // job. For failures only this rank can see.

@@ -192,6 +192,13 @@ Eigen::ArrayXd Communicator::spare_copy(const double* data, int64_t n) {
   return copy;
 }
 
+void Communicator::release_buffers() {
+  spare_buffers_.clear();
+  spare_buffers_.shrink_to_fit();
+  spare_bytes_ = 0;
+  spare_exchanges_.clear();
+}
+
 void Communicator::keep_spare(Eigen::ArrayXd&& buffer) {
   const std::size_t bytes = sizeof(double) * buffer.size();
   if (bytes == 0 || bytes > kMaxSpareBytes) return;

@@ -185,6 +185,31 @@ TEST(MpiSendRecv, TheReceiveTemplateIsNotKeptAlive) {
   EXPECT_LE(s.stats().peak_live_bytes, (kSize + 16) * sizeof(double));
 }
 
+// A completed send's buffer stays with the communicator for the next send
+// of its size; Session::release_buffers gives it back, and the next run
+// sends from a new one.
+TEST(MpiSendRecv, ReleaseBuffersFreesTheCommunicatorsSpareSendBuffers) {
+  constexpr int64_t kSize = 100000;
+  const int rank = world_rank(), size = world_size();
+  const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  Graph g;
+  Value x = g.placeholder("x", {kSize});
+  mpi_send(x, next, 11);  // x is fed: the message sends a copy
+  Value y = mpi_recv(x, prev, 11);
+  Session s(g);
+  Tensor xv(Shape{kSize}, 1.0 + rank);
+  g.comm()->release_buffers();  // the world's, with earlier tests' spares
+  ASSERT_EQ(g.comm()->kept_bytes(), 0u);
+  for (int run = 0; run < 2; ++run) {
+    Tensor out = s.run(y, {{x, xv}});
+    ASSERT_EQ(out[0], 1.0 + prev) << "run " << run;
+    ASSERT_EQ(out[kSize - 1], 1.0 + prev) << "run " << run;
+    EXPECT_EQ(g.comm()->kept_bytes(), kSize * sizeof(double)) << "run " << run;
+    s.release_buffers();
+    EXPECT_EQ(g.comm()->kept_bytes(), 0u) << "run " << run;
+  }
+}
+
 TEST(MpiSendRecv, PeersAndTagsAreValidatedWhenBuilt) {
   Graph g;
   Value x = g.placeholder("x", {1});
