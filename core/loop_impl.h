@@ -54,6 +54,7 @@ class BodyRunner final {
     std::vector<std::pair<int, int>> in_place;
     // (output, body input): the same for a body input, when donated.
     std::vector<std::pair<int, int>> in_place_donated;
+    ComputeFn kernel;  // kernel_of(*node)
   };
   CommContext* comm_;
   std::vector<Step> steps_;

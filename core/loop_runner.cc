@@ -65,6 +65,7 @@ BodyRunner::BodyRunner(const LoopBody& body, const std::vector<int>& wanted)
       step.sizes.push_back(num_elements(shape));
     for (const Value& in : n.inputs)
       step.input_slots.push_back(first_slot[in.node_id()] + in.output());
+    step.kernel = kernel_of(n);
     steps_.push_back(std::move(step));
   }
   slots_.resize(num_slots, Tensor(Shape{0}));
@@ -158,7 +159,7 @@ void BodyRunner::run(const Tensor* const* inputs, Tensor* const* donated) {
     KernelContext ctx(
         n, in, &slots_[step.first_slot], n.comm ? n.comm.get() : comm_);
     ctx.set_output_readers(step.readers.data());
-    n.op->compute(ctx);
+    step.kernel(ctx);
     for (const auto& [out, slot] : step.in_place) views_[slot] = &slots_[slot];
   }
   // A step's sends complete within the step: every rank runs the same

@@ -182,14 +182,21 @@ Values bilinear_tangent(const TangentContext& c) {
   return {t};
 }
 
+ComputeFn kernel_of(const Node& n) {
+  return n.op->bind ? n.op->bind(n) : n.op->compute;
+}
+
 void OpRegistry::add(OpDef def) {
   if (def.name.empty()) throw GraphError("an op needs a name");
   if (ops_.count(def.name)) {
     throw GraphError("an op of this name is already registered", {}, def.name);
   }
-  if (!def.shape || !def.compute) {
+  if (!def.shape || !(def.compute || def.bind)) {
     throw GraphError(
         "an op needs a shape rule and a compute kernel", {}, def.name);
+  }
+  if (!def.compute) {
+    def.compute = [bind = def.bind](KernelContext& c) { bind(c.node())(c); };
   }
   if (def.num_outputs < 0) {
     throw GraphError(

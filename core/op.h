@@ -176,6 +176,9 @@ class TangentContext final {
 
 using ShapeFn = std::function<Shapes(const ShapeContext&)>;
 using ComputeFn = std::function<void(KernelContext&)>;
+// Makes the kernel of one node, with what it needs from the node's
+// attributes read once (OpDef::bind).
+using BindFn = std::function<ComputeFn(const Node&)>;
 // Returns one handle per input: its cotangent contribution, or an invalid
 // Value for "no contribution" (a zero gradient).
 using GradientFn = std::function<Values(const GradientContext&)>;
@@ -204,6 +207,11 @@ struct OpDef {
   int num_outputs = 1;
   ShapeFn shape;
   ComputeFn compute;
+  // Optional, for an op whose kernel reads attributes: makes one node's
+  // kernel with them parsed (a reduce op, a time step). Executors take each
+  // node's kernel once per plan through kernel_of(), not on every run. An
+  // op with bind needs no compute: OpRegistry::add makes it bind per call.
+  BindFn bind;
   // Empty: the op has no adjoint and gradients() fails at it, naming it.
   GradientFn gradient;
   // Forward-mode rule used by jvp(). Empty: jvp() fails at the op, naming
@@ -244,6 +252,9 @@ struct OpDef {
   std::vector<int> shape_only;
 };
 
+// The kernel an executor plans for node `n`: OpDef::bind's, else compute.
+ComputeFn kernel_of(const Node& n);
+
 // Whether input `i` of `def` is one of its shape-only inputs.
 inline bool is_shape_only(const OpDef& def, int i) {
   for (int k : def.shape_only)
@@ -255,8 +266,8 @@ inline bool is_shape_only(const OpDef& def, int i) {
 class OpRegistry final {
  public:
   // Adds `def`. Throws GraphError when the name is taken or a required
-  // member (name, shape, compute) is missing. Code outside the core calls
-  // register_op, which adds to the global registry.
+  // member (name, shape, compute or bind) is missing. Code outside the core
+  // calls register_op, which adds to the global registry.
   void add(OpDef def);
   // nullptr when unknown.
   const OpDef* find(const std::string& name) const;

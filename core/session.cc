@@ -81,27 +81,24 @@ Session::Plan& Session::prepare(std::span<const Value> fetches,
     check_feed(value, tensor);
   }
   Plan& plan = const_cast<Plan&>(plan_for(fetches));
-  for (const auto& step : plan.steps) {
-    if (step.placeholder && !feeds.count(Value(&graph_, step.node->id, 0))) {
+  for (Plan::Fed& p : plan.placeholders) {
+    auto fed = feeds.find(Value(&graph_, p.node->id, 0));
+    if (fed == feeds.end()) {
       throw RunError(
-          "placeholder is not fed", step.node->name, "placeholder", "feed");
+          "placeholder is not fed", p.node->name, "placeholder", "feed");
     }
+    p.feed = &fed->second;
   }
   return plan;
 }
 
-void Session::execute(Plan& plan, const FeedMap& feeds) {
+void Session::execute(Plan& plan) {
   CommContext* comm = graph_.comm();
   std::vector<Tensor>& slots = plan.slots;
   std::vector<const Tensor*>& views = plan.views;
   std::vector<Tensor*>& caller = plan.caller;
   for (int s = 0; s < plan.num_slots; ++s) views[s] = &slots[s];
-  for (const auto& step : plan.steps) {
-    if (step.placeholder) {
-      views[step.first_slot] =
-          &feeds.find(Value(&graph_, step.node->id, 0))->second;
-    }
-  }
+  for (const Plan::Fed& p : plan.placeholders) views[p.slot] = p.feed;
   std::size_t live = 0;
   stats_.peak_live_bytes = 0;
   stats_.nodes_executed = 0;
@@ -170,7 +167,7 @@ void Session::execute(Plan& plan, const FeedMap& feeds) {
     }
     KernelContext ctx(*step.node, inputs, &slots[step.first_slot], step.comm);
     ctx.set_output_readers(step.readers.data());
-    (*step.compute)(ctx);
+    step.kernel(ctx);
   };
   // A kernel may replace an output by a larger tensor (a loop's tape).
   auto account = [&](const Plan::Step& step) {
@@ -262,7 +259,7 @@ void Session::clear_slots(Plan& plan) {
 std::vector<Tensor> Session::run(const std::vector<Value>& fetches,
                                  const FeedMap& feeds) {
   Plan& plan = prepare(fetches, feeds);
-  execute(plan, feeds);
+  execute(plan);
   std::vector<Tensor> out;
   out.reserve(plan.fetch_slots.size());
   for (int slot : plan.fetch_slots) {
@@ -358,7 +355,7 @@ void Session::run_into(std::span<const Value> fetches,
     if (plan.caller[slot] == nullptr && !plan.fetch_fed[k])
       plan.caller[slot] = outputs[k];
   }
-  execute(plan, feeds);
+  execute(plan);
   for (std::size_t k = 0; k < fetches.size(); ++k) {
     const Tensor& value = *plan.views[plan.fetch_slots[k]];
     if (&value != outputs[k]) *outputs[k] = value;

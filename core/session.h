@@ -121,14 +121,15 @@ class Session final {
   // bytes exceeds what this process can allocate (memory_available()).
   static void check_memory(const Plan& plan);
   const Plan& plan_for(std::span<const Value> fetches);
-  // Checks the feeds, finds (or builds) the plan, checks it is fed.
+  // Checks the feeds, finds (or builds) the plan, checks it is fed and
+  // points it at the feeds (Plan::placeholders) for execute().
   Plan& prepare(std::span<const Value> fetches, const FeedMap& feeds);
   void run_into(std::span<const Value> fetches,
                 const FeedMap& feeds,
                 std::span<Tensor* const> outputs);
   // Runs the plan; the fetched values are left in its slots (or the
   // caller's tensors, Plan::caller).
-  void execute(Plan& plan, const FeedMap& feeds);
+  void execute(Plan& plan);
   // Returns the plan's buffers to the pool, keeping small ones in place
   // when the plan does (Plan::keep_small).
   void clear_slots(Plan& plan);

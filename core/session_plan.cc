@@ -379,7 +379,9 @@ const Session::Plan& Session::plan_for(std::span<const Value> fetches) {
   for (Plan::Step& step : plan->steps) {
     const Node& n = *step.node;
     step.num_outputs = n.num_outputs();
-    step.compute = &n.op->compute;
+    if (!step.placeholder) step.kernel = kernel_of(n);
+    if (step.placeholder)
+      plan->placeholders.push_back({&n, step.first_slot, nullptr});
     step.comm = n.comm ? n.comm.get() : graph_.comm();
   }
   plan->foreign_shape.assign(plan->num_slots, 0);

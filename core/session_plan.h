@@ -29,7 +29,7 @@ struct Session::Plan {
     std::vector<int64_t> counts;
     // Copied from the node so the executor need not touch it.
     int num_outputs = 0;
-    const ComputeFn* compute = nullptr;
+    ComputeFn kernel;             // kernel_of(*node)
     CommContext* comm = nullptr;  // the node's, else the graph's
   };
   std::vector<Step> steps;
@@ -45,6 +45,13 @@ struct Session::Plan {
   // What kernels read: &slots[s], or the caller's feed for a placeholder,
   // which is therefore never copied.
   std::vector<const Tensor*> views;
+  // The placeholders, with the feed prepare() found for each.
+  struct Fed {
+    const Node* node;
+    int slot;
+    const Tensor* feed;
+  };
+  std::vector<Fed> placeholders;
   // Communicators of the plan's nodes other than the graph's.
   std::vector<CommContext*> comms;
   // Small outputs (under kMinRecycled elements) keep their buffer in their

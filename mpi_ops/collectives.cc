@@ -120,17 +120,18 @@ void register_collective_ops() {
     }
     return Shapes{c.input_shape(0)};
   };
-  all.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
-    // The shape rule allowed only sum, max, min and prod: their first two
-    // letters tell them apart, without a string compare per run.
-    const auto& op = c.node().attrs.at("op").get_ref<const std::string&>();
-    const ReduceOp reduce = op[0] == 'p'   ? ReduceOp::kProd
-                            : op[0] == 's' ? ReduceOp::kSum
-                            : op[1] == 'a' ? ReduceOp::kMax
-                                           : ReduceOp::kMin;
-    comm.allreduce(
-        c.input(0).data(), c.output(0).data(), c.output(0).size(), reduce);
-  });
+  all.bind = [](const Node& n) {
+    // The shape rule allowed only these four.
+    const std::string name = n.attr_string("op");
+    const ReduceOp reduce = name == "sum"   ? ReduceOp::kSum
+                            : name == "max" ? ReduceOp::kMax
+                            : name == "min" ? ReduceOp::kMin
+                                            : ReduceOp::kProd;
+    return comm_kernel([reduce](KernelContext& c, Communicator& comm) {
+      comm.allreduce(
+          c.input(0).data(), c.output(0).data(), c.output(0).size(), reduce);
+    });
+  };
   all.in_place = {{0, 0}};  // MPI_IN_PLACE when x dies here
   all.gradient = [](const GradientContext& c) {
     const std::string op = c.node().attr_string("op");

@@ -141,10 +141,10 @@ void register_heat_ops() {
     const Shape& u = c.input_shape(0);
     return Shapes{u, {u[0]}, {u[0]}, {u[1]}, {u[1]}};
   };
-  step.compute = [](KernelContext& c) {
+  step.bind = bind_step([](KernelContext& c, const StepAttrs& a) {
     const Stencil s = stencil_of(c, 3);
-    const double dt = c.attr_float("dt"), h = c.attr_float("h");
-    const double coef = dt / (h * h);
+    const double dt = a.dt;
+    const double coef = a.coef;
     const double* kappa = c.input(1).data();
     const double* f = c.input(2).data();
     double* out = c.output(0).data();
@@ -183,7 +183,7 @@ void register_heat_ops() {
       }
     });
     write_edges(out, n, m, &c.output(1));
-  };
+  });
   step.gradient = [](const GradientContext& c) {
     Values grads = add_step_adjoint(c, "heat_step_adjoint", 0);
     if (!c.needs_gradient(2)) grads[2] = Value();
@@ -206,7 +206,7 @@ void register_heat_ops() {
   adjoint.in_place = {{1, 12}};  // κ̄ accumulates in kappa_grad_in's buffer
   adjoint.num_outputs = 7;
   adjoint.shape = step_adjoint_shapes;
-  adjoint.compute = [](KernelContext& c) {
+  adjoint.bind = bind_step([](KernelContext& c, const StepAttrs& a) {
     const Tensor& g = c.input(0);
     const int64_t n = g.shape()[0], m = g.shape()[1];
     const double *el = c.input(1).data(), *er = c.input(2).data();
@@ -215,9 +215,9 @@ void register_heat_ops() {
     const double* kappa = c.input(6).data();
     const double *hl = c.input(8).data(), *hr = c.input(9).data();
     const double *hu = c.input(10).data(), *hd = c.input(11).data();
-    const double dt = c.attr_float("dt"), h = c.attr_float("h");
-    const double coef = dt / (h * h);
-    const bool want_f = c.node().attr_bool("f_gradient");
+    const double dt = a.dt;
+    const double coef = a.coef;
+    const bool want_f = a.want_f;
     const double* kappa_in =
         c.num_inputs() == 13 ? c.input(12).data() : nullptr;
     double *gu = c.output(0).data(), *gk = c.output(1).data(),
@@ -344,7 +344,7 @@ void register_heat_ops() {
         gc = gn;
       }
     });
-  };
+  });
   register_op(std::move(adjoint));
 }
 

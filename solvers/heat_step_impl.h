@@ -111,6 +111,27 @@ inline void check_shapes(const ShapeContext& c,
   }
 }
 
+// What a step kernel reads from its node's attributes, read once per node
+// (OpDef::bind): dt, coef = dt / h², and f_gradient for the adjoints.
+struct StepAttrs {
+  double dt = 0;
+  double coef = 0;
+  bool want_f = false;
+};
+
+// The `bind` of a step op whose kernel is kernel(c, attrs).
+template <class Kernel>
+BindFn bind_step(Kernel kernel) {
+  return [kernel](const Node& n) {
+    const double dt = n.attr_float("dt"), h = n.attr_float("h");
+    StepAttrs attrs;
+    attrs.dt = dt;
+    attrs.coef = dt / (h * h);
+    attrs.want_f = n.attrs.contains("f_gradient") && n.attr_bool("f_gradient");
+    return ComputeFn([kernel, attrs](KernelContext& c) { kernel(c, attrs); });
+  };
+}
+
 inline std::vector<AttrSpec> step_attrs() {
   return {{"dt", AttrType::kFloat, nlohmann::json(), "time step", 0},
           {"h", AttrType::kFloat, nlohmann::json(), "grid spacing", 1e-300}};

@@ -75,11 +75,11 @@ void register_forward_halves() {
   interior.inputs = {"u", "kappa", "f"};
   interior.attrs = step_attrs();
   interior.shape = interior_shape;
-  interior.compute = [](KernelContext& c) {
+  interior.bind = bind_step([](KernelContext& c, const StepAttrs& a) {
     const Tensor& ut = c.input(0);
     const int64_t n = ut.shape()[0], m = ut.shape()[1];
-    const double dt = c.attr_float("dt"), h = c.attr_float("h");
-    const double coef = dt / (h * h);
+    const double dt = a.dt;
+    const double coef = a.coef;
     const double *u = ut.data(), *kappa = c.input(1).data(),
                  *f = c.input(2).data();
     double* out = c.output(0).data();
@@ -105,7 +105,7 @@ void register_forward_halves() {
         y[m - 1] = row[m - 1];
       }
     });
-  };
+  });
   // Its adjoint comes with heat_step_boundary's (see there).
   interior.gradient = [](const GradientContext& c) {
     // ū and κ̄ (and f̄ when wanted) continue in the buffers of the ring's
@@ -156,11 +156,11 @@ void register_forward_halves() {
     const Shape& u = c.input_shape(1);
     return Shapes{u, {u[0]}, {u[0]}, {u[1]}, {u[1]}};
   };
-  boundary.compute = [](KernelContext& c) {
+  boundary.bind = bind_step([](KernelContext& c, const StepAttrs& a) {
     const Tensor& ut = c.input(1);
     const int64_t n = ut.shape()[0], m = ut.shape()[1];
-    const double dt = c.attr_float("dt"), h = c.attr_float("h");
-    const double coef = dt / (h * h);
+    const double dt = a.dt;
+    const double coef = a.coef;
     const double *u = ut.data(), *kappa = c.input(2).data(),
                  *f = c.input(3).data();
     const double *left = c.input(4).data(), *right = c.input(5).data();
@@ -189,7 +189,7 @@ void register_forward_halves() {
     }
     for (int64_t i = 1; i + 1 < n; ++i) ends(i);
     write_edges(out, n, m, &c.output(1));
-  };
+  });
   // Builds the ring's adjoint here (it yields the halos' cotangents, which
   // the reverse exchange then sends while heat_step_interior's adjoint
   // runs); the interior's cotangent is ū⁺ with the ring's z written on the
@@ -225,7 +225,7 @@ void register_adjoint_halves() {
     out.push_back(out[0]);  // W
     return out;
   };
-  ring.compute = [](KernelContext& c) {
+  ring.bind = bind_step([](KernelContext& c, const StepAttrs& a) {
     const Tensor& gt = c.input(0);
     const int64_t n = gt.shape()[0], m = gt.shape()[1];
     const AdjointStencil s{gt.data(),
@@ -239,9 +239,9 @@ void register_adjoint_halves() {
     const double* u = c.input(5).data();
     const double *hl = c.input(8).data(), *hr = c.input(9).data();
     const double *hu = c.input(10).data(), *hd = c.input(11).data();
-    const double dt = c.attr_float("dt"), h = c.attr_float("h");
-    const double coef = dt / (h * h);
-    const bool want_f = c.node().attr_bool("f_gradient");
+    const double dt = a.dt;
+    const double coef = a.coef;
+    const bool want_f = a.want_f;
     const double* kappa_in =
         c.num_inputs() == 13 ? c.input(12).data() : nullptr;
     // The z values of the ring first: W may share ū⁺'s buffer.
@@ -309,7 +309,7 @@ void register_adjoint_halves() {
       const auto [i, j] = ring_points[p];
       w[i * m + j] = z_ring[p];
     }
-  };
+  });
   register_op(std::move(ring));
 
   // The rest of heat_step_adjoint: ū, κ̄, f̄ inside the ring, added onto
@@ -338,14 +338,14 @@ void register_adjoint_halves() {
     }
     return Shapes{u, u, u};
   };
-  inside.compute = [](KernelContext& c) {
+  inside.bind = bind_step([](KernelContext& c, const StepAttrs& a) {
     const Tensor& wt = c.input(0);
     const int64_t n = wt.shape()[0], m = wt.shape()[1];
     const double* w = wt.data();
     const double *u = c.input(1).data(), *kappa = c.input(2).data();
-    const double dt = c.attr_float("dt"), h = c.attr_float("h");
-    const double coef = dt / (h * h);
-    const bool want_f = c.node().attr_bool("f_gradient");
+    const double dt = a.dt;
+    const double coef = a.coef;
+    const bool want_f = a.want_f;
     for (int k = 0; k < (want_f ? 3 : 2); ++k) {
       if (c.output(k).data() != c.input(3 + k).data())
         c.output(k).array() = c.input(3 + k).array();
@@ -372,7 +372,7 @@ void register_adjoint_halves() {
         }
       }
     });
-  };
+  });
   register_op(std::move(inside));
 }
 

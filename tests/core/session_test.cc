@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/gradients.h"
+#include "core/loop.h"
 #include "core/op.h"
 #include "ops/elementwise.h"
 #include "ops/reductions.h"
@@ -163,6 +164,83 @@ TEST(Session, ConcurrentAndSequentialExecutionAgree) {
   auto b = par.run({total, grad}, {{x, xv}});
   EXPECT_EQ(a[0].item(), b[0].item());
   EXPECT_TRUE((a[1].array() == b[1].array()).all());
+}
+
+std::atomic<int> g_binds{0};
+
+// y = factor · x, through OpDef::bind (counting the binds) only.
+void register_bound_op() {
+  if (OpRegistry::global().find("test_bound")) return;
+  OpDef def;
+  def.name = "test_bound";
+  def.inputs = {"x"};
+  def.attrs = {{"factor", AttrType::kFloat, nlohmann::json(), "scale"}};
+  def.shape = [](const ShapeContext& c) { return Shapes{c.input_shape(0)}; };
+  def.bind = [](const Node& n) {
+    ++g_binds;
+    const double factor = n.attr_float("factor");
+    return ComputeFn([factor](KernelContext& c) {
+      c.output(0).array() = factor * c.input(0).array();
+    });
+  };
+  register_op(def);
+}
+
+TEST(Session, BoundKernelsAreMadeOncePerPlanNotPerRun) {
+  register_bound_op();
+  Graph g;
+  Value x = g.placeholder("x", {2});
+  Value y = g.add_node("test_bound", {x}, {{"factor", 2.5}});
+  Value z = g.add_node("test_bound", {y}, {{"factor", -4.0}});
+  Session s(g);
+  g_binds = 0;
+  for (int run = 0; run < 3; ++run) {
+    auto out = s.run({y, z}, {{x, Tensor({1.0, -2.0})}});
+    // By hand: 2.5·(1, −2) = (2.5, −5); −4·(2.5, −5) = (−10, 20).
+    EXPECT_EQ(out[0].to_vector(), (std::vector<double>{2.5, -5.0}));
+    EXPECT_EQ(out[1].to_vector(), (std::vector<double>{-10.0, 20.0}));
+  }
+  EXPECT_EQ(g_binds, 2);  // one per node, at the first run's plan
+  s.run(y, {{x, Tensor({1.0, 1.0})}});
+  EXPECT_EQ(g_binds, 3);  // a new plan binds its node again
+  // The registry made the op's compute from bind, for executors that call
+  // compute directly.
+  EXPECT_TRUE(
+      static_cast<bool>(OpRegistry::global().get("test_bound").compute));
+}
+
+TEST(Session, BoundKernelsInALoopBodyAreMadeOncePerBodyNotPerStep) {
+  register_bound_op();
+  Graph g;
+  Value x0 = g.placeholder("x0", {1});
+  LoopResult r = loop(6, {x0}, {}, [](const LoopArgs& l) {
+    Value next = l.carries[0].graph().add_node(
+        "test_bound", {l.carries[0]}, {{"factor", 0.5}});
+    return LoopStep{{next}, {}};
+  });
+  Session s(g);
+  g_binds = 0;
+  // 64 · 0.5⁶ = 1.
+  EXPECT_EQ(s.run(r.carries[0], {{x0, Tensor({64.0})}})[0], 1.0);
+  EXPECT_EQ(s.run(r.carries[0], {{x0, Tensor({-128.0})}})[0], -2.0);
+  EXPECT_EQ(g_binds, 1);
+}
+
+TEST(Session, AnOpWithNeitherComputeNorBindIsRefused) {
+  OpDef def;
+  def.name = "test_kernelless";
+  def.shape = [](const ShapeContext& c) { return Shapes{c.input_shape(0)}; };
+  try {
+    OpRegistry registry;
+    registry.add(def);
+    ADD_FAILURE();
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "an op needs a shape rule and a compute kernel"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("test_kernelless"), std::string::npos);
+  }
 }
 
 TEST(Session, FeedErrorsAreClear) {
