@@ -27,7 +27,17 @@ template <class F>
 void for_each_broadcast(const Shape& small, const Shape& big, F f) {
   const int rank = static_cast<int>(big.size());
   const std::size_t lead = big.size() - small.size();
-  std::vector<int64_t> stride(rank, 0), index(rank, 0);
+  // Strides and the running index, on the stack for up to 8 dimensions: a
+  // kernel allocates nothing per run.
+  constexpr int kInline = 8;
+  int64_t inline_buffer[2 * kInline] = {};
+  std::vector<int64_t> heap_buffer;
+  int64_t* stride = inline_buffer;
+  if (rank > kInline) {
+    heap_buffer.assign(2 * rank, 0);
+    stride = heap_buffer.data();
+  }
+  int64_t* index = stride + rank;
   int64_t s = 1;
   for (int d = rank - 1; d >= static_cast<int>(lead); --d) {
     const int64_t extent = small[d - lead];
@@ -96,13 +106,17 @@ std::vector<int64_t> node_axes(const Node& n, const Shape& x) {
   return axes;
 }
 
-void sum_into(const Tensor& big, Tensor& small) {
-  small.array().setZero();
-  double* out = small.data();
+// Sums `big` into out[0, num_elements(small)), the elements of a tensor of
+// shape `small` that broadcasts to big's shape.
+void sum_into(const Tensor& big, const Shape& small, double* out) {
+  std::fill(out, out + num_elements(small), 0.0);
   const double* in = big.data();
-  for_each_broadcast(small.shape(), big.shape(), [&](int64_t i, int64_t j) {
-    out[j] += in[i];
-  });
+  for_each_broadcast(
+      small, big.shape(), [&](int64_t i, int64_t j) { out[j] += in[i]; });
+}
+
+void sum_into(const Tensor& big, Tensor& small) {
+  sum_into(big, small.shape(), small.data());
 }
 
 OpDef reduction(std::string name, std::string doc, bool mean) {
@@ -118,21 +132,27 @@ OpDef reduction(std::string name, std::string doc, bool mean) {
     const Shape& x = c.input_shape(0);
     return Shapes{removed_shape(x, normalise_axes(c, x))};
   };
-  def.compute = [mean](KernelContext& c) {
-    const Tensor& x = c.input(0);
-    Tensor& y = c.output(0);
-    const std::vector<int64_t> axes = node_axes(c.node(), x.shape());
-    double count = 1;
-    if (axes.empty()) {
-      y[0] = x.array().sum();
-      count = static_cast<double>(x.size());
-    } else {
-      Tensor kept(keepdims_shape(x.shape(), axes));
-      sum_into(x, kept);
-      y.array() = kept.array();
-      count = static_cast<double>(x.size()) / std::max<int64_t>(1, kept.size());
-    }
-    if (mean) y.array() /= count;
+  // The axes and the kept shape are the node's: read once (OpDef::bind).
+  def.bind = [mean](const Node& n) {
+    const Shape& x = n.inputs[0].shape();
+    const std::vector<int64_t> axes = node_axes(n, x);
+    const Shape kept = keepdims_shape(x, axes);
+    const double count = axes.empty()
+                             ? static_cast<double>(num_elements(x))
+                             : static_cast<double>(num_elements(x)) /
+                                   std::max<int64_t>(1, num_elements(kept));
+    const bool all = axes.empty();
+    return ComputeFn([mean, all, kept, count](KernelContext& c) {
+      const Tensor& x = c.input(0);
+      Tensor& y = c.output(0);
+      if (all) {
+        y[0] = x.array().sum();
+      } else {
+        // y holds the kept shape's elements in the same order.
+        sum_into(x, kept, y.data());
+      }
+      if (mean) y.array() /= count;
+    });
   };
   // y = Σ_axes x;  x̄ += broadcast(ȳ)   (divided by the count for the mean)
   def.gradient = [mean](const GradientContext& c) {

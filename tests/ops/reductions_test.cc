@@ -29,6 +29,33 @@ TEST(Sum, AllAndAlongAxes) {
   EXPECT_THROW(sum(x, {0, 0}), ShapeError);
 }
 
+TEST(Sum, TensorsOfMoreThanEightDimensionsAndRepeatedRuns) {
+  // A 10-D tensor of 2^10 elements, x[i] = i (row-major). Summing over the
+  // last axis pairs elements 2k and 2k + 1: y[k] = 4k + 1. Summing over the
+  // first axis adds i and i + 512: y[k] = 2k + 512. Both take the kernels'
+  // path for more than eight dimensions; each runs twice (a kernel bound
+  // once, run again).
+  const Shape shape(10, 2);
+  Tensor xv(shape);
+  for (int64_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<double>(i);
+  Graph g;
+  Value x = g.placeholder("x", shape);
+  Value last = sum(x, {-1}), first = mean(x, {0});
+  Value spread = broadcast_to(sum(x, {0}), Shape(10, 2));
+  Session s(g);
+  for (int run = 0; run < 2; ++run) {
+    auto out = s.run({last, first, spread}, {{x, xv}});
+    ASSERT_EQ(out[0].size(), 512);
+    ASSERT_EQ(out[1].size(), 512);
+    for (int64_t k = 0; k < 512; ++k) {
+      EXPECT_EQ(out[0][k], 4.0 * k + 1.0);
+      EXPECT_EQ(out[1][k], (2.0 * k + 512.0) / 2.0);
+      EXPECT_EQ(out[2][k], 2.0 * k + 512.0);
+      EXPECT_EQ(out[2][k + 512], 2.0 * k + 512.0);
+    }
+  }
+}
+
 TEST(Sum, GradientChecks) {
   Graph g;
   Value x = g.placeholder("x", {2, 3});
