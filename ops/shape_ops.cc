@@ -148,11 +148,13 @@ void register_shape_ops() {
     }
     return Shapes{with_extent(x, axis, end - begin)};
   };
-  slice_def.compute = [](KernelContext& c) {
-    const Tensor& x = c.input(0);
-    Tensor& y = c.output(0);
-    const int64_t axis = node_axis(c.node(), x.shape());
-    copy_planes(x, c.attr_int("begin"), y, 0, y.shape()[axis], axis);
+  slice_def.bind = [](const Node& n) {
+    const int64_t axis = node_axis(n, n.inputs[0].shape());
+    const int64_t begin = n.attr_int("begin");
+    return ComputeFn([axis, begin](KernelContext& c) {
+      Tensor& y = c.output(0);
+      copy_planes(c.input(0), begin, y, 0, y.shape()[axis], axis);
+    });
   };
   slice_def.gradient = [](const GradientContext& c) {
     const Shape& x = c.input(0).shape();
@@ -180,12 +182,16 @@ void register_shape_ops() {
     return Shapes{with_extent(
         x, axis, x[axis] + c.attr_int("before") + c.attr_int("after"))};
   };
-  pad_def.compute = [](KernelContext& c) {
-    const Tensor& x = c.input(0);
-    Tensor& y = c.output(0);
-    y.array().setConstant(c.attr_float("value"));
-    const int64_t axis = node_axis(c.node(), x.shape());
-    copy_planes(x, 0, y, c.attr_int("before"), x.shape()[axis], axis);
+  pad_def.bind = [](const Node& n) {
+    const int64_t axis = node_axis(n, n.inputs[0].shape());
+    const int64_t before = n.attr_int("before");
+    const double value = n.attr_float("value");
+    return ComputeFn([axis, before, value](KernelContext& c) {
+      const Tensor& x = c.input(0);
+      Tensor& y = c.output(0);
+      y.array().setConstant(value);
+      copy_planes(x, 0, y, before, x.shape()[axis], axis);
+    });
   };
   pad_def.gradient = [](const GradientContext& c) {
     const Shape& x = c.input(0).shape();
