@@ -379,9 +379,11 @@ const Session::Plan& Session::plan_for(std::span<const Value> fetches) {
   for (Plan::Step& step : plan->steps) {
     const Node& n = *step.node;
     step.num_outputs = n.num_outputs();
-    if (!step.placeholder) step.kernel = kernel_of(n);
-    if (step.placeholder)
+    if (step.placeholder) {
       plan->placeholders.push_back({&n, step.first_slot, nullptr});
+    } else {
+      step.kernel = kernel_of(n);
+    }
     step.comm = n.comm ? n.comm.get() : graph_.comm();
   }
   plan->foreign_shape.assign(plan->num_slots, 0);
