@@ -215,14 +215,17 @@ void register_collective_ops() {
     check_root(c);
     return Shapes{c.input_shape(0)};
   };
-  bcast.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
-    Tensor& y = c.output(0);
-    const int root = root_of(c.node());
-    // Only the root's x is sent; in place (OpDef::in_place) it needs no copy.
-    if (comm.rank() == root && y.data() != c.input(0).data())
-      y.array() = c.input(0).array();
-    comm.bcast(y.data(), y.size(), root);
-  });
+  bcast.bind = [](const Node& n) {
+    const int root = root_of(n);
+    return comm_kernel([root](KernelContext& c, Communicator& comm) {
+      Tensor& y = c.output(0);
+      // Only the root's x is sent; in place (OpDef::in_place) it needs no
+      // copy.
+      if (comm.rank() == root && y.data() != c.input(0).data())
+        y.array() = c.input(0).array();
+      comm.bcast(y.data(), y.size(), root);
+    });
+  };
   bcast.in_place = {{0, 0}};
   bcast.gradient = [](const GradientContext& c) {
     return Values{mpi_sum(c.grad(), root_of(c.node()))};

@@ -89,11 +89,17 @@ Shapes check_strips(const ShapeContext& c) {
       c.input_shape(0), c.input_shape(1), c.input_shape(2), c.input_shape(3)};
 }
 
-HaloNeighbours neighbours_of(const KernelContext& c, const Communicator& comm) {
-  return neighbours_of(comm.rank(),
-                       static_cast<int>(c.attr_int("rows")),
-                       static_cast<int>(c.attr_int("cols")));
-}
+// The patch grid of a node's rows and cols attributes, read once per node
+// (OpDef::bind); its kernel finds the neighbours from the rank.
+struct Grid {
+  int rows, cols;
+  explicit Grid(const Node& n)
+      : rows(static_cast<int>(n.attr_int("rows"))),
+        cols(static_cast<int>(n.attr_int("cols"))) {}
+  HaloNeighbours neighbours(const Communicator& comm) const {
+    return neighbours_of(comm.rank(), rows, cols);
+  }
+};
 
 }  // namespace
 
@@ -107,18 +113,20 @@ void register_halo_ops() {
   def.attrs = grid_attrs();
   def.num_outputs = 4;
   def.shape = check_strips;
-  def.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
-    const double* send[4];
-    double* recv[4];
-    int64_t counts[4];
-    for (int k = 0; k < 4; ++k) {
-      send[k] = c.input(k).data();
-      recv[k] = c.output(k).data();
-      counts[k] = c.input(k).size();
-      c.output(k).array().setZero();
-    }
-    comm.data_exchange(neighbours_of(c, comm), send, recv, counts, kHaloTag);
-  });
+  def.bind = [](const Node& n) {
+    return comm_kernel([grid = Grid(n)](KernelContext& c, Communicator& comm) {
+      const double* send[4];
+      double* recv[4];
+      int64_t counts[4];
+      for (int k = 0; k < 4; ++k) {
+        send[k] = c.input(k).data();
+        recv[k] = c.output(k).data();
+        counts[k] = c.input(k).size();
+        c.output(k).array().setZero();
+      }
+      comm.data_exchange(grid.neighbours(comm), send, recv, counts, kHaloTag);
+    });
+  };
   def.gradient = [](const GradientContext& c) {
     auto adj = data_exchange(c.grad(0),
                              c.grad(1),
@@ -144,16 +152,18 @@ void register_halo_ops() {
     check_strips(c);
     return Shapes{Shape{}};
   };
-  start.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
-    const double* send[4];
-    int64_t counts[4];
-    for (int k = 0; k < 4; ++k) {
-      send[k] = c.input(k).data();
-      counts[k] = c.input(k).size();
-    }
-    c.output(0)[0] = static_cast<double>(comm.start_data_exchange(
-        neighbours_of(c, comm), send, counts, kHaloTag));
-  });
+  start.bind = [](const Node& n) {
+    return comm_kernel([grid = Grid(n)](KernelContext& c, Communicator& comm) {
+      const double* send[4];
+      int64_t counts[4];
+      for (int k = 0; k < 4; ++k) {
+        send[k] = c.input(k).data();
+        counts[k] = c.input(k).size();
+      }
+      c.output(0)[0] = static_cast<double>(comm.start_data_exchange(
+          grid.neighbours(comm), send, counts, kHaloTag));
+    });
+  };
   start.gradient = [](const GradientContext& c) {
     const Value& reverse = c.grad(0);
     if (!reverse.valid() || reverse.node().op_name() != "data_exchange_start") {

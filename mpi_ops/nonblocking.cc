@@ -106,11 +106,14 @@ void register_nonblocking_ops() {
     check_peer(c, "dest");
     return Shapes{Shape{}};
   };
-  isend.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
-    const Tensor& x = c.input(0);
-    c.output(0)[0] = static_cast<double>(comm.isend(
-        x.data(), x.size(), attr(c.node(), "dest"), attr(c.node(), "tag")));
-  });
+  isend.bind = [](const Node& n) {
+    const int dest = attr(n, "dest"), tag = attr(n, "tag");
+    return comm_kernel([dest, tag](KernelContext& c, Communicator& comm) {
+      const Tensor& x = c.input(0);
+      c.output(0)[0] =
+          static_cast<double>(comm.isend(x.data(), x.size(), dest, tag));
+    });
+  };
   isend.gradient = [](const GradientContext& c) {
     return Values{mpi_wait(reverse_of(c, kIrecv))};
   };
@@ -128,12 +131,13 @@ void register_nonblocking_ops() {
     check_peer(c, "src");
     return Shapes{Shape{}};
   };
-  irecv.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
-    c.output(0)[0] =
-        static_cast<double>(comm.irecv(num_elements(c.node().inputs[0].shape()),
-                                       attr(c.node(), "src"),
-                                       attr(c.node(), "tag")));
-  });
+  irecv.bind = [](const Node& n) {
+    const int src = attr(n, "src"), tag = attr(n, "tag");
+    const int64_t count = num_elements(n.inputs[0].shape());
+    return comm_kernel([src, tag, count](KernelContext& c, Communicator& comm) {
+      c.output(0)[0] = static_cast<double>(comm.irecv(count, src, tag));
+    });
+  };
   irecv.gradient = [](const GradientContext& c) {
     // A side effect, like mpi_recv's adjoint send: gradients() makes its
     // results wait for the newest adjoint communication node.

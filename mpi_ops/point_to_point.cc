@@ -101,18 +101,20 @@ void register_point_to_point_ops() {
   // When x dies here, y holds x's buffer; when y is not read either, the
   // message takes that buffer and y gets a spare one: no copy at all.
   send.in_place = {{0, 0}};
-  send.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
-    const Tensor& x = c.input(0);
-    Tensor& y = c.output(0);
-    const int dest = attr(c.node(), "dest"), tag = attr(c.node(), "tag");
-    const bool in_place = &x == &y;
-    if (in_place && !c.output_used(0)) {
-      comm.send_buffer(y.array(), dest, tag);
-      return;
-    }
-    comm.send(x.data(), x.size(), dest, tag);
-    if (!in_place && c.output_used(0)) y.array() = x.array();
-  });
+  send.bind = [](const Node& n) {
+    const int dest = attr(n, "dest"), tag = attr(n, "tag");
+    return comm_kernel([dest, tag](KernelContext& c, Communicator& comm) {
+      const Tensor& x = c.input(0);
+      Tensor& y = c.output(0);
+      const bool in_place = &x == &y;
+      if (in_place && !c.output_used(0)) {
+        comm.send_buffer(y.array(), dest, tag);
+        return;
+      }
+      comm.send(x.data(), x.size(), dest, tag);
+      if (!in_place && c.output_used(0)) y.array() = x.array();
+    });
+  };
   send.gradient = [](const GradientContext& c) {
     const Node& n = c.node();
     return Values{c.grad() +
@@ -134,10 +136,13 @@ void register_point_to_point_ops() {
     check_peer(c, "src");
     return Shapes{c.input_shape(0)};
   };
-  recv.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
-    Tensor& y = c.output(0);
-    comm.recv(y.data(), y.size(), attr(c.node(), "src"), attr(c.node(), "tag"));
-  });
+  recv.bind = [](const Node& n) {
+    const int src = attr(n, "src"), tag = attr(n, "tag");
+    return comm_kernel([src, tag](KernelContext& c, Communicator& comm) {
+      Tensor& y = c.output(0);
+      comm.recv(y.data(), y.size(), src, tag);
+    });
+  };
   recv.gradient = [](const GradientContext& c) {
     // The send is a side effect: gradients() makes its results depend on the
     // last adjoint communication node, so this send always runs.
