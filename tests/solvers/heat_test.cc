@@ -223,11 +223,18 @@ TEST(HeatSolver, EveryDecompositionMatchesTheSerialReference) {
 // heat_step: the same final state, loss and cotangents of u0, κ and f, bit
 // for bit, on every patch grid of the rank count, including patches of one
 // row or column and non-square ones, under store-all and a checkpointed
-// schedule, in Session's sequential and concurrent executors.
+// schedule, in Session's sequential and concurrent executors. Rows of 37
+// and 16·P points take heat_step_adjoint's vector pass through several
+// whole vectors and a scalar tail at any vector width (the split ops are
+// plain scalar loops: a second implementation).
 TEST(HeatSolver, OverlappedStepsAreBitwiseThePlainOnes) {
   const int size = world_size(), rank = world_rank();
-  for (auto [nx, ny] : std::vector<std::pair<int, int>>{
-           {12, 8}, {2 * size, 3}, {size, 2 * size}, {2 * size, size}}) {
+  for (auto [nx, ny] : std::vector<std::pair<int, int>>{{12, 8},
+                                                        {2 * size, 3},
+                                                        {size, 2 * size},
+                                                        {2 * size, size},
+                                                        {2 * size, 37},
+                                                        {size, 16 * size}}) {
     for (auto [px, py] : decompositions(nx, ny, size)) {
       for (auto schedule :
            {CheckpointSchedule::store_all(), CheckpointSchedule::binomial(2)}) {
