@@ -134,8 +134,23 @@ HeatInverse::HeatInverse(HeatInverseOptions options, Communicator& comm)
   // Observations: u^NT at κ_true, patch by patch.
   Tensor truth = kappa_true();
   observed_u_ = u;
-  observations_ = session_->run(u, {{kappa_, truth}});
-  if (options_.noise > 0) add_noise();
+  Tensor observations = session_->run(u, {{kappa_, truth}});
+  if (options_.noise > 0) add_noise(observations);
+  // The runs' feeds from now on: the observations move in once, κ is
+  // copied into the same buffer on each call (no allocation, no copy of
+  // the observations per evaluation).
+  feeds_.emplace(obs_, std::move(observations));
+  feeds_.emplace(kappa_, Tensor(kappa_.shape(), 0.0));
+}
+
+const FeedMap& HeatInverse::feeds_at(const Tensor& kappa) {
+  Tensor& at = feeds_.at(kappa_);
+  if (kappa.shape() == at.shape()) {
+    at.array() = kappa.array();
+  } else {
+    at = kappa;  // the session names the feed and its shape
+  }
+  return feeds_;
 }
 
 namespace {
@@ -163,7 +178,7 @@ bool HeatInverseOptions::bounded() const {
   return std::isfinite(kappa_min) || std::isfinite(kappa_max);
 }
 
-void HeatInverse::add_noise() {
+void HeatInverse::add_noise(Tensor& observations) {
   const HeatConfig& c = options_.config;
   const bool in_time = !options_.observe_steps.empty();
   const int64_t times =
@@ -182,13 +197,13 @@ void HeatInverse::add_noise() {
   for (int64_t t = 0; t < times; ++t) {
     if (options_.sensors.empty()) {
       for (int64_t k = 0; k < plane; ++k) {
-        const double v = observations_[t * plane + k];
+        const double v = observations[t * plane + k];
         sums[0] += v * v, sums[1] += 1;
       }
     } else {
       for (const auto& [i, j] : options_.sensors) {
         if (!mine(i, j)) continue;
-        const double v = observations_[local_index(t, i, j)];
+        const double v = observations[local_index(t, i, j)];
         sums[0] += v * v, sums[1] += 1;
       }
     }
@@ -201,7 +216,7 @@ void HeatInverse::add_noise() {
     for (int64_t i = patch_.row0; i < patch_.row0 + patch_.n; ++i) {
       for (int64_t j = patch_.col0; j < patch_.col0 + patch_.m; ++j) {
         const uint64_t k = static_cast<uint64_t>((t * c.nx + i) * c.ny + j);
-        observations_[local_index(t, i, j)] +=
+        observations[local_index(t, i, j)] +=
             sigma * heat_noise_deviate(options_.seed, k);
       }
     }
@@ -221,8 +236,7 @@ HeatLossTerms HeatInverse::terms(const Tensor& kappa) {
   std::vector<Value> fetch = {misfit_};
   if (tikhonov_.valid()) fetch.push_back(tikhonov_);
   if (smoothness_.valid()) fetch.push_back(smoothness_);
-  return global_terms(
-      session_->run(fetch, {{kappa_, kappa}, {obs_, observations_}}));
+  return global_terms(session_->run(fetch, feeds_at(kappa)));
 }
 
 HeatInverse::~HeatInverse() = default;
@@ -251,15 +265,12 @@ Tensor HeatInverse::kappa_true() const {
 }
 
 std::pair<double, Tensor> HeatInverse::loss_and_gradient(const Tensor& kappa) {
-  auto out = session_->run({global_loss_, gradient_},
-                           {{kappa_, kappa}, {obs_, observations_}});
+  auto out = session_->run({global_loss_, gradient_}, feeds_at(kappa));
   return {global(out[0].item()), std::move(out[1])};
 }
 
 double HeatInverse::loss(const Tensor& kappa) {
-  return global(
-      session_->run(global_loss_, {{kappa_, kappa}, {obs_, observations_}})
-          .item());
+  return global(session_->run(global_loss_, feeds_at(kappa)).item());
 }
 
 double HeatInverse::global(double value) {
@@ -297,8 +308,8 @@ optim::LbfgsSummary HeatInverse::fit(Tensor& kappa,
                                      optim::LbfgsOptions options) {
   if (options.checkpoint_problem.empty())
     options.checkpoint_problem = problem_description();
-  FeedMap feeds{{kappa_, kappa}, {obs_, observations_}};
-  Tensor& at = feeds[kappa_];
+  const FeedMap& feeds = feeds_at(kappa);
+  Tensor& at = feeds_.at(kappa_);
   // With a trace, each evaluation also fetches the loss's parts and keeps
   // their global values for the trace line of the point it accepts.
   const bool show_terms = options.trace;

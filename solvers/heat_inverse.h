@@ -108,7 +108,7 @@ class HeatInverse final {
     return options_.sensors;
   }
   // The observations this rank fits (its patch, noise included).
-  const Tensor& observations() const { return observations_; }
+  const Tensor& observations() const { return feeds_.at(obs_); }
   // Counters of the last run (peak live bytes, nodes executed).
   const RunStats& last_run() const { return session_->stats(); }
   // The time loop's last forward run and its adjoint's last run (empty
@@ -134,7 +134,9 @@ class HeatInverse final {
   double global(double value);
   // Global sums of this rank's values of the loss terms. Collective.
   HeatLossTerms global_terms(const std::vector<Tensor>& local);
-  void add_noise();
+  void add_noise(Tensor& observations);
+  // feeds_ with κ set to `kappa`.
+  const FeedMap& feeds_at(const Tensor& kappa);
 
   HeatInverseOptions options_;
   Communicator& comm_;
@@ -144,7 +146,7 @@ class HeatInverse final {
   Value kappa_, local_loss_, global_loss_, gradient_, obs_, loop_;
   Value misfit_, tikhonov_, smoothness_;  // this rank's parts
   Value observed_u_;
-  Tensor observations_;
+  FeedMap feeds_;  // the observations and the last κ fed
 };
 
 }  // namespace adgraph::solvers
