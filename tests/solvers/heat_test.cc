@@ -350,6 +350,43 @@ TEST(HeatInverse, ReplicatedShardedAndSensorLossesAgreeWithTheReference) {
   }
 }
 
+// The problem keeps one feed map across calls: a κ of the wrong shape is
+// refused naming the feed, and neither it nor the failed call changes what
+// the next calls compute (the loss and gradient at κ = 1 before and after
+// are the same bit for bit).
+TEST(HeatInverse, AKappaOfTheWrongShapeIsRefusedAndChangesNothing) {
+  const int size = world_size();
+  HeatInverseOptions o;
+  o.config.nx = 12, o.config.ny = 8, o.config.nt = 6;
+  o.config.px = size == 4 ? 2 : size, o.config.py = size == 4 ? 2 : 1;
+  HeatInverse problem(o, *Communicator::world());
+  const Tensor observed = problem.observations();
+  const Tensor start = problem.kappa_start();
+  const auto [loss, grad] = problem.loss_and_gradient(start);
+  const Shape& want = start.shape();
+  const Tensor wrong(Shape{want[0] + 1, want[1]}, 1.0);
+  const std::string message = "node \"kappa\" (placeholder): feed: expected "
+                              "shape " +
+                              shape_string(want) + ", got " +
+                              shape_string(wrong.shape());
+  for (int call = 0; call < 3; ++call) {
+    try {
+      if (call == 0) problem.loss(wrong);
+      if (call == 1) problem.loss_and_gradient(wrong);
+      if (call == 2) problem.terms(wrong);
+      ADD_FAILURE() << "call " << call << " took a κ of the wrong shape";
+    } catch (const RunError& e) {
+      EXPECT_EQ(std::string(e.what()), message);
+    }
+  }
+  EXPECT_TRUE((problem.observations().array() == observed.array()).all());
+  const auto [again, grad_again] = problem.loss_and_gradient(start);
+  EXPECT_EQ(again, loss);
+  EXPECT_TRUE((grad_again.array() == grad.array()).all());
+  EXPECT_EQ(problem.loss(start), loss);
+  EXPECT_GT(loss, 0.0);
+}
+
 TEST(HeatInverse, ObservationTimesAddUpTheSingleTimeProblems) {
   // Observing u at t = 4, 9 and 15 is the sum of three problems that each
   // observe their final time (nt = 4, 9, 15): a per-step output of one loop
