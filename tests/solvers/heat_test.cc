@@ -365,10 +365,10 @@ TEST(HeatInverse, AKappaOfTheWrongShapeIsRefusedAndChangesNothing) {
   const auto [loss, grad] = problem.loss_and_gradient(start);
   const Shape& want = start.shape();
   const Tensor wrong(Shape{want[0] + 1, want[1]}, 1.0);
-  const std::string message = "node \"kappa\" (placeholder): feed: expected "
-                              "shape " +
-                              shape_string(want) + ", got " +
-                              shape_string(wrong.shape());
+  const std::string message =
+      "node \"kappa\" (placeholder): feed: expected "
+      "shape " +
+      shape_string(want) + ", got " + shape_string(wrong.shape());
   for (int call = 0; call < 3; ++call) {
     try {
       if (call == 0) problem.loss(wrong);
