@@ -95,12 +95,14 @@ void register_collective_ops() {
     check_root(c);
     return Shapes{c.input_shape(0)};
   };
-  sum.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
-    Tensor& y = c.output(0);
-    const int root = root_of(c.node());
-    comm.reduce_sum(c.input(0).data(), y.data(), y.size(), root);
-    if (comm.rank() != root) y.array().setZero();
-  });
+  sum.bind = [](const Node& n) {
+    return comm_kernel(
+        [root = root_of(n)](KernelContext& c, Communicator& comm) {
+          Tensor& y = c.output(0);
+          comm.reduce_sum(c.input(0).data(), y.data(), y.size(), root);
+          if (comm.rank() != root) y.array().setZero();
+        });
+  };
   sum.in_place = {{0, 0}};  // MPI_IN_PLACE on the root
   sum.gradient = [](const GradientContext& c) {
     return Values{mpi_bcast(c.grad(), root_of(c.node()))};
@@ -173,14 +175,14 @@ void register_collective_ops() {
   };
   owner.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
     const Tensor &x = c.input(0), &y = c.input(1);
+    // The lowest owning rank per element, reduced in the mask's buffer.
     Tensor& mask = c.output(0);
-    std::vector<double> lowest(x.size());
     for (int64_t i = 0; i < x.size(); ++i) {
-      lowest[i] = x[i] == y[i] ? comm.rank() : comm.size();
+      mask[i] = x[i] == y[i] ? comm.rank() : comm.size();
     }
-    comm.allreduce(lowest.data(), lowest.data(), x.size(), ReduceOp::kMin);
+    comm.allreduce(mask.data(), mask.data(), x.size(), ReduceOp::kMin);
     for (int64_t i = 0; i < x.size(); ++i)
-      mask[i] = lowest[i] == comm.rank() ? 1.0 : 0.0;
+      mask[i] = mask[i] == comm.rank() ? 1.0 : 0.0;
   });
   owner.gradient = [](const GradientContext&) {
     return Values{Value(), Value()};
@@ -242,12 +244,14 @@ void register_collective_ops() {
     check_root(c);
     return Shapes{stacked(c, c.input_shape(0))};
   };
-  gather.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
-    Tensor& y = c.output(0);
-    const int root = root_of(c.node());
-    comm.gather(c.input(0).data(), y.data(), c.input(0).size(), root);
-    if (comm.rank() != root) y.array().setZero();
-  });
+  gather.bind = [](const Node& n) {
+    return comm_kernel(
+        [root = root_of(n)](KernelContext& c, Communicator& comm) {
+          Tensor& y = c.output(0);
+          comm.gather(c.input(0).data(), y.data(), c.input(0).size(), root);
+          if (comm.rank() != root) y.array().setZero();
+        });
+  };
   gather.gradient = [](const GradientContext& c) {
     return Values{mpi_scatter(c.grad(), root_of(c.node()))};
   };
@@ -261,10 +265,13 @@ void register_collective_ops() {
     check_root(c);
     return Shapes{unstacked(c, c.input_shape(0))};
   };
-  scatter.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
-    Tensor& y = c.output(0);
-    comm.scatter(c.input(0).data(), y.data(), y.size(), root_of(c.node()));
-  });
+  scatter.bind = [](const Node& n) {
+    return comm_kernel(
+        [root = root_of(n)](KernelContext& c, Communicator& comm) {
+          Tensor& y = c.output(0);
+          comm.scatter(c.input(0).data(), y.data(), y.size(), root);
+        });
+  };
   scatter.gradient = [](const GradientContext& c) {
     return Values{mpi_gather(c.grad(), root_of(c.node()))};
   };

@@ -35,26 +35,31 @@ OpDef sendrecv_def(std::string name, std::string doc, bool transpose) {
     check_peer(c, "dest");
     return Shapes{c.input_shape(0)};
   };
-  def.compute = comm_kernel([transpose](KernelContext& c, Communicator& comm) {
-    const int src = attr(c.node(), "src"), dest = attr(c.node(), "dest");
-    const int tag = attr(c.node(), "tag");
-    const Tensor& x = c.input(0);
-    Tensor& y = c.output(0);
-    y.array() = x.array();
-    if (src == dest) return;
-    if (!transpose && comm.rank() == src)
-      comm.send(x.data(), x.size(), dest, tag);
-    if (!transpose && comm.rank() == dest)
-      comm.recv(y.data(), y.size(), src, tag);
-    if (transpose && comm.rank() == dest) {
-      comm.send(x.data(), x.size(), src, tag);
-      y.array().setZero();
-    }
-    if (transpose && comm.rank() == src) {
-      comm.recv(y.data(), y.size(), dest, tag);
-      y.array() += x.array();
-    }
-  });
+  // The peers and tag are the node's: read once (OpDef::bind).
+  def.bind = [transpose](const Node& n) {
+    return comm_kernel(
+        [transpose,
+         src = attr(n, "src"),
+         dest = attr(n, "dest"),
+         tag = attr(n, "tag")](KernelContext& c, Communicator& comm) {
+          const Tensor& x = c.input(0);
+          Tensor& y = c.output(0);
+          y.array() = x.array();
+          if (src == dest) return;
+          if (!transpose && comm.rank() == src)
+            comm.send(x.data(), x.size(), dest, tag);
+          if (!transpose && comm.rank() == dest)
+            comm.recv(y.data(), y.size(), src, tag);
+          if (transpose && comm.rank() == dest) {
+            comm.send(x.data(), x.size(), src, tag);
+            y.array().setZero();
+          }
+          if (transpose && comm.rank() == src) {
+            comm.recv(y.data(), y.size(), dest, tag);
+            y.array() += x.array();
+          }
+        });
+  };
   def.gradient = [transpose](const GradientContext& c) {
     const Node& n = c.node();
     const int src = attr(n, "src"), dest = attr(n, "dest"),

@@ -261,13 +261,14 @@ void register_elementwise_ops() {
   pow_scalar.shape = [](const ShapeContext& c) {
     return Shapes{c.input_shape(0)};
   };
-  pow_scalar.compute = [](KernelContext& c) {
-    const double p = c.attr_float("exponent");
-    if (p == 2.0) {
-      c.output(0).array() = c.input(0).array().square();
-    } else {
-      c.output(0).array() = c.input(0).array().pow(p);
-    }
+  pow_scalar.bind = [](const Node& n) {
+    return ComputeFn([p = n.attr_float("exponent")](KernelContext& c) {
+      if (p == 2.0) {
+        c.output(0).array() = c.input(0).array().square();
+      } else {
+        c.output(0).array() = c.input(0).array().pow(p);
+      }
+    });
   };
   pow_scalar.in_place = {{0, 0}};
   pow_scalar.gradient = [](const GradientContext& c) {

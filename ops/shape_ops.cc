@@ -227,15 +227,17 @@ void register_shape_ops() {
     }
     return Shapes{out};
   };
-  concat_def.compute = [](KernelContext& c) {
-    Tensor& y = c.output(0);
-    const int64_t axis = node_axis(c.node(), y.shape());
-    int64_t offset = 0;
-    for (int i = 0; i < c.num_inputs(); ++i) {
-      const int64_t n = c.input(i).shape()[axis];
-      copy_planes(c.input(i), 0, y, offset, n, axis);
-      offset += n;
-    }
+  concat_def.bind = [](const Node& node) {
+    const int64_t axis = node_axis(node, node.output_shapes[0]);
+    return ComputeFn([axis](KernelContext& c) {
+      Tensor& y = c.output(0);
+      int64_t offset = 0;
+      for (int i = 0; i < c.num_inputs(); ++i) {
+        const int64_t n = c.input(i).shape()[axis];
+        copy_planes(c.input(i), 0, y, offset, n, axis);
+        offset += n;
+      }
+    });
   };
   concat_def.gradient = [](const GradientContext& c) {
     const int64_t axis = node_axis(c.node(), c.output(0).shape());
