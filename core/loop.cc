@@ -73,6 +73,16 @@ int64_t LoopSpec::state_elements() const {
   return n;
 }
 
+int64_t LoopSpec::snapshots_bound() const {
+  const int64_t n = trips, p = schedule.parameter;
+  int64_t held = n;
+  if (schedule.kind == CheckpointSchedule::Kind::kEvery)
+    held = (n + p - 1) / p + p;
+  else if (schedule.kind == CheckpointSchedule::Kind::kBinomial)
+    held = std::min(p, n) + 1;
+  return std::max(held, static_cast<int64_t>(tape_positions().size()));
+}
+
 void LoopSpec::finish() {
   signature_ = every_rank_signature(*forward.graph);
   if (reverse.graph) signature_ += "|" + every_rank_signature(*reverse.graph);

@@ -189,6 +189,11 @@ struct LoopSpec {
   std::vector<int64_t> tape_positions() const;
   // Elements of one state (all carries).
   int64_t state_elements() const;
+  // States an adjoint of this schedule holds at most at once, the tape's
+  // included: n for store_all, ⌈n/k⌉ + k for every(k), s + 1 for
+  // binomial(s) (its s and the tape's last state). For the plan's memory
+  // estimate.
+  int64_t snapshots_bound() const;
   void finish();  // computes signature_ (loop.cc)
 
   struct Stats {

@@ -80,9 +80,10 @@ class Session final {
   //
   // Throws RunError when a needed placeholder is not fed, when a feed has
   // the wrong shape or is not a placeholder, when its estimated peak memory
-  // exceeds what the process can allocate (core/plan_checks.h), and (with
-  // communication nodes) when ranks would run different collective
-  // sequences or, for a graph the same on every rank, unpaired messages.
+  // (loops' snapshots included) exceeds what the process can allocate
+  // (core/plan_checks.h), and (with communication nodes) when ranks would
+  // run different collective sequences or, for a graph the same on every
+  // rank, unpaired messages.
   std::vector<Tensor> run(const std::vector<Value>& fetches,
                           const FeedMap& feeds = {});
   Tensor run(Value fetch, const FeedMap& feeds = {});

@@ -51,8 +51,18 @@ void Session::check_requests(const Plan& plan) {
 void Session::check_memory(const Plan& plan) {
   // Live bytes in execution order: each step's new outputs, then the slots
   // it releases. Concurrent runs hold about as much (a level at a time).
-  std::size_t live = 0, peak = 0, largest = 0;
+  // A loop whose tape an adjoint in the plan reads holds its snapshots from
+  // its own step to that adjoint's, which holds at most snapshots_bound()
+  // states while it runs.
+  std::map<const Node*, std::size_t> taped;  // forward loop -> tape bytes
+  for (const Plan::Step& step : plan.steps) {
+    const LoopSpec* spec = step.node->loop.get();
+    if (spec && spec->kind == LoopSpec::Kind::kAdjoint && spec->taped)
+      taped[&step.node->inputs.back().node()] = 0;
+  }
+  std::size_t live = 0, peak = 0, largest = 0, loop_peak = 0;
   const Node* biggest = nullptr;
+  const Node* loop_node = nullptr;  // the loop holding the most snapshots
   std::vector<std::size_t> bytes(plan.num_slots, 0);
   for (const Plan::Step& step : plan.steps) {
     const Node& n = *step.node;
@@ -66,6 +76,27 @@ void Session::check_memory(const Plan& plan) {
       if (b > largest) largest = b, biggest = &n;
     }
     peak = std::max(peak, live);
+    if (const LoopSpec* spec = n.loop.get()) {
+      const std::size_t state = sizeof(double) * spec->state_elements();
+      std::size_t held = 0;
+      const Node* named = &n;  // the user's loop, when the tape is its
+      if (auto it = taped.find(&n); it != taped.end()) {
+        it->second = state * spec->tape_positions().size();
+        held = it->second;
+        live += held;
+        peak = std::max(peak, live);
+      } else if (spec->kind == LoopSpec::Kind::kAdjoint) {
+        held = state * spec->snapshots_bound();
+        std::size_t tape = 0;
+        if (spec->taped) {
+          named = &n.inputs.back().node();
+          tape = std::exchange(taped.at(named), 0);
+        }
+        peak = std::max(peak, live - tape + std::max(held, tape));
+        live -= tape;
+      }
+      if (held > loop_peak) loop_peak = held, loop_node = named;
+    }
     for (int slot : step.release) live -= bytes[slot];
   }
   // Small plans cannot matter; skip reading /proc for them.
@@ -73,10 +104,17 @@ void Session::check_memory(const Plan& plan) {
   if (peak < kWorthChecking) return;
   const std::size_t available = memory_available();
   if (peak <= available) return;
+  std::string what = "the largest, " + byte_string(largest) + ", is node \"" +
+                     biggest->name + "\"";
+  if (loop_peak > largest) {
+    what = "the snapshots of loop node \"" + loop_node->name + "\" take " +
+           byte_string(loop_peak) + " (checkpoints \"" +
+           loop_node->loop->schedule.describe() +
+           "\"; a binomial or memory-budget schedule keeps fewer)";
+  }
   throw RunError("this run needs an estimated " + byte_string(peak) +
-                     " of intermediate tensors at its peak (the largest, " +
-                     byte_string(largest) + ", is node \"" + biggest->name +
-                     "\"), more than the " + byte_string(available) +
+                     " of intermediate tensors at its peak (" + what +
+                     "), more than the " + byte_string(available) +
                      " this process can allocate (MemAvailable; "
                      "ADGRAPH_MEMORY_LIMIT overrides)",
                  {},

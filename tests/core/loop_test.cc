@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
+#include <string>
 
 #include "core/error.h"
 #include "core/gradients.h"
@@ -261,6 +263,8 @@ TEST(Loop, EveryKRecomputesAllButOneSegment) {
     const int64_t segments = (n + k - 1) / k;
     EXPECT_EQ(st.forward_steps, (segments - 1) * (k - 1))
         << "n = " << n << ", k = " << k;
+    // The plan's memory estimate assumes at most ⌈n/k⌉ + k snapshots.
+    EXPECT_LE(st.max_snapshots, segments + k) << "n = " << n << ", k = " << k;
   }
 }
 
@@ -495,6 +499,90 @@ TEST(Loop, BinomialSnapshotsBoundThePeakMemory) {
   };
   EXPECT_GE(peak(CheckpointSchedule::store_all()), 199 * 4096 * 8);
   EXPECT_LE(peak(CheckpointSchedule::binomial(5)), 6 * 4096 * 8);
+}
+
+// Sets an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_)
+      setenv(name_, old_.c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+TEST(Loop, TheMemoryEstimateCountsTheSnapshotsAndNamesTheLoop) {
+  // A 4 MiB state (2^19 doubles) over 80 steps. With store_all, the tape
+  // holds states 1…79 (316 MiB) until the adjoint, which holds at most 80
+  // (320 MiB) beside two more 4 MiB tensors (the cotangent of x_80 and the
+  // gradient): 328 MiB, past a 300 MiB limit before anything runs. The
+  // forward alone tapes nothing; binomial(3) holds at most 4 states.
+  ScopedEnv limit("ADGRAPH_MEMORY_LIMIT", "300M");
+  auto build_loop = [](Graph& g, CheckpointSchedule schedule) {
+    Value x0 = g.placeholder("x0", {int64_t{1} << 19});
+    LoopOptions o;
+    o.checkpoints = schedule;
+    o.name = "time";
+    LoopResult r = loop(
+        80,
+        {x0},
+        {},
+        [](const LoopArgs& l) {
+          return LoopStep{{l.carries[0] + 0.01 * square(l.carries[0])}, {}};
+        },
+        o);
+    return std::pair{x0, sum(r.carries[0])};
+  };
+  const Tensor x(Shape{int64_t{1} << 19}, 0.5);
+  {
+    Graph g;
+    auto [x0, loss] = build_loop(g, CheckpointSchedule::store_all());
+    Value gx = gradient(loss, x0);
+    Session s(g);
+    std::string message = "no error";
+    try {
+      s.run(gx, {{x0, x}});
+    } catch (const RunError& e) {
+      message = e.what();
+    }
+    EXPECT_EQ(message.rfind(
+                  "fetch: this run needs an estimated 328 MiB of intermediate "
+                  "tensors at its peak (the snapshots of loop node \"time\" "
+                  "take 320 MiB (checkpoints \"all\"; a binomial or "
+                  "memory-budget schedule keeps fewer)), more than the 300 MiB "
+                  "this process can allocate",
+                  0),
+              0u)
+        << message;
+    // Nothing ran: the forward alone needs no tape and runs.
+    const double forward = s.run(loss, {{x0, x}})[0];
+    const double step = 0.5;  // every element follows the same recurrence
+    double y = step;
+    for (int t = 0; t < 80; ++t) y += 0.01 * y * y;
+    EXPECT_NEAR(forward, y * (1 << 19), 1e-9 * y * (1 << 19));
+  }
+  {
+    Graph g;
+    auto [x0, loss] = build_loop(g, CheckpointSchedule::binomial(3));
+    Value gx = gradient(loss, x0);
+    Session s(g);
+    const Tensor got = s.run(gx, {{x0, x}});
+    // d x_n / d x_0 = Π (1 + 0.02 x_t), the same for every element.
+    double y = 0.5, d = 1;
+    for (int t = 0; t < 80; ++t) d *= 1 + 0.02 * y, y += 0.01 * y * y;
+    EXPECT_NEAR(got[0], d, 1e-13);
+    EXPECT_EQ(got[got.size() - 1], got[0]);
+  }
 }
 
 }  // namespace
