@@ -476,26 +476,43 @@ TEST(Loop, SecondOrderReverseModeIsRefusedAtTheAdjointLoop) {
   }
 }
 
+// x_{t+1} = x_t + 0.01·step(x_t) over n steps of a one-carry loop from a
+// placeholder "x0" of `size` doubles, kept by `schedule`.
+struct OneCarry {
+  Value x0;
+  LoopResult r;
+};
+OneCarry one_carry_loop(Graph& g,
+                        int64_t size,
+                        int64_t n,
+                        CheckpointSchedule schedule,
+                        Value (*step)(Value)) {
+  OneCarry out;
+  out.x0 = g.placeholder("x0", {size});
+  LoopOptions o;
+  o.checkpoints = schedule;
+  o.name = "time";
+  out.r = loop(
+      n,
+      {out.x0},
+      {},
+      [step](const LoopArgs& l) {
+        return LoopStep{{l.carries[0] + 0.01 * step(l.carries[0])}, {}};
+      },
+      o);
+  return out;
+}
+
 TEST(Loop, BinomialSnapshotsBoundThePeakMemory) {
   // 200 steps on a 4096-element state: store_all holds 199 snapshots,
   // binomial(5) at most 6 (5 and the tape's last state).
   auto peak = [](CheckpointSchedule schedule) {
     Graph g;
-    Value x0 = g.placeholder("x0", {4096});
-    LoopOptions o;
-    o.checkpoints = schedule;
-    LoopResult r = loop(
-        200,
-        {x0},
-        {},
-        [](const LoopArgs& l) {
-          return LoopStep{{l.carries[0] + 0.01 * sin(l.carries[0])}, {}};
-        },
-        o);
-    Value gx = gradient(sum(r.carries[0]), x0);
+    OneCarry l = one_carry_loop(g, 4096, 200, schedule, sin);
+    Value gx = gradient(sum(l.r.carries[0]), l.x0);
     Session s(g);
-    s.run(gx, {{x0, Tensor(Shape{4096}, 0.5)}});
-    return loop_stats(loop_adjoints(r.node)[0]).snapshot_bytes;
+    s.run(gx, {{l.x0, Tensor(Shape{4096}, 0.5)}});
+    return loop_stats(loop_adjoints(l.r.node)[0]).snapshot_bytes;
   };
   EXPECT_GE(peak(CheckpointSchedule::store_all()), 199 * 4096 * 8);
   EXPECT_LE(peak(CheckpointSchedule::binomial(5)), 6 * 4096 * 8);
@@ -529,19 +546,8 @@ TEST(Loop, TheMemoryEstimateCountsTheSnapshotsAndNamesTheLoop) {
   // forward alone tapes nothing; binomial(3) holds at most 4 states.
   ScopedEnv limit("ADGRAPH_MEMORY_LIMIT", "300M");
   auto build_loop = [](Graph& g, CheckpointSchedule schedule) {
-    Value x0 = g.placeholder("x0", {int64_t{1} << 19});
-    LoopOptions o;
-    o.checkpoints = schedule;
-    o.name = "time";
-    LoopResult r = loop(
-        80,
-        {x0},
-        {},
-        [](const LoopArgs& l) {
-          return LoopStep{{l.carries[0] + 0.01 * square(l.carries[0])}, {}};
-        },
-        o);
-    return std::pair{x0, sum(r.carries[0])};
+    OneCarry l = one_carry_loop(g, int64_t{1} << 19, 80, schedule, square);
+    return std::pair{l.x0, sum(l.r.carries[0])};
   };
   const Tensor x(Shape{int64_t{1} << 19}, 0.5);
   {
