@@ -79,7 +79,7 @@ void Session::check_memory(const Plan& plan) {
     if (const LoopSpec* spec = n.loop.get()) {
       const std::size_t state = sizeof(double) * spec->state_elements();
       std::size_t held = 0;
-      const Node* named = &n;  // the user's loop, when the tape is its
+      const Node* named = &n;  // for a taped adjoint: the forward loop
       if (auto it = taped.find(&n); it != taped.end()) {
         it->second = state * spec->tape_positions().size();
         held = it->second;
