@@ -234,7 +234,7 @@ void register_heat_ops() {
     const double* kappa = c.input(1).data();
     const double* f = c.input(2).data();
     double* out = c.output(0).data();
-    const int64_t n = s.n, m = s.m, ahead = prefetch_distance(m);
+    const int64_t n = s.n, m = s.m, ahead = write_prefetch_distance(m);
     for_rows(0, n, n * m, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) {
         if (ahead > 0 && i + ahead < n)

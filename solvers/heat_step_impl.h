@@ -39,19 +39,23 @@ void for_rows(int64_t first, int64_t last, int64_t points, Rows rows) {
   }
 }
 
-// Software prefetch for the row loops over short rows. In a gradient the
-// step writes each state into a buffer of the loop's tape and the adjoint
-// reads it back, from DRAM once the tape outgrows the L3. With rows of
-// less than a 4 KiB page those streams cross a page every row or two and
-// the hardware prefetchers lose them (256², NT = 100: the gradient went
-// from ~11 to ~9 ms with these prefetches; at 1024² they slowed the
-// forward, so rows of a page or more get none; docs/PERFORMANCE.md). A
-// loop at row i prefetches row i + prefetch_distance(m), at least 8 KiB
-// ahead; 0 means no prefetch.
+// Software prefetch for the row loops. In a gradient the step writes each
+// state into a buffer of the loop's tape and the adjoint reads it back, from
+// DRAM once the tape outgrows the L3. Each row of the tape starts a stream
+// the hardware prefetchers must pick up again: with rows under a 4 KiB page
+// they lose it every row or two (256², NT = 100: ~11 → ~9 ms with these
+// prefetches), and rows of a page still start cold (512², NT = 20: the
+// adjoint's prefetch of the taped rows took the gradient from 10.4–10.6 to
+// 7.9–9.1 ms). The step's prefetch of its output rows for writing slowed
+// the forward at 1024², so rows of a page or more get none there
+// (docs/PERFORMANCE.md). A loop at row i prefetches row i + distance, at
+// least 8 KiB ahead; 0 means no prefetch.
 inline int64_t prefetch_distance(int64_t m) {
-  const int64_t row_bytes = m * int64_t{sizeof(double)};
-  if (row_bytes >= 4096) return 0;
-  return std::max<int64_t>(1, 8192 / row_bytes);
+  return std::max<int64_t>(1, 8192 / (m * int64_t{sizeof(double)}));
+}
+// For the step's output rows.
+inline int64_t write_prefetch_distance(int64_t m) {
+  return m * int64_t{sizeof(double)} >= 4096 ? 0 : prefetch_distance(m);
 }
 
 // Prefetches the m doubles from `row` into the cache, for writing when
