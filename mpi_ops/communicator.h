@@ -205,8 +205,18 @@ class Communicator final : public CommContext {
   void post_send(Eigen::ArrayXd&& buffer, int dest, int tag);
   // Nonblocking requests started and not yet waited on, by handle.
   struct Request;
-  std::map<int64_t, std::unique_ptr<Request>> requests_;
+  using Requests = std::map<int64_t, std::unique_ptr<Request>>;
+  Requests requests_;
   int64_t next_request_ = 1;
+  // The map entries of completed requests, reused by the next ones, and
+  // wait()'s arrays: a repeated run's requests allocate nothing.
+  std::vector<Requests::node_type> spare_requests_;
+  struct WaitArrays;
+  std::unique_ptr<WaitArrays> wait_arrays_;
+  // An entry for a new request (a spare one, else a new one); the request
+  // is posted into it, then add_request() files it under a new handle.
+  Requests::node_type take_request();
+  int64_t add_request(Requests::node_type&& entry);
   // Halo exchanges started and not yet finished, by handle, and finished
   // ones kept for their buffers (a time loop starts one per step).
   struct HaloExchange;

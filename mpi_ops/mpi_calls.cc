@@ -318,37 +318,54 @@ void Communicator::finish_data_exchange(int64_t handle, double* const recv[4]) {
   spare_exchanges_.push_back(std::move(x));
 }
 
+Communicator::Requests::node_type Communicator::take_request() {
+  if (!spare_requests_.empty()) {
+    Requests::node_type entry = std::move(spare_requests_.back());
+    spare_requests_.pop_back();
+    return entry;
+  }
+  Requests made;
+  made.emplace(0, std::make_unique<Request>());
+  return made.extract(made.begin());
+}
+
+int64_t Communicator::add_request(Requests::node_type&& entry) {
+  const int64_t handle = next_request_++;
+  entry.key() = handle;
+  requests_.insert(std::move(entry));
+  return handle;
+}
+
 int64_t Communicator::isend(const double* data, int64_t n, int dest, int tag) {
-  auto r = std::make_unique<Request>();
-  r->buffer = spare_copy(data, n);
-  check_mpi(MPI_Isend(r->buffer.data(),
+  Requests::node_type entry = take_request();
+  Request& r = *entry.mapped();
+  r.buffer = spare_copy(data, n);
+  r.receive = false;
+  check_mpi(MPI_Isend(r.buffer.data(),
                       count_of(n),
                       MPI_DOUBLE,
                       dest,
                       tag,
                       mpi().comm,
-                      &r->request),
+                      &r.request),
             "MPI_Isend");
-  const int64_t handle = next_request_++;
-  requests_.emplace(handle, std::move(r));
-  return handle;
+  return add_request(std::move(entry));
 }
 
 int64_t Communicator::irecv(int64_t n, int src, int tag) {
-  auto r = std::make_unique<Request>();
-  r->buffer = take_spare(n);
-  r->receive = true;
-  check_mpi(MPI_Irecv(r->buffer.data(),
+  Requests::node_type entry = take_request();
+  Request& r = *entry.mapped();
+  r.buffer = take_spare(n);
+  r.receive = true;
+  check_mpi(MPI_Irecv(r.buffer.data(),
                       count_of(n),
                       MPI_DOUBLE,
                       src,
                       tag,
                       mpi().comm,
-                      &r->request),
+                      &r.request),
             "MPI_Irecv");
-  const int64_t handle = next_request_++;
-  requests_.emplace(handle, std::move(r));
-  return handle;
+  return add_request(std::move(entry));
 }
 
 void Communicator::wait(const int64_t* handles,
@@ -356,33 +373,36 @@ void Communicator::wait(const int64_t* handles,
                         const int64_t* counts,
                         int n) {
   CallWatch watch(*this, "MPI_Waitall", n);
-  std::vector<MPI_Request> mpi_requests(n);
-  std::vector<MPI_Status> statuses(n);
-  std::vector<Request*> waited(n);
+  if (!wait_arrays_) wait_arrays_ = std::make_unique<WaitArrays>();
+  WaitArrays& a = *wait_arrays_;
+  a.requests.resize(n);
+  a.statuses.resize(n);
+  a.waited.resize(n);
   for (int k = 0; k < n; ++k) {
     auto it = requests_.find(handles[k]);
     ADGRAPH_CHECK(it != requests_.end())
         << "request " << handles[k] << " is not in flight";
-    waited[k] = it->second.get();
-    mpi_requests[k] = waited[k]->request;
+    a.waited[k] = it->second.get();
+    a.requests[k] = a.waited[k]->request;
   }
-  check_mpi(MPI_Waitall(n, mpi_requests.data(), statuses.data()),
+  check_mpi(MPI_Waitall(n, a.requests.data(), a.statuses.data()),
             "MPI_Waitall");
   for (int k = 0; k < n; ++k) {
-    Request& r = *waited[k];
+    Request& r = *a.waited[k];
     if (r.receive) {
       int received = 0;
-      MPI_Get_count(&statuses[k], MPI_DOUBLE, &received);
+      MPI_Get_count(&a.statuses[k], MPI_DOUBLE, &received);
       if (received != counts[k]) {
         abort("received " + std::to_string(received) + " doubles from rank " +
-              std::to_string(statuses[k].MPI_SOURCE) + " (tag " +
-              std::to_string(statuses[k].MPI_TAG) + "), expected " +
+              std::to_string(a.statuses[k].MPI_SOURCE) + " (tag " +
+              std::to_string(a.statuses[k].MPI_TAG) + "), expected " +
               std::to_string(counts[k]));
       }
       std::copy(r.buffer.data(), r.buffer.data() + r.buffer.size(), data[k]);
     }
     keep_spare(std::move(r.buffer));
-    requests_.erase(handles[k]);
+    r.request = MPI_REQUEST_NULL;
+    spare_requests_.push_back(requests_.extract(handles[k]));
   }
 }
 

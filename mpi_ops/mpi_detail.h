@@ -42,6 +42,13 @@ struct Communicator::Request {
   bool receive = false;
 };
 
+// wait()'s arrays, grown to the most requests waited on at once.
+struct Communicator::WaitArrays {
+  std::vector<MPI_Request> requests;
+  std::vector<MPI_Status> statuses;
+  std::vector<Request*> waited;
+};
+
 // A halo swap in flight: its requests (receives first), the neighbour of
 // each, and its own copies of what it sends and receives, by direction.
 struct Communicator::HaloExchange {

@@ -1,5 +1,6 @@
 #include "mpi_ops/nonblocking.h"
 
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -165,18 +166,28 @@ void register_nonblocking_ops() {
         out.push_back(completed_shape(c, i));
       return out;
     };
-    def.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
-      const int n = static_cast<int>(c.node().inputs.size());
-      std::vector<int64_t> handles(n);
-      std::vector<double*> data(n);
-      std::vector<int64_t> counts(n);
-      for (int i = 0; i < n; ++i) {
-        handles[i] = handle_of(c.input(i));
-        data[i] = c.output(i).data();
-        counts[i] = c.output(i).size();
-      }
-      comm.wait(handles.data(), data.data(), counts.data(), n);
-    });
+    // The arrays wait() is given are made once per node and plan.
+    def.bind = [](const Node& node) {
+      struct Arrays {
+        std::vector<int64_t> handles, counts;
+        std::vector<double*> data;
+      };
+      auto arrays = std::make_shared<Arrays>();
+      const std::size_t n = node.inputs.size();
+      arrays->handles.resize(n);
+      arrays->counts.resize(n);
+      arrays->data.resize(n);
+      return comm_kernel([arrays](KernelContext& c, Communicator& comm) {
+        Arrays& a = *arrays;
+        const int n = static_cast<int>(a.handles.size());
+        for (int i = 0; i < n; ++i) {
+          a.handles[i] = handle_of(c.input(i));
+          a.data[i] = c.output(i).data();
+          a.counts[i] = c.output(i).size();
+        }
+        comm.wait(a.handles.data(), a.data.data(), a.counts.data(), n);
+      });
+    };
     def.gradient = [](const GradientContext& c) {
       Values out;
       for (int i = 0; i < static_cast<int>(c.node().inputs.size()); ++i)

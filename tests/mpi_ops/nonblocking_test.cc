@@ -135,6 +135,56 @@ TEST(MpiNonblocking, HessianVectorProductThroughTheRing) {
   }
 }
 
+// The communicator reuses the entries and buffers of completed requests:
+// a request recycled from a receive of 3 doubles into a send of 5 (or
+// back, as the gradient's reverse messages are) must carry only its own
+// run's message. Two pairs of messages of different sizes, waited on
+// singly and together, forward and gradient runs interleaved, each run
+// with new values; what arrives is prev's x (and 2·prev's z), exactly, and
+// the gradient is 2·(the cotangents from next): ∂/∂x Σ y² = 2 x, ∂/∂z Σ
+// (2z)² = 8 z.
+TEST(MpiNonblocking, RepeatedRunsRecycleRequestsWithoutMixingMessages) {
+  Graph g;
+  Value x = g.placeholder("x", {3});
+  Value z = g.placeholder("z", {5});
+  Value send_x = mpi_isend(x, next_rank(), 18);
+  Value recv_x = mpi_irecv(g, {3}, prev_rank(), 18);
+  Value send_z = mpi_isend(2.0 * z, next_rank(), 19);
+  Value recv_z = mpi_irecv(g, {5}, prev_rank(), 19);
+  Value y = mpi_wait(recv_x);
+  auto done = mpi_waitall({send_z, recv_z, send_x});
+  Value w = done[1];
+  Value loss = sum(square(y)) + sum(square(w));
+  g.add_control_input(loss, done[0]);
+  g.add_control_input(loss, done[2]);
+  auto grads = gradients(loss, {x, z});
+  Session s(g);
+  const int rank = world_rank(), prev = prev_rank();
+  auto x_at = [](int r, int run) {
+    return Tensor({1.0 + r + run, -2.0 * r, 0.5 * run});
+  };
+  auto z_at = [](int r, int run) {
+    return Tensor({0.25 * r, 1.0 * run, -1.0, 3.0 + r, 0.125 * run * r});
+  };
+  for (int run = 0; run < 12; ++run) {
+    FeedMap feeds{{x, x_at(rank, run)}, {z, z_at(rank, run)}};
+    if (run % 3 == 2) {
+      auto grad = s.run({grads[0], grads[1]}, feeds);
+      std::vector<double> two_x = x_at(rank, run).to_vector(),
+                          eight_z = z_at(rank, run).to_vector();
+      for (double& v : two_x) v *= 2.0;
+      for (double& v : eight_z) v *= 8.0;
+      EXPECT_EQ(grad[0].to_vector(), two_x) << "run " << run;
+      EXPECT_EQ(grad[1].to_vector(), eight_z) << "run " << run;
+    }
+    auto out = s.run({y, w, loss}, feeds);
+    EXPECT_EQ(out[0].to_vector(), x_at(prev, run).to_vector()) << "run " << run;
+    std::vector<double> twice_z = z_at(prev, run).to_vector();
+    for (double& v : twice_z) v *= 2.0;
+    EXPECT_EQ(out[1].to_vector(), twice_z) << "run " << run;
+  }
+}
+
 std::string run_error(Session& s,
                       const std::vector<Value>& fetch,
                       const FeedMap& feeds) {

@@ -1,0 +1,82 @@
+// A ring shift with nonblocking nodes (mpi_irecv from the previous rank,
+// mpi_isend to the next, one mpi_waitall) through Session::run_into, against
+// the same three raw calls (MPI_Irecv into the output, MPI_Isend of the
+// input, MPI_Waitall) in one run, 8 B to 64 MiB. The two alternate in
+// rounds; medians of the slowest rank's time, each from a barrier
+// (bench/bench_timing.h).
+// Run: mpirun -n 2 build/bench/nonblocking_bench [largest size in bytes]
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "adgraph.h"
+#include "bench/bench_timing.h"
+
+using namespace adgraph;
+
+int main(int argc, char** argv) {
+  MpiEnvironment env(&argc, &argv);
+  auto comm = Communicator::world();
+  const int rank = comm->rank(), size = comm->size();
+  const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  if (rank == 0) {
+    std::printf(
+        "%12s %10s %10s %9s\n", "bytes", "raw_us", "into_us", "overhead");
+  }
+  // 8 B, 32 B, …, 32 MiB in steps of 4, then 64 MiB.
+  std::vector<int64_t> sizes;
+  for (int64_t n = 1; n < (int64_t{8} << 20); n *= 4) sizes.push_back(n);
+  sizes.push_back(int64_t{8} << 20);
+  if (argc > 1) {
+    const int64_t largest = std::atoll(argv[1]) / 8;
+    std::erase_if(sizes, [&](int64_t n) { return n > largest; });
+  }
+  for (int64_t n : sizes) {
+    Graph g;
+    Value x = g.placeholder("x", {n});
+    Value received =
+        mpi_waitall({mpi_irecv(g, {n}, prev), mpi_isend(x, next)})[0];
+    Session session(g);
+    FeedMap feeds{{x, Tensor(Shape{n}, 1.0 + rank)}};
+    std::vector<double> in(n, 1.0 + rank), out(n);
+    const int reps = n <= 4096 ? 2000 : n <= (1 << 20) ? 30 : 8;
+    Tensor into(Shape{n});
+    auto raw = [&] {
+      MPI_Request requests[2];
+      MPI_Irecv(out.data(),
+                static_cast<int>(n),
+                MPI_DOUBLE,
+                prev,
+                0,
+                MPI_COMM_WORLD,
+                &requests[0]);
+      MPI_Isend(in.data(),
+                static_cast<int>(n),
+                MPI_DOUBLE,
+                next,
+                0,
+                MPI_COMM_WORLD,
+                &requests[1]);
+      MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
+    };
+    const std::vector<double> t = bench::median_times(
+        reps, {raw, [&] { session.run_into(received, feeds, into); }});
+    const double expect = 1.0 + prev;
+    if (out[n - 1] != expect || into[0] != expect || into[n - 1] != expect) {
+      std::fprintf(
+          stderr, "wrong message at n = %lld\n", static_cast<long long>(n));
+      return 1;
+    }
+    if (rank == 0) {
+      std::printf("%12lld %10.2f %10.2f %8.1f%%\n",
+                  static_cast<long long>(8 * n),
+                  t[0] * 1e6,
+                  t[1] * 1e6,
+                  100.0 * (t[1] - t[0]) / t[0]);
+    }
+  }
+  return 0;
+}
