@@ -104,6 +104,15 @@ class KernelContext final {
   bool output_used(int k) const { return output_readers(k) > 0; }
   // The executor's per-output reader counts (nullptr: one each).
   void set_output_readers(const int* readers) { readers_ = readers; }
+  // Whether the kernel may give output `k` a buffer of its own of the same
+  // size (swapping it into output(k).array(), after its last read of the
+  // inputs) instead of writing into the one it got: false for a caller's
+  // tensor (Session::run_into), which keeps its buffer.
+  bool output_replaceable(int k) const {
+    return kept_ == nullptr || kept_[k] == nullptr;
+  }
+  // The executor's caller tensors by output (nullptr entries: its own).
+  void set_kept_outputs(Tensor* const* kept) { kept_ = kept; }
 
  private:
   const Node& node_;
@@ -111,6 +120,7 @@ class KernelContext final {
   Tensor* outputs_;
   CommContext* comm_;
   const int* readers_ = nullptr;
+  Tensor* const* kept_ = nullptr;
 };
 
 // What a gradient builder sees: the forward node's inputs and outputs as

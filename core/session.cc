@@ -167,6 +167,7 @@ void Session::execute(Plan& plan) {
     }
     KernelContext ctx(*step.node, inputs, &slots[step.first_slot], step.comm);
     ctx.set_output_readers(step.readers.data());
+    ctx.set_kept_outputs(caller.data() + step.first_slot);
     step.kernel(ctx);
   };
   // A kernel may replace an output by a larger tensor (a loop's tape).

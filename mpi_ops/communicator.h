@@ -111,11 +111,14 @@ class Communicator final : public CommContext {
   // handle that wait() completes exactly once.
   int64_t isend(const double* data, int64_t n, int dest, int tag);
   int64_t irecv(int64_t n, int src, int tag);
-  // Completes n requests at once (MPI_Waitall); a receive's doubles go to
-  // data[k] (counts[k] of them, as posted), a send's data[k] is unused.
+  // Completes n requests at once (MPI_Waitall). A receive's counts[k]
+  // doubles (as posted) go to out[k]: when adopt[k] is true they arrive in
+  // out[k] without a copy (out[k] and the receive's buffer trade places),
+  // else they are copied into out[k]'s buffer. A send's out[k] is unused.
   void wait(const int64_t* handles,
-            double* const* data,
+            Eigen::ArrayXd* const* out,
             const int64_t* counts,
+            const bool* adopt,
             int n);
 
   // Halo swap: non-blocking receives and sends with every existing

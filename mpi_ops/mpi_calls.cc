@@ -369,8 +369,9 @@ int64_t Communicator::irecv(int64_t n, int src, int tag) {
 }
 
 void Communicator::wait(const int64_t* handles,
-                        double* const* data,
+                        Eigen::ArrayXd* const* out,
                         const int64_t* counts,
+                        const bool* adopt,
                         int n) {
   CallWatch watch(*this, "MPI_Waitall", n);
   if (!wait_arrays_) wait_arrays_ = std::make_unique<WaitArrays>();
@@ -398,7 +399,12 @@ void Communicator::wait(const int64_t* handles,
               std::to_string(a.statuses[k].MPI_TAG) + "), expected " +
               std::to_string(counts[k]));
       }
-      std::copy(r.buffer.data(), r.buffer.data() + r.buffer.size(), data[k]);
+      if (adopt[k] && out[k]->size() == r.buffer.size()) {
+        r.buffer.swap(*out[k]);
+      } else {
+        std::copy(
+            r.buffer.data(), r.buffer.data() + r.buffer.size(), out[k]->data());
+      }
     }
     keep_spare(std::move(r.buffer));
     r.request = MPI_REQUEST_NULL;

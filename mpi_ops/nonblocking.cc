@@ -166,26 +166,32 @@ void register_nonblocking_ops() {
         out.push_back(completed_shape(c, i));
       return out;
     };
-    // The arrays wait() is given are made once per node and plan.
+    // The arrays wait() is given are made once per node and plan. A
+    // received message lands in the output without a copy unless the
+    // output is a caller's tensor (run_into), which keeps its buffer.
     def.bind = [](const Node& node) {
       struct Arrays {
         std::vector<int64_t> handles, counts;
-        std::vector<double*> data;
+        std::vector<Eigen::ArrayXd*> out;
+        std::unique_ptr<bool[]> adopt;
       };
       auto arrays = std::make_shared<Arrays>();
       const std::size_t n = node.inputs.size();
       arrays->handles.resize(n);
       arrays->counts.resize(n);
-      arrays->data.resize(n);
+      arrays->out.resize(n);
+      arrays->adopt = std::make_unique<bool[]>(n);
       return comm_kernel([arrays](KernelContext& c, Communicator& comm) {
         Arrays& a = *arrays;
         const int n = static_cast<int>(a.handles.size());
         for (int i = 0; i < n; ++i) {
           a.handles[i] = handle_of(c.input(i));
-          a.data[i] = c.output(i).data();
+          a.out[i] = &c.output(i).array();
           a.counts[i] = c.output(i).size();
+          a.adopt[i] = c.output_replaceable(i);
         }
-        comm.wait(a.handles.data(), a.data.data(), a.counts.data(), n);
+        comm.wait(
+            a.handles.data(), a.out.data(), a.counts.data(), a.adopt.get(), n);
       });
     };
     def.gradient = [](const GradientContext& c) {

@@ -185,6 +185,41 @@ TEST(MpiNonblocking, RepeatedRunsRecycleRequestsWithoutMixingMessages) {
   }
 }
 
+// A received message reaches the wait's output without a copy, except in
+// a caller's tensor (run_into), which keeps its own buffer: the same values
+// whether fetched by run, by run_into (whose buffer stays where it was) or
+// read by a later node, over repeated runs (so buffers that traded places
+// are reused).
+TEST(MpiNonblocking, ReceivedMessagesReachRunRunIntoAndLaterNodes) {
+  const int64_t n = 4096;  // past the executor's smallest pooled buffers
+  Graph g;
+  Value x = g.placeholder("x", {n});
+  auto done = mpi_waitall(
+      {mpi_irecv(g, {n}, prev_rank(), 20), mpi_isend(x, next_rank(), 20)});
+  Value y = done[0];
+  Value twice = 2.0 * y;
+  Session s(g);
+  const int rank = world_rank(), prev = prev_rank();
+  auto x_at = [n](int r, int run) {
+    Tensor t(Shape{n});
+    for (int64_t i = 0; i < n; ++i) t[i] = r + 0.5 * i - run;
+    return t;
+  };
+  Tensor into(Shape{n});
+  const double* const caller_buffer = into.data();
+  for (int run = 0; run < 4; ++run) {
+    const FeedMap feeds{{x, x_at(rank, run)}};
+    const std::vector<double> expect = x_at(prev, run).to_vector();
+    std::vector<double> doubled = expect;
+    for (double& v : doubled) v *= 2.0;
+    EXPECT_EQ(s.run(y, feeds).to_vector(), expect) << "run " << run;
+    EXPECT_EQ(s.run(twice, feeds).to_vector(), doubled) << "run " << run;
+    s.run_into(y, feeds, into);
+    EXPECT_EQ(into.data(), caller_buffer) << "run " << run;
+    EXPECT_EQ(into.to_vector(), expect) << "run " << run;
+  }
+}
+
 std::string run_error(Session& s,
                       const std::vector<Value>& fetch,
                       const FeedMap& feeds) {
