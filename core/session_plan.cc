@@ -51,14 +51,19 @@ void Session::check_requests(const Plan& plan) {
 void Session::check_memory(const Plan& plan) {
   // Live bytes in execution order: each step's new outputs, then the slots
   // it releases. Concurrent runs hold about as much (a level at a time).
-  // A loop whose tape an adjoint in the plan reads holds its snapshots from
-  // its own step to that adjoint's, which holds at most snapshots_bound()
-  // states while it runs.
-  std::map<const Node*, std::size_t> taped;  // forward loop -> tape bytes
+  // A loop whose tape adjoints in the plan read holds its snapshots from
+  // its own step to the last such adjoint's; each adjoint holds at most
+  // snapshots_bound() states while it runs, the last one in place of the
+  // tape, the others beside it (they work on copies, LoopCache::take_over).
+  struct Tape {
+    std::size_t bytes = 0;
+    int takers = 0;  // adjoints still to read it
+  };
+  std::map<const Node*, Tape> taped;  // forward loop -> its tape
   for (const Plan::Step& step : plan.steps) {
     const LoopSpec* spec = step.node->loop.get();
     if (spec && spec->kind == LoopSpec::Kind::kAdjoint && spec->taped)
-      taped[&step.node->inputs.back().node()] = 0;
+      ++taped[&step.node->inputs.back().node()].takers;
   }
   std::size_t live = 0, peak = 0, largest = 0, loop_peak = 0;
   const Node* biggest = nullptr;
@@ -81,19 +86,25 @@ void Session::check_memory(const Plan& plan) {
       std::size_t held = 0;
       const Node* named = &n;  // for a taped adjoint: the forward loop
       if (auto it = taped.find(&n); it != taped.end()) {
-        it->second = state * spec->tape_positions().size();
-        held = it->second;
+        it->second.bytes = state * spec->tape_positions().size();
+        held = it->second.bytes;
         live += held;
         peak = std::max(peak, live);
       } else if (spec->kind == LoopSpec::Kind::kAdjoint) {
         held = state * spec->snapshots_bound();
-        std::size_t tape = 0;
-        if (spec->taped) {
+        if (!spec->taped) {
+          peak = std::max(peak, live + held);
+        } else {
           named = &n.inputs.back().node();
-          tape = std::exchange(taped.at(named), 0);
+          Tape& tape = taped.at(named);
+          if (--tape.takers > 0) {
+            peak = std::max(peak, live + held);
+          } else {
+            peak =
+                std::max(peak, live - tape.bytes + std::max(held, tape.bytes));
+            live -= std::exchange(tape.bytes, 0);
+          }
         }
-        peak = std::max(peak, live - tape + std::max(held, tape));
-        live -= tape;
       }
       if (held > loop_peak) loop_peak = held, loop_node = named;
     }

@@ -591,5 +591,47 @@ TEST(Loop, TheMemoryEstimateCountsTheSnapshotsAndNamesTheLoop) {
   }
 }
 
+// Two gradients of one loop in one run: two adjoints read its tape. The
+// first works on a copy (up to 80 states, 320 MiB) while the 316 MiB tape
+// stays for the second, so the run peaks at 636 MiB plus a few 4 MiB
+// tensors (x_80, cotangents, gradients): refused under a 600 MiB limit.
+// Counting the tape once, as for a single adjoint, said ~330 MiB.
+TEST(Loop, TheMemoryEstimateCountsATapeReadByTwoAdjointsTwice) {
+  Graph g;
+  OneCarry l = one_carry_loop(
+      g, int64_t{1} << 19, 80, CheckpointSchedule::store_all(), square);
+  Value last = l.r.carries[0];
+  Value g1 = gradient(sum(last), l.x0);
+  Value g2 = gradient(sum(last * last), l.x0);
+  ASSERT_EQ(loop_adjoints(l.r.node).size(), 2u);
+  const Tensor x(Shape{int64_t{1} << 19}, 0.5);
+  Session s(g);
+  {
+    ScopedEnv limit("ADGRAPH_MEMORY_LIMIT", "600M");
+    std::string message = "no error";
+    try {
+      s.run({g1, g2}, {{l.x0, x}});
+    } catch (const RunError& e) {
+      message = e.what();
+    }
+    const std::string head = "fetch: this run needs an estimated ";
+    ASSERT_EQ(message.rfind(head, 0), 0u) << message;
+    const double mib = std::stod(message.substr(head.size()));
+    EXPECT_GE(mib, 636.0) << message;
+    EXPECT_LE(mib, 660.0) << message;
+    EXPECT_NE(message.find("the snapshots of loop node \"time\" take 320 MiB"),
+              std::string::npos)
+        << message;
+  }
+  // Without the limit both gradients run: d x_80 / d x_0 = Π (1 + 0.02 x_t)
+  // and d Σ x_80² / d x_0 = 2 x_80 · that.
+  const std::vector<Tensor> got = s.run({g1, g2}, {{l.x0, x}});
+  double y = 0.5, d = 1;
+  for (int t = 0; t < 80; ++t) d *= 1 + 0.02 * y, y += 0.01 * y * y;
+  EXPECT_NEAR(got[0][0], d, 1e-13);
+  EXPECT_NEAR(got[1][0], 2 * y * d, 1e-13);
+  EXPECT_EQ(got[1][got[1].size() - 1], got[1][0]);
+}
+
 }  // namespace
 }  // namespace adgraph
