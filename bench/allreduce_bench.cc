@@ -26,27 +26,8 @@ using namespace adgraph;
 int main(int argc, char** argv) {
   MpiEnvironment env(&argc, &argv);
   auto comm = Communicator::world();
-  if (comm->rank() == 0) {
-    std::printf("%12s %10s %10s %9s %10s %10s %9s\n",
-                "bytes",
-                "raw_us",
-                "into_us",
-                "overhead",
-                "raw_us",
-                "run_us",
-                "overhead");
-  }
-  // 8 B, 32 B, …, 32 MiB in steps of 4, then 64 MiB.
-  std::vector<int64_t> sizes;
-  for (int64_t n = 1; n < (int64_t{8} << 20); n *= 4) sizes.push_back(n);
-  sizes.push_back(int64_t{8} << 20);
-  if (argc > 1) {
-    const int64_t largest = std::atoll(argv[1]) / 8;
-    sizes.erase(
-        std::remove_if(
-            sizes.begin(), sizes.end(), [&](int64_t n) { return n > largest; }),
-        sizes.end());
-  }
+  if (comm->rank() == 0) bench::print_header({"into", "run"});
+  const std::vector<int64_t> sizes = bench::message_sizes(argc, argv);
   for (int64_t n : sizes) {
     Graph g;
     Value x = g.placeholder("x", {n});
@@ -75,16 +56,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (comm->rank() == 0) {
-      // Microseconds, then the overhead over the raw call of the same pass.
-      auto column = [](const std::vector<double>& pass) {
-        std::printf(" %10.2f %10.2f %8.1f%%",
-                    pass[0] * 1e6,
-                    pass[1] * 1e6,
-                    100.0 * (pass[1] - pass[0]) / pass[0]);
-      };
       std::printf("%12lld", static_cast<long long>(8 * n));
-      column(t_into);
-      column(t_run);
+      bench::print_pass(t_into);
+      bench::print_pass(t_run);
       std::printf("\n");
     }
   }

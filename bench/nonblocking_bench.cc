@@ -25,18 +25,8 @@ int main(int argc, char** argv) {
   auto comm = Communicator::world();
   const int rank = comm->rank(), size = comm->size();
   const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
-  if (rank == 0) {
-    std::printf(
-        "%12s %10s %10s %9s\n", "bytes", "raw_us", "into_us", "overhead");
-  }
-  // 8 B, 32 B, …, 32 MiB in steps of 4, then 64 MiB.
-  std::vector<int64_t> sizes;
-  for (int64_t n = 1; n < (int64_t{8} << 20); n *= 4) sizes.push_back(n);
-  sizes.push_back(int64_t{8} << 20);
-  if (argc > 1) {
-    const int64_t largest = std::atoll(argv[1]) / 8;
-    std::erase_if(sizes, [&](int64_t n) { return n > largest; });
-  }
+  if (rank == 0) bench::print_header({"into", "sum"});
+  const std::vector<int64_t> sizes = bench::message_sizes(argc, argv);
   for (int64_t n : sizes) {
     Graph g;
     Value x = g.placeholder("x", {n});
@@ -83,16 +73,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (rank == 0) {
-      // Microseconds, then the overhead over the raw side of the same pass.
-      auto column = [](const std::vector<double>& pass) {
-        std::printf(" %10.2f %10.2f %8.1f%%",
-                    pass[0] * 1e6,
-                    pass[1] * 1e6,
-                    100.0 * (pass[1] - pass[0]) / pass[0]);
-      };
       std::printf("%12lld", static_cast<long long>(8 * n));
-      column(t);
-      column(t_sum);
+      bench::print_pass(t);
+      bench::print_pass(t_sum);
       std::printf("\n");
     }
   }

@@ -191,7 +191,7 @@ TEST(MpiNonblocking, RepeatedRunsRecycleRequestsWithoutMixingMessages) {
 // read by a later node, over repeated runs (so buffers that traded places
 // are reused).
 TEST(MpiNonblocking, ReceivedMessagesReachRunRunIntoAndLaterNodes) {
-  const int64_t n = 4096;  // past the executor's smallest pooled buffers
+  constexpr int64_t n = 4096;  // past the executor's smallest pooled buffers
   Graph g;
   Value x = g.placeholder("x", {n});
   auto done = mpi_waitall(
@@ -200,7 +200,7 @@ TEST(MpiNonblocking, ReceivedMessagesReachRunRunIntoAndLaterNodes) {
   Value twice = 2.0 * y;
   Session s(g);
   const int rank = world_rank(), prev = prev_rank();
-  auto x_at = [n](int r, int run) {
+  auto x_at = [](int r, int run) {
     Tensor t(Shape{n});
     for (int64_t i = 0; i < n; ++i) t[i] = r + 0.5 * i - run;
     return t;
