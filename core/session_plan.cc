@@ -48,26 +48,95 @@ void Session::check_requests(const Plan& plan) {
   }
 }
 
-void Session::check_memory(const Plan& plan) {
-  // Live bytes in execution order: each step's new outputs, then the slots
-  // it releases. Concurrent runs hold about as much (a level at a time).
-  // A loop whose tape adjoints in the plan read holds its snapshots from
-  // its own step to the last such adjoint's; each adjoint holds at most
-  // snapshots_bound() states while it runs, the last one in place of the
-  // tape, the others beside it (they work on copies, LoopCache::take_over).
+namespace {
+
+// The memory loops hold beyond their outputs, in a run's order of nodes. A
+// loop whose tape adjoints of the same run read holds its snapshots from
+// its own step to the last such adjoint's; each adjoint holds at most
+// snapshots_bound() states while it runs, the last one in place of the
+// tape, the others beside it (they work on copies, LoopCache::take_over).
+// While a loop or adjoint runs, its bodies' own loops hold theirs too.
+class LoopMemory {
+ public:
+  // Counts the adjoints that read each tape among `nodes`.
+  void count(const Node& n) {
+    const LoopSpec* spec = n.loop.get();
+    if (spec && spec->kind == LoopSpec::Kind::kAdjoint && spec->taped)
+      ++tapes_[&n.inputs.back().node()].takers;
+  }
+  // Node n runs with `live` bytes held before it: returns the most held
+  // while it runs, `live` included, and leaves in `live` what is held after
+  // it (a tape it starts or ends).
+  std::size_t run(const Node& n, std::size_t& live) {
+    const LoopSpec* spec = n.loop.get();
+    if (!spec) return live;
+    std::size_t nested = body_peak(spec->forward);
+    if (spec->kind == LoopSpec::Kind::kAdjoint)
+      nested = std::max(nested, body_peak(spec->reverse));
+    const std::size_t state = sizeof(double) * spec->state_elements();
+    std::size_t held = 0, during = live + nested;
+    const Node* named = &n;  // for a taped adjoint: the forward loop
+    if (auto it = tapes_.find(&n); it != tapes_.end()) {
+      held = it->second.bytes = state * spec->tape_positions().size();
+      live += held;
+      during = live + nested;
+    } else if (spec->kind == LoopSpec::Kind::kAdjoint) {
+      held = state * spec->snapshots_bound();
+      during = live + held + nested;
+      if (spec->taped) {
+        named = &n.inputs.back().node();
+        Tape& tape = tapes_.at(named);
+        if (--tape.takers == 0) {
+          during = live - tape.bytes + std::max(held, tape.bytes) + nested;
+          live -= std::exchange(tape.bytes, 0);
+        }
+      }
+    }
+    note(named, held);
+    return during;
+  }
+  // The loop node whose own snapshots are the most held at once, at any
+  // depth, and their bytes.
+  const Node* largest() const { return largest_; }
+  std::size_t largest_bytes() const { return largest_bytes_; }
+
+ private:
   struct Tape {
     std::size_t bytes = 0;
     int takers = 0;  // adjoints still to read it
   };
-  std::map<const Node*, Tape> taped;  // forward loop -> its tape
-  for (const Plan::Step& step : plan.steps) {
-    const LoopSpec* spec = step.node->loop.get();
-    if (spec && spec->kind == LoopSpec::Kind::kAdjoint && spec->taped)
-      ++taped[&step.node->inputs.back().node()].takers;
+  void note(const Node* loop, std::size_t bytes) {
+    if (bytes > largest_bytes_) largest_bytes_ = bytes, largest_ = loop;
   }
-  std::size_t live = 0, peak = 0, largest = 0, loop_peak = 0;
+  // The most a body's loops hold during one step (nodes in creation order,
+  // the order a body runs them).
+  std::size_t body_peak(const LoopBody& body) {
+    if (!body.graph) return 0;
+    const Graph& g = *body.graph;
+    LoopMemory inner;
+    for (int id = 0; id < g.num_nodes(); ++id) inner.count(g.node(id));
+    std::size_t live = 0, peak = 0;
+    for (int id = 0; id < g.num_nodes(); ++id)
+      peak = std::max(peak, inner.run(g.node(id), live));
+    note(inner.largest_, inner.largest_bytes_);
+    return peak;
+  }
+
+  std::map<const Node*, Tape> tapes_;  // forward loop -> its tape
+  const Node* largest_ = nullptr;
+  std::size_t largest_bytes_ = 0;
+};
+
+}  // namespace
+
+void Session::check_memory(const Plan& plan) {
+  // Live bytes in execution order: each step's new outputs, then the slots
+  // it releases, and what loops hold (LoopMemory). Concurrent runs hold
+  // about as much (a level at a time).
+  LoopMemory loops;
+  for (const Plan::Step& step : plan.steps) loops.count(*step.node);
+  std::size_t live = 0, peak = 0, largest = 0;
   const Node* biggest = nullptr;
-  const Node* loop_node = nullptr;  // the loop holding the most snapshots
   std::vector<std::size_t> bytes(plan.num_slots, 0);
   for (const Plan::Step& step : plan.steps) {
     const Node& n = *step.node;
@@ -80,34 +149,7 @@ void Session::check_memory(const Plan& plan) {
       if (!adopted) live += b;
       if (b > largest) largest = b, biggest = &n;
     }
-    peak = std::max(peak, live);
-    if (const LoopSpec* spec = n.loop.get()) {
-      const std::size_t state = sizeof(double) * spec->state_elements();
-      std::size_t held = 0;
-      const Node* named = &n;  // for a taped adjoint: the forward loop
-      if (auto it = taped.find(&n); it != taped.end()) {
-        it->second.bytes = state * spec->tape_positions().size();
-        held = it->second.bytes;
-        live += held;
-        peak = std::max(peak, live);
-      } else if (spec->kind == LoopSpec::Kind::kAdjoint) {
-        held = state * spec->snapshots_bound();
-        if (!spec->taped) {
-          peak = std::max(peak, live + held);
-        } else {
-          named = &n.inputs.back().node();
-          Tape& tape = taped.at(named);
-          if (--tape.takers > 0) {
-            peak = std::max(peak, live + held);
-          } else {
-            peak =
-                std::max(peak, live - tape.bytes + std::max(held, tape.bytes));
-            live -= std::exchange(tape.bytes, 0);
-          }
-        }
-      }
-      if (held > loop_peak) loop_peak = held, loop_node = named;
-    }
+    peak = std::max(peak, loops.run(n, live));
     for (int slot : step.release) live -= bytes[slot];
   }
   // Small plans cannot matter; skip reading /proc for them.
@@ -117,10 +159,11 @@ void Session::check_memory(const Plan& plan) {
   if (peak <= available) return;
   std::string what = "the largest, " + byte_string(largest) + ", is node \"" +
                      biggest->name + "\"";
-  if (loop_peak > largest) {
-    what = "the snapshots of loop node \"" + loop_node->name + "\" take " +
-           byte_string(loop_peak) + " (checkpoints \"" +
-           loop_node->loop->schedule.describe() +
+  if (const Node* loop = loops.largest();
+      loop != nullptr && loops.largest_bytes() > largest) {
+    what = "the snapshots of loop node \"" + loop->name + "\" take " +
+           byte_string(loops.largest_bytes()) + " (checkpoints \"" +
+           loop->loop->schedule.describe() +
            "\"; a binomial or memory-budget schedule keeps fewer)";
   }
   throw RunError("this run needs an estimated " + byte_string(peak) +

@@ -633,5 +633,70 @@ TEST(Loop, TheMemoryEstimateCountsATapeReadByTwoAdjointsTwice) {
   EXPECT_EQ(got[1][got[1].size() - 1], got[1][0]);
 }
 
+// Nested loops: 3 outer steps, each an inner loop of 80 steps over a 4 MiB
+// state that keeps every state. The outer loop's own snapshots are 3
+// states (12 MiB), but each outer adjoint step runs the inner loop's
+// adjoint, which holds up to 80 states (320 MiB): refused under a 300 MiB
+// limit, naming the inner loop. (Counting only the outer loop's snapshots,
+// the estimate stayed under the check's 256 MiB threshold and the run
+// peaked at 411 MiB resident.) With binomial(3) inside, each level holds
+// at most 4 states and the gradient runs.
+TEST(Loop, TheMemoryEstimateCountsTheSnapshotsOfNestedLoops) {
+  ScopedEnv limit("ADGRAPH_MEMORY_LIMIT", "300M");
+  const int64_t size = int64_t{1} << 19;
+  auto build = [size](Graph& g, CheckpointSchedule inner_schedule) {
+    Value x0 = g.placeholder("x0", {size});
+    LoopOptions outer;
+    outer.name = "outer";
+    LoopResult r = loop(
+        3,
+        {x0},
+        {},
+        [&](const LoopArgs& a) {
+          LoopOptions inner;
+          inner.name = "inner";
+          inner.checkpoints = inner_schedule;
+          LoopResult in = loop(
+              80,
+              {a.carries[0]},
+              {},
+              [](const LoopArgs& b) {
+                return LoopStep{{b.carries[0] + 0.001 * square(b.carries[0])},
+                                {}};
+              },
+              inner);
+          return LoopStep{{in.carries[0]}, {}};
+        },
+        outer);
+    return std::pair{x0, gradient(sum(r.carries[0]), x0)};
+  };
+  const Tensor x(Shape{size}, 0.5);
+  {
+    Graph g;
+    auto [x0, gx] = build(g, CheckpointSchedule::store_all());
+    Session s(g);
+    std::string message = "no error";
+    try {
+      s.run(gx, {{x0, x}});
+    } catch (const RunError& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find("the snapshots of loop node \"inner\" take 320 MiB "
+                           "(checkpoints \"all\""),
+              std::string::npos)
+        << message;
+  }
+  {
+    Graph g;
+    auto [x0, gx] = build(g, CheckpointSchedule::binomial(3));
+    Session s(g);
+    const Tensor got = s.run(gx, {{x0, x}});
+    // 240 steps of x ← x + 0.001 x²: d x_240 / d x_0 = Π (1 + 0.002 x_t).
+    double y = 0.5, d = 1;
+    for (int t = 0; t < 240; ++t) d *= 1 + 0.002 * y, y += 0.001 * y * y;
+    EXPECT_NEAR(got[0], d, 1e-12);
+  }
+}
+
 }  // namespace
 }  // namespace adgraph
