@@ -643,8 +643,8 @@ TEST(Loop, TheMemoryEstimateCountsATapeReadByTwoAdjointsTwice) {
 // at most 4 states and the gradient runs.
 TEST(Loop, TheMemoryEstimateCountsTheSnapshotsOfNestedLoops) {
   ScopedEnv limit("ADGRAPH_MEMORY_LIMIT", "300M");
-  const int64_t size = int64_t{1} << 19;
-  auto build = [size](Graph& g, CheckpointSchedule inner_schedule) {
+  constexpr int64_t size = int64_t{1} << 19;
+  auto build = [](Graph& g, CheckpointSchedule inner_schedule) {
     Value x0 = g.placeholder("x0", {size});
     LoopOptions outer;
     outer.name = "outer";
