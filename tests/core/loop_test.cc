@@ -538,6 +538,18 @@ class ScopedEnv {
   bool had_ = false;
 };
 
+// What a run says when it is refused ("no error" when it runs).
+std::string run_error(Session& s,
+                      const std::vector<Value>& fetches,
+                      const FeedMap& feeds) {
+  try {
+    s.run(fetches, feeds);
+  } catch (const RunError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 TEST(Loop, TheMemoryEstimateCountsTheSnapshotsAndNamesTheLoop) {
   // A 4 MiB state (2^19 doubles) over 80 steps. With store_all, the tape
   // holds states 1…79 (316 MiB) until the adjoint, which holds at most 80
@@ -555,12 +567,7 @@ TEST(Loop, TheMemoryEstimateCountsTheSnapshotsAndNamesTheLoop) {
     auto [x0, loss] = build_loop(g, CheckpointSchedule::store_all());
     Value gx = gradient(loss, x0);
     Session s(g);
-    std::string message = "no error";
-    try {
-      s.run(gx, {{x0, x}});
-    } catch (const RunError& e) {
-      message = e.what();
-    }
+    const std::string message = run_error(s, {gx}, {{x0, x}});
     EXPECT_EQ(message.rfind(
                   "fetch: this run needs an estimated 328 MiB of intermediate "
                   "tensors at its peak (the snapshots of loop node \"time\" "
@@ -608,12 +615,7 @@ TEST(Loop, TheMemoryEstimateCountsATapeReadByTwoAdjointsTwice) {
   Session s(g);
   {
     ScopedEnv limit("ADGRAPH_MEMORY_LIMIT", "600M");
-    std::string message = "no error";
-    try {
-      s.run({g1, g2}, {{l.x0, x}});
-    } catch (const RunError& e) {
-      message = e.what();
-    }
+    const std::string message = run_error(s, {g1, g2}, {{l.x0, x}});
     const std::string head = "fetch: this run needs an estimated ";
     ASSERT_EQ(message.rfind(head, 0), 0u) << message;
     const double mib = std::stod(message.substr(head.size()));
@@ -675,12 +677,7 @@ TEST(Loop, TheMemoryEstimateCountsTheSnapshotsOfNestedLoops) {
     Graph g;
     auto [x0, gx] = build(g, CheckpointSchedule::store_all());
     Session s(g);
-    std::string message = "no error";
-    try {
-      s.run(gx, {{x0, x}});
-    } catch (const RunError& e) {
-      message = e.what();
-    }
+    const std::string message = run_error(s, {gx}, {{x0, x}});
     EXPECT_NE(message.find("the snapshots of loop node \"inner\" take 320 MiB "
                            "(checkpoints \"all\""),
               std::string::npos)
