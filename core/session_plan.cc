@@ -58,7 +58,8 @@ namespace {
 // While a loop or adjoint runs, its bodies' own loops hold theirs too.
 class LoopMemory {
  public:
-  // Counts the adjoints that read each tape among `nodes`.
+  // Call for every node of the run before run(): counts the adjoints that
+  // read each tape.
   void count(const Node& n) {
     const LoopSpec* spec = n.loop.get();
     if (spec && spec->kind == LoopSpec::Kind::kAdjoint && spec->taped)
