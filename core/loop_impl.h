@@ -184,6 +184,10 @@ std::vector<Value> clone_body(const LoopBody& body,
                               const std::vector<Value>& inputs,
                               const std::vector<Value>& wanted);
 
+// Nodes of `g` that `roots` need through data, control and ghost edges, plus
+// every communication node and what it needs: what a BodyRunner runs.
+std::vector<char> needed_nodes(const Graph& g, const std::vector<int>& roots);
+
 // A new body graph sharing `comm_source`'s communicator, if it has one.
 std::shared_ptr<Graph> new_body_graph(const Graph& comm_source);
 

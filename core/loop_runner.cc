@@ -10,10 +10,7 @@
 #include "core/op.h"
 
 namespace adgraph::detail {
-namespace {
 
-// Nodes of `g` that `roots` need through data, control and ghost edges, plus
-// every communication node and what it needs.
 std::vector<char> needed_nodes(const Graph& g, const std::vector<int>& roots) {
   std::vector<char> needed(g.num_nodes(), 0);
   std::vector<int> stack = roots;
@@ -32,8 +29,6 @@ std::vector<char> needed_nodes(const Graph& g, const std::vector<int>& roots) {
   }
   return needed;
 }
-
-}  // namespace
 
 BodyRunner::BodyRunner(const LoopBody& body, const std::vector<int>& wanted)
     : comm_(body.graph->comm()) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -12,6 +13,7 @@
 #include "core/comm_context.h"
 #include "core/error.h"
 #include "core/loop.h"
+#include "core/loop_impl.h"
 #include "core/op.h"
 #include "core/plan_checks.h"
 
@@ -55,7 +57,9 @@ namespace {
 // its own step to the last such adjoint's; each adjoint holds at most
 // snapshots_bound() states while it runs, the last one in place of the
 // tape, the others beside it (they work on copies, LoopCache::take_over).
-// While a loop or adjoint runs, its bodies' own loops hold theirs too.
+// While a loop or adjoint runs, its bodies' own loops hold theirs too, and
+// each body's runner holds one buffer per value of the body (BodyRunner),
+// kept in the loop's cache from then on, so counted once per body.
 class LoopMemory {
  public:
   // Call for every node of the run before run(): counts the adjoints that
@@ -74,6 +78,10 @@ class LoopMemory {
     std::size_t nested = body_peak(spec->forward);
     if (spec->kind == LoopSpec::Kind::kAdjoint)
       nested = std::max(nested, body_peak(spec->reverse));
+    // The runners' values, held from this node on.
+    live += body_values(n, spec->forward);
+    if (spec->kind == LoopSpec::Kind::kAdjoint)
+      live += body_values(n, spec->reverse);
     const std::size_t state = sizeof(double) * spec->state_elements();
     std::size_t held = 0, during = live + nested;
     const Node* named = &n;  // for a taped adjoint: the forward loop
@@ -100,6 +108,11 @@ class LoopMemory {
   // depth, and their bytes.
   const Node* largest() const { return largest_; }
   std::size_t largest_bytes() const { return largest_bytes_; }
+  // The largest value of any body, at any depth, its bytes and the loop
+  // node whose body it is in.
+  const Node* largest_value() const { return largest_value_; }
+  std::size_t largest_value_bytes() const { return largest_value_bytes_; }
+  const Node* largest_value_loop() const { return largest_value_loop_; }
 
  private:
   struct Tape {
@@ -109,8 +122,34 @@ class LoopMemory {
   void note(const Node* loop, std::size_t bytes) {
     if (bytes > largest_bytes_) largest_bytes_ = bytes, largest_ = loop;
   }
-  // The most a body's loops hold during one step (nodes in creation order,
-  // the order a body runs them).
+  // The bytes of the values a body's runner keeps (those its outputs need;
+  // its placeholders are the loop's inputs), the first time `loop` or
+  // another loop node runs that body; 0 after.
+  std::size_t body_values(const Node& loop, const LoopBody& body) {
+    if (!body.graph || !runners_.insert(body.graph.get()).second) return 0;
+    const Graph& g = *body.graph;
+    std::vector<int> roots;
+    for (const Value& v : body.outputs) roots.push_back(v.node_id());
+    for (const Value& v : body.inputs) roots.push_back(v.node_id());
+    const std::vector<char> needed = detail::needed_nodes(g, roots);
+    std::size_t bytes = 0;
+    for (int id = 0; id < g.num_nodes(); ++id) {
+      const Node& n = g.node(id);
+      if (!needed[id] || n.op_name() == "placeholder") continue;
+      for (const Shape& shape : n.output_shapes) {
+        const std::size_t b = sizeof(double) * num_elements(shape);
+        bytes += b;
+        if (b > largest_value_bytes_) {
+          largest_value_bytes_ = b;
+          largest_value_ = &n;
+          largest_value_loop_ = &loop;
+        }
+      }
+    }
+    return bytes;
+  }
+  // The most a body's loops hold during one step, their runners' values
+  // included (nodes in creation order, the order a body runs them).
   std::size_t body_peak(const LoopBody& body) {
     if (!body.graph) return 0;
     const Graph& g = *body.graph;
@@ -120,12 +159,21 @@ class LoopMemory {
     for (int id = 0; id < g.num_nodes(); ++id)
       peak = std::max(peak, inner.run(g.node(id), live));
     note(inner.largest_, inner.largest_bytes_);
+    if (inner.largest_value_bytes_ > largest_value_bytes_) {
+      largest_value_bytes_ = inner.largest_value_bytes_;
+      largest_value_ = inner.largest_value_;
+      largest_value_loop_ = inner.largest_value_loop_;
+    }
     return peak;
   }
 
   std::map<const Node*, Tape> tapes_;  // forward loop -> its tape
+  std::set<const Graph*> runners_;     // bodies whose values are counted
   const Node* largest_ = nullptr;
   std::size_t largest_bytes_ = 0;
+  const Node* largest_value_ = nullptr;
+  const Node* largest_value_loop_ = nullptr;
+  std::size_t largest_value_bytes_ = 0;
 };
 
 }  // namespace
@@ -158,8 +206,16 @@ void Session::check_memory(const Plan& plan) {
   if (peak < kWorthChecking) return;
   const std::size_t available = memory_available();
   if (peak <= available) return;
-  std::string what = "the largest, " + byte_string(largest) + ", is node \"" +
-                     biggest->name + "\"";
+  std::string what;
+  if (loops.largest_value_bytes() > largest) {
+    largest = loops.largest_value_bytes();
+    what = "the largest, " + byte_string(largest) + ", is node \"" +
+           loops.largest_value()->name + "\" in the body of loop node \"" +
+           loops.largest_value_loop()->name + "\"";
+  } else {
+    what = "the largest, " + byte_string(largest) + ", is node \"" +
+           biggest->name + "\"";
+  }
   if (const Node* loop = loops.largest();
       loop != nullptr && loops.largest_bytes() > largest) {
     what = "the snapshots of loop node \"" + loop->name + "\" take " +

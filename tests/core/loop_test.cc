@@ -554,8 +554,12 @@ TEST(Loop, TheMemoryEstimateCountsTheSnapshotsAndNamesTheLoop) {
   // A 4 MiB state (2^19 doubles) over 80 steps. With store_all, the tape
   // holds states 1…79 (316 MiB) until the adjoint, which holds at most 80
   // (320 MiB) beside two more 4 MiB tensors (the cotangent of x_80 and the
-  // gradient): 328 MiB, past a 300 MiB limit before anything runs. The
-  // forward alone tapes nothing; binomial(3) holds at most 4 states.
+  // gradient): 328 MiB. The body runners keep their values too: the
+  // forward body's x², 0.01·x² and x + 0.01·x² (12 MiB), the reverse
+  // body's 0.01·x̄, 2·x, their product and x̄ plus it (16 MiB): 356 MiB,
+  // past a 300 MiB limit before anything runs. (The run peaks at ~360 MiB
+  // resident above the process's start.) The forward alone tapes nothing;
+  // binomial(3) holds at most 4 states.
   ScopedEnv limit("ADGRAPH_MEMORY_LIMIT", "300M");
   auto build_loop = [](Graph& g, CheckpointSchedule schedule) {
     OneCarry l = one_carry_loop(g, int64_t{1} << 19, 80, schedule, square);
@@ -569,7 +573,7 @@ TEST(Loop, TheMemoryEstimateCountsTheSnapshotsAndNamesTheLoop) {
     Session s(g);
     const std::string message = run_error(s, {gx}, {{x0, x}});
     EXPECT_EQ(message.rfind(
-                  "fetch: this run needs an estimated 328 MiB of intermediate "
+                  "fetch: this run needs an estimated 356 MiB of intermediate "
                   "tensors at its peak (the snapshots of loop node \"time\" "
                   "take 320 MiB (checkpoints \"all\"; a binomial or "
                   "memory-budget schedule keeps fewer)), more than the 300 MiB "
@@ -600,9 +604,10 @@ TEST(Loop, TheMemoryEstimateCountsTheSnapshotsAndNamesTheLoop) {
 
 // Two gradients of one loop in one run: two adjoints read its tape. The
 // first works on a copy (up to 80 states, 320 MiB) while the 316 MiB tape
-// stays for the second, so the run peaks at 636 MiB plus a few 4 MiB
-// tensors (x_80, cotangents, gradients): refused under a 600 MiB limit.
-// Counting the tape once, as for a single adjoint, said ~330 MiB.
+// stays for the second, so the run peaks at 636 MiB, plus the body
+// runners' 28 MiB (see above) and a few 4 MiB tensors (x_80, cotangents,
+// gradients): refused under a 600 MiB limit. Counting the tape once, as
+// for a single adjoint, said ~330 MiB.
 TEST(Loop, TheMemoryEstimateCountsATapeReadByTwoAdjointsTwice) {
   Graph g;
   OneCarry l = one_carry_loop(
@@ -619,8 +624,8 @@ TEST(Loop, TheMemoryEstimateCountsATapeReadByTwoAdjointsTwice) {
     const std::string head = "fetch: this run needs an estimated ";
     ASSERT_EQ(message.rfind(head, 0), 0u) << message;
     const double mib = std::stod(message.substr(head.size()));
-    EXPECT_GE(mib, 636.0) << message;
-    EXPECT_LE(mib, 660.0) << message;
+    EXPECT_GE(mib, 664.0) << message;
+    EXPECT_LE(mib, 690.0) << message;
     EXPECT_NE(message.find("the snapshots of loop node \"time\" take 320 MiB"),
               std::string::npos)
         << message;
@@ -692,6 +697,57 @@ TEST(Loop, TheMemoryEstimateCountsTheSnapshotsOfNestedLoops) {
     double y = 0.5, d = 1;
     for (int t = 0; t < 240; ++t) d *= 1 + 0.002 * y, y += 0.001 * y * y;
     EXPECT_NEAR(got[0], d, 1e-12);
+  }
+}
+
+// A body value far larger than the loop's state: each step broadcasts the
+// 1024-point state to 40960 × 1024 (320 MiB) and takes its mean back. The
+// body's runner keeps that value from the loop's first step on, so the
+// estimate is at least 320 MiB and names it, refused under a 300 MiB
+// limit. (Counting only snapshots and the plan's own values, the estimate
+// was a few KiB, under the check's threshold, and the run took 320 MiB.)
+TEST(Loop, TheMemoryEstimateCountsTheValuesALoopBodyKeeps) {
+  constexpr int64_t rows = 40960, cols = 1024;
+  Graph g;
+  Value x0 = g.placeholder("x0", {cols});
+  LoopOptions options;
+  options.name = "widen";
+  LoopResult r = loop(
+      3,
+      {x0},
+      {},
+      [](const LoopArgs& a) {
+        const Value& x = a.carries[0];
+        NodeOptions named;
+        named.name = "wide";
+        Value wide = x.graph().add_node(
+            "broadcast_to", {x}, {{"shape", Shape{rows, cols}}}, named);
+        return LoopStep{{x + 0.001 * square(mean(wide, {0}))}, {}};
+      },
+      options);
+  Tensor x(Shape{cols});
+  for (int64_t j = 0; j < cols; ++j) x[j] = 0.25 + 0.5 * j / cols;
+  Session s(g);
+  {
+    ScopedEnv limit("ADGRAPH_MEMORY_LIMIT", "300M");
+    const std::string message = run_error(s, {r.carries[0]}, {{x0, x}});
+    const std::string head = "fetch: this run needs an estimated ";
+    ASSERT_EQ(message.rfind(head, 0), 0u) << message;
+    const double mib = std::stod(message.substr(head.size()));
+    EXPECT_GE(mib, 320.0) << message;
+    EXPECT_LE(mib, 321.0) << message;
+    EXPECT_NE(message.find("the largest, 320 MiB, is node \"wide\" in the "
+                           "body of loop node \"widen\""),
+              std::string::npos)
+        << message;
+  }
+  // Without the limit it runs: x ← x + 0.001 x², the mean of 40960 copies
+  // of a value being that value up to rounding.
+  const Tensor got = s.run(r.carries[0], {{x0, x}});
+  for (int64_t j = 0; j < cols; j += 341) {
+    double y = x[j];
+    for (int t = 0; t < 3; ++t) y += 0.001 * y * y;
+    EXPECT_NEAR(got[j], y, 1e-12) << j;
   }
 }
 
