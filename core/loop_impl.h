@@ -54,6 +54,9 @@ class BodyRunner final {
     std::vector<std::pair<int, int>> in_place;
     // (output, body input): the same for a body input, when donated.
     std::vector<std::pair<int, int>> in_place_donated;
+    // Per input: its slot when the kernel may take its buffer
+    // (OpDef::consumes), else nullptr; empty when there is none.
+    std::vector<Tensor*> consumable;
     ComputeFn kernel;  // kernel_of(*node)
   };
   CommContext* comm_;

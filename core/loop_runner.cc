@@ -113,6 +113,17 @@ BodyRunner::BodyRunner(const LoopBody& body, const std::vector<int>& wanted)
       }
       handed_over[slot] = 1;
     }
+    // Inputs the kernel may keep, on the same terms; the slot then holds
+    // the buffer it swapped in.
+    for (int in : step.node->op->consumes) {
+      if (in >= static_cast<int>(step.input_slots.size())) continue;
+      const int slot = step.input_slots[in];
+      if (readers[slot] != 1 || is_output_slot[slot] || is_input_slot_[slot] ||
+          handed_over[slot])
+        continue;
+      step.consumable.resize(step.input_slots.size(), nullptr);
+      step.consumable[in] = &slots_[slot];
+    }
   }
 }
 
@@ -154,6 +165,8 @@ void BodyRunner::run(const Tensor* const* inputs, Tensor* const* donated) {
     KernelContext ctx(
         n, in, &slots_[step.first_slot], n.comm ? n.comm.get() : comm_);
     ctx.set_output_readers(step.readers.data());
+    if (!step.consumable.empty())
+      ctx.set_consumable_inputs(step.consumable.data());
     step.kernel(ctx);
     for (const auto& [out, slot] : step.in_place) views_[slot] = &slots_[slot];
   }

@@ -113,6 +113,14 @@ class KernelContext final {
   }
   // The executor's caller tensors by output (nullptr entries: its own).
   void set_kept_outputs(Tensor* const* kept) { kept_ = kept; }
+  // Input `i` as a tensor the kernel may take the buffer of (swapping in
+  // one of the same size, contents unspecified), when the executor gives it
+  // up (OpDef::consumes); nullptr otherwise.
+  Tensor* consumable(int i) const {
+    return consumable_ == nullptr ? nullptr : consumable_[i];
+  }
+  // The executor's consumable inputs by input (nullptr entries: not).
+  void set_consumable_inputs(Tensor* const* inputs) { consumable_ = inputs; }
 
  private:
   const Node& node_;
@@ -121,6 +129,7 @@ class KernelContext final {
   CommContext* comm_;
   const int* readers_ = nullptr;
   Tensor* const* kept_ = nullptr;
+  Tensor* const* consumable_ = nullptr;
 };
 
 // What a gradient builder sees: the forward node's inputs and outputs as
@@ -256,6 +265,10 @@ struct OpDef {
   // the input before it writes the output at the same index (element-wise
   // ops do), and sees the same tensor through input(i) and output(k).
   std::vector<std::pair<int, int>> in_place;
+  // Inputs whose buffer the kernel may keep (mpi_isend's x, which its
+  // message then sends without a copy): a sequential run gives one up
+  // (KernelContext::consumable) on the same terms as an in_place input.
+  std::vector<int> consumes;
   // Inputs of which the kernel uses only the shape (mpi_recv's like): a
   // plan orders the node after them but does not keep their tensors alive
   // for it, so the kernel must not read input(i) for them.

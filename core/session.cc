@@ -168,6 +168,19 @@ void Session::execute(Plan& plan) {
     KernelContext ctx(*step.node, inputs, &slots[step.first_slot], step.comm);
     ctx.set_output_readers(step.readers.data());
     ctx.set_kept_outputs(caller.data() + step.first_slot);
+    Tensor* inline_consumable[8];
+    std::vector<Tensor*> heap_consumable;
+    if (!step.consumed.empty()) {
+      Tensor** consumable = inline_consumable;
+      if (step.input_slots.size() > 8) {
+        heap_consumable.resize(step.input_slots.size());
+        consumable = heap_consumable.data();
+      }
+      std::fill_n(consumable, step.input_slots.size(), nullptr);
+      for (const auto& [input, slot] : step.consumed)
+        consumable[input] = &slots[slot];
+      ctx.set_consumable_inputs(consumable);
+    }
     step.kernel(ctx);
   };
   // A kernel may replace an output by a larger tensor (a loop's tape).

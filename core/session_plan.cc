@@ -501,6 +501,20 @@ const Session::Plan& Session::plan_for(std::span<const Value> fetches) {
                                       n.output_shapes[out]);
       handed_over[slot] = 1;
     }
+    // Inputs the kernel may keep: on the same terms, but the slot is
+    // released here as usual, holding what the kernel swapped in.
+    for (int in : n.op->consumes) {
+      if (in >= static_cast<int>(step.input_slots.size())) continue;
+      const int slot = step.input_slots[in];
+      bool eligible = last_use[slot] == index && !fetched[slot] &&
+                      !handed_over[slot] &&
+                      !plan->steps[slot_owner[slot]].placeholder;
+      for (std::size_t k = 0; k < step.input_slots.size(); ++k) {
+        eligible = eligible &&
+                   (static_cast<int>(k) == in || step.input_slots[k] != slot);
+      }
+      if (eligible) step.consumed.emplace_back(in, slot);
+    }
   }
   for (int slot = 0; slot < plan->num_slots; ++slot) {
     if (fetched[slot] || handed_over[slot]) continue;

@@ -25,6 +25,9 @@ struct Session::Plan {
     // Per in_place entry: whether the output's shape differs from the
     // input's.
     std::vector<char> in_place_reshape;
+    // (input, slot) pairs the kernel may take the buffer of
+    // (OpDef::consumes).
+    std::vector<std::pair<int, int>> consumed;
     // Per output: its declared number of elements.
     std::vector<int64_t> counts;
     // Copied from the node so the executor need not touch it.

@@ -110,7 +110,13 @@ class Communicator final : public CommContext {
   // Nonblocking point to point. isend() copies the data; both return a
   // handle that wait() completes exactly once.
   int64_t isend(const double* data, int64_t n, int dest, int tag);
+  // isend() without the copy: takes `data`'s storage for the message and
+  // leaves in `data` a buffer of the same size whose values are unspecified.
+  int64_t isend_buffer(Eigen::ArrayXd& data, int dest, int tag);
   int64_t irecv(int64_t n, int src, int tag);
+  // Bytes send() and isend() have copied into message buffers so far (what
+  // send_buffer() and isend_buffer() save).
+  std::size_t copied_send_bytes() const { return copied_send_bytes_; }
   // Completes n requests at once (MPI_Waitall). A receive's counts[k]
   // doubles (as posted) go to out[k]: when adopt[k] is true they arrive in
   // out[k] without a copy (out[k] and the receive's buffer trade places),
@@ -199,6 +205,7 @@ class Communicator final : public CommContext {
   static constexpr std::size_t kMaxSpareBytes = std::size_t{512} << 20;
   std::vector<Eigen::ArrayXd> spare_buffers_;
   std::size_t spare_bytes_ = 0;
+  std::size_t copied_send_bytes_ = 0;
   // A kept buffer of n doubles, else a new one (uninitialised).
   Eigen::ArrayXd take_spare(int64_t n);
   // take_spare(n) holding a copy of data[0, n).
@@ -220,6 +227,8 @@ class Communicator final : public CommContext {
   // is posted into it, then add_request() files it under a new handle.
   Requests::node_type take_request();
   int64_t add_request(Requests::node_type&& entry);
+  // Posts an MPI_Isend of `buffer` under a new request handle.
+  int64_t post_isend(Eigen::ArrayXd&& buffer, int dest, int tag);
   // Halo exchanges started and not yet finished, by handle, and finished
   // ones kept for their buffers (a time loop starts one per step).
   struct HaloExchange;

@@ -189,6 +189,7 @@ Eigen::ArrayXd Communicator::take_spare(int64_t n) {
 Eigen::ArrayXd Communicator::spare_copy(const double* data, int64_t n) {
   Eigen::ArrayXd copy = take_spare(n);
   std::copy(data, data + n, copy.data());
+  copied_send_bytes_ += sizeof(double) * n;
   return copy;
 }
 
@@ -337,12 +338,22 @@ int64_t Communicator::add_request(Requests::node_type&& entry) {
 }
 
 int64_t Communicator::isend(const double* data, int64_t n, int dest, int tag) {
+  return post_isend(spare_copy(data, n), dest, tag);
+}
+
+int64_t Communicator::isend_buffer(Eigen::ArrayXd& data, int dest, int tag) {
+  Eigen::ArrayXd buffer = take_spare(data.size());
+  buffer.swap(data);
+  return post_isend(std::move(buffer), dest, tag);
+}
+
+int64_t Communicator::post_isend(Eigen::ArrayXd&& buffer, int dest, int tag) {
   Requests::node_type entry = take_request();
   Request& r = *entry.mapped();
-  r.buffer = spare_copy(data, n);
+  r.buffer = std::move(buffer);
   r.receive = false;
   check_mpi(MPI_Isend(r.buffer.data(),
-                      count_of(n),
+                      count_of(r.buffer.size()),
                       MPI_DOUBLE,
                       dest,
                       tag,

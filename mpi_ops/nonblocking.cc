@@ -107,12 +107,16 @@ void register_nonblocking_ops() {
     check_peer(c, "dest");
     return Shapes{Shape{}};
   };
+  // When x dies here, the message takes its buffer (no copy).
+  isend.consumes = {0};
   isend.bind = [](const Node& n) {
     const int dest = attr(n, "dest"), tag = attr(n, "tag");
     return comm_kernel([dest, tag](KernelContext& c, Communicator& comm) {
+      Tensor* mine = c.consumable(0);
       const Tensor& x = c.input(0);
-      c.output(0)[0] =
-          static_cast<double>(comm.isend(x.data(), x.size(), dest, tag));
+      c.output(0)[0] = static_cast<double>(
+          mine != nullptr ? comm.isend_buffer(mine->array(), dest, tag)
+                          : comm.isend(x.data(), x.size(), dest, tag));
     });
   };
   isend.gradient = [](const GradientContext& c) {

@@ -25,7 +25,10 @@
 
 namespace adgraph {
 
-// Starts sending x to rank `dest`; returns the request.
+// Starts sending x to rank `dest`; returns the request. When x dies at the
+// send (nothing later reads it, it is neither fed nor fetched) the message
+// takes x's buffer; otherwise it sends a copy, so x may be read (and its
+// buffer reused) before the wait.
 Value mpi_isend(Value x, int dest, int tag = 0);
 
 // Starts receiving a tensor of like's shape from rank `src` (like's values
