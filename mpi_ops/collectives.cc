@@ -200,14 +200,16 @@ void register_collective_ops() {
   others.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
     const Tensor& x = c.input(0);
     const int64_t n = x.size();
-    std::vector<double> all(n * comm.size());
+    // Every rank's x, gathered into the communicator's scratch.
+    Eigen::ArrayXd all = comm.take_spare(n * comm.size());
     comm.allgather(x.data(), all.data(), n);
     Tensor& z = c.output(0);
     z.array().setOnes();
     for (int q = 0; q < comm.size(); ++q) {
       if (q == comm.rank()) continue;
-      z.array() *= Eigen::Map<const Eigen::ArrayXd>(all.data() + q * n, n);
+      z.array() *= all.segment(q * n, n);
     }
+    comm.keep_spare(std::move(all));
   });
   register_op(std::move(others));
 

@@ -117,6 +117,13 @@ class Communicator final : public CommContext {
   // Bytes send() and isend() have copied into message buffers so far (what
   // send_buffer() and isend_buffer() save).
   std::size_t copied_send_bytes() const { return copied_send_bytes_; }
+
+  // Scratch for a kernel, from the buffers the communicator keeps for its
+  // messages: take_spare(n) returns a kept buffer of n doubles, else a new
+  // one (contents unspecified); keep_spare keeps one for later (kept_bytes,
+  // freed by release_buffers), so a repeated run touches no new pages.
+  Eigen::ArrayXd take_spare(int64_t n);
+  void keep_spare(Eigen::ArrayXd&& buffer);
   // Completes n requests at once (MPI_Waitall). A receive's counts[k]
   // doubles (as posted) go to out[k]: when adopt[k] is true they arrive in
   // out[k] without a copy (out[k] and the receive's buffer trade places),
@@ -206,11 +213,8 @@ class Communicator final : public CommContext {
   std::vector<Eigen::ArrayXd> spare_buffers_;
   std::size_t spare_bytes_ = 0;
   std::size_t copied_send_bytes_ = 0;
-  // A kept buffer of n doubles, else a new one (uninitialised).
-  Eigen::ArrayXd take_spare(int64_t n);
   // take_spare(n) holding a copy of data[0, n).
   Eigen::ArrayXd spare_copy(const double* data, int64_t n);
-  void keep_spare(Eigen::ArrayXd&& buffer);
   // Starts the send of `buffer`, which the message owns until it completes.
   void post_send(Eigen::ArrayXd&& buffer, int dest, int tag);
   // Nonblocking requests started and not yet waited on, by handle.
