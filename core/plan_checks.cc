@@ -9,6 +9,7 @@
 
 #include "core/comm_context.h"
 #include "core/error.h"
+#include "core/loop.h"
 #include "core/op.h"
 
 namespace adgraph {
@@ -60,6 +61,7 @@ namespace {
 struct Event {
   enum Kind { kSend, kRecv, kBarrier } kind = kBarrier;
   const Node* node = nullptr;
+  const Node* loop = nullptr;  // the loop node whose body holds `node`
   int peer = 0;
   int64_t tag = 0;
   int64_t size = 0;
@@ -81,14 +83,39 @@ using ChannelKey = std::tuple<int, int, int64_t>;  // from, to, tag
 
 std::string label(const Node& n) { return n.op_name() + " \"" + n.name + "\""; }
 
-std::vector<Event> events_of(const std::vector<const Node*>& nodes,
-                             const CommContext& world) {
-  std::vector<Event> events;
+// Appends the events of `nodes` (communication nodes in run order, in the
+// body of `loop` when not null). A loop node is a barrier, then one step of
+// each body it runs between barriers: a body's step completes its own
+// sends before the next (BodyRunner), so one step pairs or none does.
+void add_events(const std::vector<const Node*>& nodes,
+                const CommContext& world,
+                const Node* loop,
+                std::vector<Event>& events) {
   for (const Node* n : nodes) {
     if (n->comm && n->comm.get() != &world) continue;
     Event e;
     e.node = n;
-    if (n->every_rank || n->loop) {
+    e.loop = loop;
+    if (n->loop) {
+      events.push_back(e);
+      const LoopSpec& spec = *n->loop;
+      if (spec.trips == 0) continue;
+      std::vector<const LoopBody*> bodies = {&spec.forward};
+      if (spec.kind == LoopSpec::Kind::kAdjoint)
+        bodies.push_back(&spec.reverse);
+      for (const LoopBody* body : bodies) {
+        if (!body->graph) continue;
+        const Graph& g = *body->graph;
+        std::vector<const Node*> inner;
+        for (int id = 0; id < g.num_nodes(); ++id)
+          if (g.node(id).communication) inner.push_back(&g.node(id));
+        add_events(inner, world, n, events);
+        Event after = e;
+        events.push_back(after);
+      }
+      continue;
+    }
+    if (n->every_rank) {
       e.kind = Event::kBarrier;
     } else if (n->attrs.contains("dest")) {
       e.kind = Event::kSend;
@@ -109,21 +136,24 @@ std::vector<Event> events_of(const std::vector<const Node*>& nodes,
       e.tag = n->attrs.at("tag").get<int64_t>();
     events.push_back(e);
   }
-  return events;
 }
 
-[[noreturn]] void fail(const Node& n, const char* field, std::string detail) {
-  throw RunError(detail + " (every rank runs every node of this graph)",
-                 n.name,
-                 n.op_name(),
-                 field);
+[[noreturn]] void fail(const Event& e, const char* field, std::string detail) {
+  const std::string where =
+      e.loop ? "in the body of loop node \"" + e.loop->name + "\"; " : "";
+  throw RunError(
+      detail + " (" + where + "every rank runs every node of this graph)",
+      e.node->name,
+      e.node->op_name(),
+      field);
 }
 
 }  // namespace
 
 void check_point_to_point_pairing(const std::vector<const Node*>& comm_nodes,
                                   const CommContext& world) {
-  const std::vector<Event> events = events_of(comm_nodes, world);
+  std::vector<Event> events;
+  add_events(comm_nodes, world, nullptr, events);
   bool any = false;
   for (const Event& e : events) any = any || e.kind != Event::kBarrier;
   if (!any) return;
@@ -158,7 +188,7 @@ void check_point_to_point_pairing(const std::vector<const Node*>& comm_nodes,
     int64_t sent = 0;
     for (const Event& f : events)
       sent += f.kind == Event::kSend && f.peer == r && f.tag == e.tag;
-    fail(*e.node,
+    fail(e,
          "src",
          "on rank " + std::to_string(r) + " it would wait forever for rank " +
              std::to_string(e.peer) + " (tag " + std::to_string(e.tag) + "): " +
@@ -185,7 +215,7 @@ void check_point_to_point_pairing(const std::vector<const Node*>& comm_nodes,
                                   std::to_string(to) + " (tag " +
                                   std::to_string(tag) + ")";
         if (k >= other.size()) {
-          fail(*e.node,
+          fail(e,
                e.kind == Event::kSend ? "dest" : "src",
                "its message from " + route + " is never " +
                    (e.kind == Event::kSend
@@ -198,7 +228,7 @@ void check_point_to_point_pairing(const std::vector<const Node*>& comm_nodes,
         if (own[k].size != other[k].size) {
           const Message& send = e.kind == Event::kSend ? own[k] : other[k];
           const Message& recv = e.kind == Event::kSend ? other[k] : own[k];
-          fail(*e.node,
+          fail(e,
                e.kind == Event::kSend ? "dest" : "src",
                "the message from " + route + " carries " +
                    std::to_string(send.size) + " value(s) (" +

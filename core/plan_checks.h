@@ -25,11 +25,12 @@ std::string byte_string(std::size_t bytes);
 // as adgraph-run builds its document). Simulates every rank running them:
 // sends (any node with a "dest" attribute) never block, blocking receives
 // (a "src" attribute, not a request) wait for the matching send, every-rank
-// nodes and loops are barriers. Nodes on a communicator other than `world`
-// and the messages inside loop bodies are not simulated. Throws RunError,
-// the same on every rank, naming the node, its rank and its peer, when a
-// receive would wait forever, a message would never be received, or a
-// message's size differs from its receive's.
+// nodes are barriers. A loop node is a barrier, then one step of each body
+// it runs (its messages must pair within the step), then a barrier. Nodes
+// on a communicator other than `world` are not simulated. Throws RunError,
+// the same on every rank, naming the node (and the loop whose body holds
+// it), its rank and its peer, when a receive would wait forever, a message
+// would never be received, or a message's size differs from its receive's.
 void check_point_to_point_pairing(const std::vector<const Node*>& comm_nodes,
                                   const CommContext& world);
 
