@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <queue>
 #include <set>
 
@@ -280,7 +281,7 @@ void Loader::load_fetch(const json& fetch, Document& d) {
 
 void Loader::load_optimize(const json& o, Document& d) {
   only(o,
-       {"objective", "variables", "method", "layout", "options"},
+       {"objective", "variables", "method", "bounds", "layout", "options"},
        {},
        "optimize");
   d.has_optimize = true;
@@ -307,12 +308,31 @@ void Loader::load_optimize(const json& o, Document& d) {
     pass_on(
         e, {}, {}, "optimize." + e.field() + (variable ? "." + e.node() : ""));
   }
-  const std::string method = o.value("method", "lbfgs");
-  if (method != "lbfgs")
+  // Bounds select L-BFGS-B unless a method is named.
+  const bool has_bounds = o.contains("bounds");
+  const json& method_field = o.contains("method") ? o.at("method") : json();
+  if (!method_field.is_null() && !method_field.is_string())
+    fail({}, {}, "optimize.method", "expected a string");
+  const std::string method = method_field.is_string()
+                                 ? method_field.get<std::string>()
+                                 : (has_bounds ? "lbfgsb" : "lbfgs");
+  if (method != "lbfgs" && method != "lbfgsb")
     fail({},
          {},
          "optimize.method",
-         "unknown method \"" + method + "\" (known: lbfgs)");
+         "unknown method \"" + method + "\" (known: lbfgs, lbfgsb)");
+  opt.bounded = method == "lbfgsb";
+  if (has_bounds) {
+    if (!opt.bounded) {
+      fail({},
+           {},
+           "optimize.bounds",
+           "bounds need method \"lbfgsb\" (L-BFGS-B), not \"lbfgs\"");
+    }
+    load_bounds(
+        require(o, "bounds", &json::is_object, "an object", {}, "optimize"),
+        opt);
+  }
   const std::string layout = o.value("layout", "replicated");
   if (layout != "replicated" && layout != "sharded") {
     fail({}, {}, "optimize.layout", "expected \"replicated\" or \"sharded\"");
@@ -322,6 +342,58 @@ void Loader::load_optimize(const json& o, Document& d) {
   if (o.contains("options"))
     opt.options = lbfgs_options(
         require(o, "options", &json::is_object, "an object", {}, "optimize"));
+}
+
+void Loader::load_bounds(const json& bounds, Optimize& opt) {
+  const std::size_t n = opt.variables.size();
+  for (const auto& item : bounds.items()) {
+    const std::string& key = item.key();
+    const json& entry = item.value();
+    const std::string field = "optimize.bounds." + key;
+    const auto named = std::find(opt.names.begin(), opt.names.end(), key);
+    if (named == opt.names.end())
+      fail({}, {}, field, "not a variable of optimize.variables");
+    const std::size_t k = named - opt.names.begin();
+    if (!entry.is_object() || entry.empty()) {
+      fail({},
+           {},
+           field,
+           "expected an object with \"lower\", \"upper\" or both");
+    }
+    only(entry, {"lower", "upper"}, {}, field);
+    const Shape& shape = opt.variables[k].shape();
+    // One side: a number for every entry, or a value of the shape.
+    auto side =
+        [&](const char* name, std::vector<Tensor>& tensors, double open) {
+          if (!entry.contains(name)) return;
+          if (tensors.empty()) {
+            for (std::size_t v = 0; v < n; ++v)
+              tensors.emplace_back(opt.variables[v].shape(), open);
+          }
+          const json& b = entry.at(name);
+          tensors[k] = b.is_number()
+                           ? Tensor(shape, b.get<double>())
+                           : value_of(b, shape, {}, field + "." + name);
+          if (!tensors[k].array().isFinite().all())
+            fail({}, {}, field + "." + name, "expected finite numbers");
+        };
+    const double inf = std::numeric_limits<double>::infinity();
+    side("lower", opt.bounds.lower, -inf);
+    side("upper", opt.bounds.upper, inf);
+  }
+  if (opt.bounds.lower.empty() || opt.bounds.upper.empty()) return;
+  for (std::size_t k = 0; k < n; ++k) {
+    const Tensor &lower = opt.bounds.lower[k], &upper = opt.bounds.upper[k];
+    for (int64_t i = 0; i < lower.size(); ++i) {
+      if (lower[i] <= upper[i]) continue;
+      fail({},
+           {},
+           "optimize.bounds." + opt.names[k],
+           "entry " + std::to_string(i) + ": lower bound " +
+               json(lower[i]).dump() + " is above the upper bound " +
+               json(upper[i]).dump());
+    }
+  }
 }
 
 optim::LbfgsOptions Loader::lbfgs_options(const json& options) const {

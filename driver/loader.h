@@ -15,9 +15,16 @@
 //                                      [..]}
 //   "fetch": ["L", "g"]                values printed after the run
 //   "optimize": {"objective": "L", "variables": {"theta": start value},
-//                "method": "lbfgs", "layout": "replicated" | "sharded",
+//                "method": "lbfgs" | "lbfgsb",
+//                "bounds": {"theta": {"lower": value, "upper": value}},
+//                "layout": "replicated" | "sharded",
 //                "options": {"history", "max_iterations", "max_evaluations",
 //                            "tolerance_gradient", "tolerance_function"}}
+//                                      "bounds" (L-BFGS-B, the method when
+//                                      bounds are given): per variable, a
+//                                      number for every entry or a value of
+//                                      its shape per side; a side or a
+//                                      variable left out is open
 //   "communicators": {"rows": {"rows_of": [R, C]},      sub-communicators,
 //                     "cols": {"columns_of": [R, C]},   made by every rank
 //                     "half": {"color": [c0, c1, …],    (one color, and
@@ -60,6 +67,7 @@
 #include "core/graph.h"
 #include "core/session.h"
 #include "optim/lbfgs.h"
+#include "optim/minimize.h"
 
 namespace adgraph::driver {
 
@@ -69,6 +77,9 @@ struct Optimize {
   std::vector<std::string> names;  // the variables as written
   std::vector<Value> variables;
   std::vector<Tensor> start;
+  // Method "lbfgsb" (L-BFGS-B, within `bounds`), else "lbfgs".
+  bool bounded = false;
+  optim::VariableBounds bounds;
   optim::Layout layout = optim::Layout::kReplicated;
   optim::LbfgsOptions options;
 };

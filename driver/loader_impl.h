@@ -101,6 +101,8 @@ class Loader final {
   void load_feeds(const json& feeds, Document& d);
   void load_fetch(const json& fetch, Document& d);
   void load_optimize(const json& optimize, Document& d);
+  // The "bounds" of an "optimize" section, for its variables.
+  void load_bounds(const json& bounds, Optimize& opt);
   optim::LbfgsOptions lbfgs_options(const json& options) const;
   // Rethrows a library error as JsonError with the file, and `node`, `op`
   // where the error names none.

@@ -172,8 +172,17 @@ json run(const std::string& file, Communicator& comm, bool check_only) {
   if (d.has_optimize) {
     const driver::Optimize& o = d.optimize;
     std::vector<Tensor> values = o.start;
-    optim::LbfgsSummary s = optim::minimize(
-        o.objective, o.variables, values, feeds, o.options, o.layout);
+    optim::LbfgsSummary s =
+        o.bounded
+            ? optim::minimize(o.objective,
+                              o.variables,
+                              values,
+                              o.bounds,
+                              feeds,
+                              o.options,
+                              o.layout)
+            : optim::minimize(
+                  o.objective, o.variables, values, feeds, o.options, o.layout);
     json minimizer = json::object();
     for (std::size_t k = 0; k < o.variables.size(); ++k) {
       minimizer[o.names[k]] = tensor_to_json(values[k]);
@@ -184,6 +193,11 @@ json run(const std::string& file, Communicator& comm, bool check_only) {
     result["iterations"] = s.iterations;
     result["evaluations"] = s.evaluations;
     result["termination"] = optim::termination_name(s.termination);
+    if (o.bounded) {
+      result["method"] = "lbfgsb";
+      result["active_bounds"] = s.active_bounds;
+      result["projected_gradient_norm"] = s.gradient_norm;
+    }
   }
   if (!d.fetch.empty()) {
     std::vector<Value> fetches;

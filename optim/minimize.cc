@@ -4,6 +4,20 @@
 #include "core/gradients.h"
 
 namespace adgraph::optim {
+namespace {
+
+// The tensors' values one after another, n in all.
+Eigen::VectorXd pack(const std::vector<Tensor>& tensors, int64_t n) {
+  Eigen::VectorXd x(n);
+  int64_t offset = 0;
+  for (const Tensor& t : tensors) {
+    x.segment(offset, t.size()) = t.array().matrix();
+    offset += t.size();
+  }
+  return x;
+}
+
+}  // namespace
 
 void check_problem(Value objective,
                    const std::vector<Value>& variables,
@@ -43,13 +57,17 @@ void check_problem(Value objective,
   }
 }
 
-LbfgsSummary minimize(Value objective,
-                      const std::vector<Value>& variables,
-                      std::vector<Tensor>& values,
-                      const FeedMap& feeds,
-                      const LbfgsOptions& options,
-                      Layout layout) {
-  check_problem(objective, variables, values);
+namespace {
+
+// Runs `solve` (lbfgs or lbfgsb on the packed variables, with the graph's
+// communicator) on the objective and gradient of `objective`, then unpacks
+// the result into `values`.
+template <class Solve>
+LbfgsSummary run(Value objective,
+                 const std::vector<Value>& variables,
+                 std::vector<Tensor>& values,
+                 const FeedMap& feeds,
+                 Solve solve) {
   int64_t n = 0;
   for (const Tensor& t : values) n += t.size();
   Graph& g = objective.graph();
@@ -79,17 +97,79 @@ LbfgsSummary minimize(Value objective,
     return out[0].item();
   };
 
-  Eigen::VectorXd x(n);
-  int64_t offset = 0;
-  for (const Tensor& t : values) {
-    x.segment(offset, t.size()) = t.array().matrix();
-    offset += t.size();
-  }
-  LbfgsSummary summary = lbfgs(f, x, options, g.comm(), layout);
+  Eigen::VectorXd x = pack(values, n);
+  LbfgsSummary summary = solve(f, x, g.comm());
   unpack(x);
   for (std::size_t k = 0; k < variables.size(); ++k)
     values[k] = at[variables[k]];
   return summary;
+}
+
+// One side of the bounds, packed as the variables are; empty when open.
+Eigen::VectorXd side(const std::vector<Tensor>& tensors,
+                     const std::vector<Value>& variables,
+                     const char* name) {
+  if (tensors.empty()) return {};
+  if (tensors.size() != variables.size()) {
+    throw GraphError(std::string("one ") + name +
+                         " bound tensor per variable is needed, got " +
+                         std::to_string(tensors.size()) + " for " +
+                         std::to_string(variables.size()),
+                     {},
+                     {},
+                     "bounds");
+  }
+  int64_t n = 0;
+  for (std::size_t k = 0; k < variables.size(); ++k) {
+    if (tensors[k].shape() != variables[k].shape()) {
+      throw ShapeError(std::string(name) + " bound has shape " +
+                           shape_string(tensors[k].shape()) +
+                           ", the variable " +
+                           shape_string(variables[k].shape()),
+                       variables[k].name(),
+                       "placeholder",
+                       "bounds");
+    }
+    n += tensors[k].size();
+  }
+  return pack(tensors, n);
+}
+
+}  // namespace
+
+LbfgsSummary minimize(Value objective,
+                      const std::vector<Value>& variables,
+                      std::vector<Tensor>& values,
+                      const FeedMap& feeds,
+                      const LbfgsOptions& options,
+                      Layout layout) {
+  check_problem(objective, variables, values);
+  return run(objective,
+             variables,
+             values,
+             feeds,
+             [&](const Objective& f, Eigen::VectorXd& x, CommContext* comm) {
+               return lbfgs(f, x, options, comm, layout);
+             });
+}
+
+LbfgsSummary minimize(Value objective,
+                      const std::vector<Value>& variables,
+                      std::vector<Tensor>& values,
+                      const VariableBounds& bounds,
+                      const FeedMap& feeds,
+                      const LbfgsOptions& options,
+                      Layout layout) {
+  check_problem(objective, variables, values);
+  const Bounds box{side(bounds.lower, variables, "lower"),
+                   side(bounds.upper, variables, "upper")};
+  return run(objective,
+             variables,
+             values,
+             feeds,
+             [&](const Objective& f, Eigen::VectorXd& x, CommContext* comm) {
+               return lbfgsb(f, x, box, options, comm, layout);
+             });
 }
 
 }  // namespace adgraph::optim

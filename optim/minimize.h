@@ -6,6 +6,7 @@
 #include "core/graph.h"
 #include "core/session.h"
 #include "optim/lbfgs.h"
+#include "optim/lbfgsb.h"
 
 namespace adgraph::optim {
 
@@ -21,6 +22,25 @@ namespace adgraph::optim {
 LbfgsSummary minimize(Value objective,
                       const std::vector<Value>& variables,
                       std::vector<Tensor>& values,
+                      const FeedMap& feeds = {},
+                      const LbfgsOptions& options = {},
+                      Layout layout = Layout::kReplicated);
+
+// Bounds of minimize()'s variables, per side: one tensor of each variable's
+// shape (−infinity / +infinity entries leave an entry open), or no tensors
+// at all (an empty vector) for a side open everywhere.
+struct VariableBounds {
+  std::vector<Tensor> lower, upper;
+};
+
+// minimize() within the bounds, with L-BFGS-B (optim/lbfgsb.h): a start
+// outside them is projected onto them. Throws as check_problem() (with
+// field "bounds" for a bound tensor of the wrong number or shape),
+// otherwise as lbfgsb() (OptionsError for lower > upper or NaN bounds).
+LbfgsSummary minimize(Value objective,
+                      const std::vector<Value>& variables,
+                      std::vector<Tensor>& values,
+                      const VariableBounds& bounds,
                       const FeedMap& feeds = {},
                       const LbfgsOptions& options = {},
                       Layout layout = Layout::kReplicated);

@@ -367,5 +367,55 @@ TEST(LbfgsbMpi, BadBoundsOnOneRankFailEveryRank) {
   }
 }
 
+// minimize() on a graph within bounds: Σ (a − c)² + Σ (b − d)² with
+// c = [3, −1, 0.5] and a ∈ [0, 2], d = [0.25, 4] and b ≤ 1 (b's lower side
+// open). By hand: a = [2, 0, 0.5], b = [0.25, 1], f = 1 + 1 + 9 = 11, three
+// entries on a bound, where L-BFGS-B keeps them exactly. Replicated: every
+// rank builds the same f and follows rank 0's.
+TEST(LbfgsbMpi, MinimizeOnAGraphWithinBounds) {
+  Graph g;
+  Value a = g.placeholder("a", {3});
+  Value b = g.placeholder("b", {2});
+  Value loss = sum(square(a - g.constant(Tensor({3.0, -1.0, 0.5})))) +
+               sum(square(b - g.constant(Tensor({0.25, 4.0}))));
+  std::vector<Tensor> values = {Tensor({1.0, 1.0, 1.0}), Tensor({0.0, 0.0})};
+  const double inf = std::numeric_limits<double>::infinity();
+  VariableBounds bounds;
+  bounds.lower = {Tensor(Shape{3}, 0.0), Tensor(Shape{2}, -inf)};
+  bounds.upper = {Tensor(Shape{3}, 2.0), Tensor(Shape{2}, 1.0)};
+  LbfgsOptions options;
+  options.tolerance_gradient = 1e-10;
+  const LbfgsSummary s = minimize(loss, {a, b}, values, bounds, {}, options);
+  EXPECT_EQ(values[0][0], 2.0) << s.message;
+  EXPECT_EQ(values[0][1], 0.0) << s.message;
+  EXPECT_NEAR(values[0][2], 0.5, 1e-9) << s.message;
+  EXPECT_NEAR(values[1][0], 0.25, 1e-9) << s.message;
+  EXPECT_EQ(values[1][1], 1.0) << s.message;
+  EXPECT_NEAR(s.final_f, 11.0, 1e-12) << s.message;
+  EXPECT_EQ(s.active_bounds, 3) << s.message;
+
+  // A bound tensor of the wrong shape names the variable and "bounds".
+  VariableBounds wrong;
+  wrong.upper = {Tensor(Shape{2}, 2.0), Tensor(Shape{2}, 1.0)};
+  try {
+    minimize(loss, {a, b}, values, wrong, {}, options);
+    ADD_FAILURE() << "a bound of the wrong shape was accepted";
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(),
+                 "node \"a\" (placeholder): bounds: upper bound has shape "
+                 "[2], the variable [3]");
+  }
+  VariableBounds short_side;
+  short_side.lower = {Tensor(Shape{3}, 0.0)};
+  try {
+    minimize(loss, {a, b}, values, short_side, {}, options);
+    ADD_FAILURE() << "one lower bound for two variables was accepted";
+  } catch (const GraphError& e) {
+    EXPECT_STREQ(e.what(),
+                 "bounds: one lower bound tensor per variable is needed, got "
+                 "1 for 2");
+  }
+}
+
 }  // namespace
 }  // namespace adgraph::optim
