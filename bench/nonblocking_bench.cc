@@ -49,24 +49,26 @@ int main(int argc, char** argv) {
     const int reps = n <= 4096 ? 2000 : n <= (1 << 20) ? 30 : 8;
     Tensor into(Shape{n}), total_into(Shape{});
     double raw_total = 0.0;
-    auto raw = [&] {
+    // The raw ring shift: `send` goes to next, prev's arrives in out.
+    auto shift = [&](const double* send, int tag) {
       MPI_Request requests[2];
       MPI_Irecv(out.data(),
                 static_cast<int>(n),
                 MPI_DOUBLE,
                 prev,
-                0,
+                tag,
                 MPI_COMM_WORLD,
                 &requests[0]);
-      MPI_Isend(in.data(),
+      MPI_Isend(send,
                 static_cast<int>(n),
                 MPI_DOUBLE,
                 next,
-                0,
+                tag,
                 MPI_COMM_WORLD,
                 &requests[1]);
       MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
     };
+    auto raw = [&] { shift(in.data(), 0); };
     auto raw_sum = [&] {
       raw();
       raw_total = Eigen::Map<const Eigen::ArrayXd>(out.data(), n).sum();
@@ -74,22 +76,7 @@ int main(int argc, char** argv) {
     Eigen::ArrayXd twice(n);
     auto raw_2x = [&] {
       twice = 2.0 * Eigen::Map<const Eigen::ArrayXd>(in.data(), n);
-      MPI_Request requests[2];
-      MPI_Irecv(out.data(),
-                static_cast<int>(n),
-                MPI_DOUBLE,
-                prev,
-                1,
-                MPI_COMM_WORLD,
-                &requests[0]);
-      MPI_Isend(twice.data(),
-                static_cast<int>(n),
-                MPI_DOUBLE,
-                next,
-                1,
-                MPI_COMM_WORLD,
-                &requests[1]);
-      MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
+      shift(twice.data(), 1);
     };
     Tensor into_2x(Shape{n});
     FeedMap feeds_2x{{x_2x, Tensor(Shape{n}, 1.0 + rank)}};
