@@ -110,8 +110,7 @@ void add_events(const std::vector<const Node*>& nodes,
         for (int id = 0; id < g.num_nodes(); ++id)
           if (g.node(id).communication) inner.push_back(&g.node(id));
         add_events(inner, world, n, events);
-        Event after = e;
-        events.push_back(after);
+        events.push_back(e);
       }
       continue;
     }

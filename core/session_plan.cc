@@ -122,6 +122,12 @@ class LoopMemory {
   void note(const Node* loop, std::size_t bytes) {
     if (bytes > largest_bytes_) largest_bytes_ = bytes, largest_ = loop;
   }
+  void note_value(const Node* value, std::size_t bytes, const Node* loop) {
+    if (bytes <= largest_value_bytes_) return;
+    largest_value_bytes_ = bytes;
+    largest_value_ = value;
+    largest_value_loop_ = loop;
+  }
   // The bytes of the values a body's runner keeps (those its outputs need;
   // its placeholders are the loop's inputs), the first time `loop` or
   // another loop node runs that body; 0 after.
@@ -139,11 +145,7 @@ class LoopMemory {
       for (const Shape& shape : n.output_shapes) {
         const std::size_t b = sizeof(double) * num_elements(shape);
         bytes += b;
-        if (b > largest_value_bytes_) {
-          largest_value_bytes_ = b;
-          largest_value_ = &n;
-          largest_value_loop_ = &loop;
-        }
+        note_value(&n, b, &loop);
       }
     }
     return bytes;
@@ -159,11 +161,9 @@ class LoopMemory {
     for (int id = 0; id < g.num_nodes(); ++id)
       peak = std::max(peak, inner.run(g.node(id), live));
     note(inner.largest_, inner.largest_bytes_);
-    if (inner.largest_value_bytes_ > largest_value_bytes_) {
-      largest_value_bytes_ = inner.largest_value_bytes_;
-      largest_value_ = inner.largest_value_;
-      largest_value_loop_ = inner.largest_value_loop_;
-    }
+    note_value(inner.largest_value_,
+               inner.largest_value_bytes_,
+               inner.largest_value_loop_);
     return peak;
   }
 
@@ -477,25 +477,32 @@ const Session::Plan& Session::plan_for(std::span<const Value> fetches) {
   // Outputs that take over a dying input's buffer (OpDef::in_place). Not in
   // concurrent runs: a node of the same level may still read the input.
   std::vector<char> handed_over(plan->num_slots, 0);
+  // Whether input `in` of step `index` dies there and the step may have its
+  // buffer: neither fed, fetched, handed over already, nor read by another
+  // input of the step.
+  auto gives_up = [&](int index, int in) {
+    const Plan::Step& step = plan->steps[index];
+    if (in >= static_cast<int>(step.input_slots.size())) return false;
+    const int slot = step.input_slots[in];
+    if (last_use[slot] != index || fetched[slot] || handed_over[slot] ||
+        plan->steps[slot_owner[slot]].placeholder)
+      return false;
+    for (std::size_t k = 0; k < step.input_slots.size(); ++k)
+      if (static_cast<int>(k) != in && step.input_slots[k] == slot)
+        return false;
+    return true;
+  };
   for (int index = 0; index < static_cast<int>(plan->steps.size()); ++index) {
     Plan::Step& step = plan->steps[index];
     if (options_.concurrent || step.placeholder) continue;
     const Node& n = *step.node;
     for (const auto& [out, in] : n.op->in_place) {
-      if (in >= static_cast<int>(step.input_slots.size())) continue;
-      const int slot = step.input_slots[in];
-      const int producer = slot_owner[slot];
-      bool eligible = last_use[slot] == index && !fetched[slot] &&
-                      !handed_over[slot] &&
-                      !plan->steps[producer].placeholder &&
-                      num_elements(n.inputs[in].shape()) ==
-                          num_elements(n.output_shapes[out]);
-      for (std::size_t k = 0; k < step.input_slots.size(); ++k) {
-        eligible = eligible &&
-                   (static_cast<int>(k) == in || step.input_slots[k] != slot);
-      }
+      bool eligible =
+          gives_up(index, in) && num_elements(n.inputs[in].shape()) ==
+                                     num_elements(n.output_shapes[out]);
       for (const auto& [o, s] : step.in_place) eligible = eligible && o != out;
       if (!eligible) continue;
+      const int slot = step.input_slots[in];
       step.in_place.emplace_back(out, slot);
       step.in_place_reshape.push_back(n.inputs[in].shape() !=
                                       n.output_shapes[out]);
@@ -503,18 +510,9 @@ const Session::Plan& Session::plan_for(std::span<const Value> fetches) {
     }
     // Inputs the kernel may keep: on the same terms, but the slot is
     // released here as usual, holding what the kernel swapped in.
-    for (int in : n.op->consumes) {
-      if (in >= static_cast<int>(step.input_slots.size())) continue;
-      const int slot = step.input_slots[in];
-      bool eligible = last_use[slot] == index && !fetched[slot] &&
-                      !handed_over[slot] &&
-                      !plan->steps[slot_owner[slot]].placeholder;
-      for (std::size_t k = 0; k < step.input_slots.size(); ++k) {
-        eligible = eligible &&
-                   (static_cast<int>(k) == in || step.input_slots[k] != slot);
-      }
-      if (eligible) step.consumed.emplace_back(in, slot);
-    }
+    for (int in : n.op->consumes)
+      if (gives_up(index, in))
+        step.consumed.emplace_back(in, step.input_slots[in]);
   }
   for (int slot = 0; slot < plan->num_slots; ++slot) {
     if (fetched[slot] || handed_over[slot]) continue;
