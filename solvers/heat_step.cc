@@ -61,18 +61,19 @@ constexpr auto kLaneIndices = std::make_index_sequence<kLanes>();
 // vectors per vector of points against the forward's 7. Here each vector
 // of the rows here is loaded once and its west and east neighbours are
 // shuffled out of it and the next one (10 loads per vector with z_row's
-// two); the arithmetic is the scalar code's, in its order.
+// two); the arithmetic is the scalar code's, in its order. out_u may be g
+// (ū written over ū⁺): each point reads g before writing out_u, once.
 void adjoint_row(int64_t j0,
                  int64_t j1,
                  double coef,
-                 const double* __restrict g,
+                 const double* g,
                  const double* __restrict z_north,
                  const double* __restrict z_here,
                  const double* __restrict z_south,
                  const double* __restrict u_north,
                  const double* __restrict u_here,
                  const double* __restrict u_south,
-                 double* __restrict out_u,
+                 double* out_u,
                  double* __restrict out_k) {
   const double *zn = z_north, *zc = z_here, *zs = z_south;
   const double *un = u_north, *ur = u_here, *us = u_south;
@@ -123,10 +124,10 @@ void adjoint_row(int64_t j0,
     j += kLanes;
   }
   for (; j < j1; ++j) {
-    out_u[j] = g[j] + coef * (zn[j + 1] + zs[j + 1] + zc[j] + zc[j + 2] -
-                              4 * zc[j + 1]);
-    out_k[j] +=
-        coef * g[j] * (un[j] + us[j] + ur[j - 1] + ur[j + 1] - 4 * ur[j]);
+    const double gj = g[j];
+    out_u[j] =
+        gj + coef * (zn[j + 1] + zs[j + 1] + zc[j] + zc[j + 2] - 4 * zc[j + 1]);
+    out_k[j] += coef * gj * (un[j] + us[j] + ur[j - 1] + ur[j + 1] - 4 * ur[j]);
   }
 }
 
@@ -289,7 +290,10 @@ void register_heat_ops() {
       "heat_step_adjoint",
       "cotangents of heat_step's seven inputs for the cotangents of its "
       "outputs");
-  adjoint.in_place = {{1, 12}};  // κ̄ accumulates in kappa_grad_in's buffer
+  // κ̄ accumulates in kappa_grad_in's buffer, and ū is written over ū⁺ when
+  // ū⁺ dies here: at 1024² the pass then keeps three patches in the cache
+  // hierarchy instead of four and reads no line of ū for ownership.
+  adjoint.in_place = {{1, 12}, {0, 0}};
   adjoint.num_outputs = 7;
   adjoint.shape = step_adjoint_shapes;
   adjoint.bind = bind_step([](KernelContext& c, const StepAttrs& a) {
@@ -316,9 +320,10 @@ void register_heat_ops() {
     // the up and down edge cotangents, in a buffer. Z rows carry a zero on
     // either side (index 0 and m + 1), so the stencil over Z has no branches
     // and vectorises.
-    auto g_row = [&](int64_t i, double* buffer) -> const double* {
+    const bool overwritten = gu == g.data();  // ū written over ū⁺
+    auto g_row = [&](int64_t i, double* buffer, bool copy) -> const double* {
       const double* y = g.data() + i * m;
-      if (i != 0 && i != n - 1) return y;
+      if (!copy && i != 0 && i != n - 1) return y;
       std::copy(y, y + m, buffer);
       if (i == 0) {
         for (int64_t j = 0; j < m; ++j) buffer[j] += eu[j];
@@ -335,26 +340,32 @@ void register_heat_ops() {
       padded[m] += k[m - 1] * er[i];
     };
     const int64_t ahead = prefetch_distance(m);
-    for_rows(0, n, n * m, [&](int64_t i0, int64_t i1) {
+    for_row_blocks(0, n, n * m, [&](int64_t i0, int64_t i1, auto&& sync) {
       // Rows of m + 2 rounded up to whole cache lines, placed so that each
       // Z row's point 0 (index 1) starts a line: z_row's stores are then
       // aligned (split stores cost ~10 % of the pass).
       const int64_t w = (m + 2 + 7) / 8 * 8;
-      std::vector<double> buffers(6 * w + 8, 0.0);
+      std::vector<double> buffers(7 * w + 8, 0.0);
       double* base = buffers.data();
       while ((reinterpret_cast<std::uintptr_t>(base + 1) & 63) != 0) ++base;
       double *zero = base, *zp = zero + w, *zc = zp + w, *zn = zc + w,
-             *bc = zn + w + 1, *bn = bc + w;
+             *bc = zn + w + 1, *bn = bc + w, *after = bn + w;
       const double *gc = nullptr, *gn = nullptr;
+      // Rows i0 − 1 and i1 of ū⁺ belong to the blocks either side, which
+      // may write ū over them: each block reads them before it syncs.
+      if (i0 < i1 && i0 > 0) z_row(i0 - 1, g_row(i0 - 1, bn, false), zp);
+      const double* g_after =
+          overwritten && i1 < n && i0 < i1 ? g_row(i1, after, true) : nullptr;
+      if (overwritten) sync();
       if (i0 < i1) {
-        if (i0 > 0) z_row(i0 - 1, g_row(i0 - 1, bn), zp);
-        gc = g_row(i0, bc);
+        gc = g_row(i0, bc, false);
         z_row(i0, gc, zc);
       }
       for (int64_t i = i0; i < i1; ++i) {
         const bool south = i + 1 < n;
         if (south) {
-          gn = g_row(i + 1, bn);
+          gn = i + 1 == i1 && g_after != nullptr ? g_after
+                                                 : g_row(i + 1, bn, false);
           z_row(i + 1, gn, zn);
         }
         const double* zs = south ? zn : zero;  // rows −1 and n of Z are 0
@@ -379,6 +390,15 @@ void register_heat_ops() {
         // (west of 0 and east of m − 1 read inside u); κ̄'s two end points
         // are then put back and computed again with their halos and edge
         // cotangents.
+        if (want_f) {
+          double* out_f = gf + i * m;
+          for (int64_t j = 0; j < m; ++j) out_f[j] = dt * gc[j];
+          out_f[0] += dt * el[i];
+          out_f[m - 1] += dt * er[i];
+        }
+        // The pass may write ū over this row of G (a middle row's G is
+        // ū⁺'s own row): its two end points are kept for the edges.
+        const double g_first = gc[0], g_last = gc[m - 1];
         const bool whole = i > 0 && i + 1 < n && m > 1;
         const double k_first = out_k[0], k_last = out_k[m - 1];
         adjoint_row(whole ? 0 : 1,
@@ -396,8 +416,9 @@ void register_heat_ops() {
         out_k[0] = k_first;
         out_k[m - 1] = k_last;
         for (int64_t j : {int64_t{0}, m - 1}) {
-          out_u[j] = gc[j] + coef * (zno[j + 1] + zs[j + 1] + zc[j] +
-                                     zc[j + 2] - 4 * zc[j + 1]);
+          out_u[j] = (j == 0 ? g_first : g_last) +
+                     coef * (zno[j + 1] + zs[j + 1] + zc[j] + zc[j + 2] -
+                             4 * zc[j + 1]);
         }
         out_u[0] += el[i];
         out_u[m - 1] += er[i];
@@ -405,16 +426,10 @@ void register_heat_ops() {
           out_k[j] += coef * gj * (un[j] + us[j] + west + east - 4 * ur[j]);
         };
         if (m == 1) {
-          kappa_bar(0, gc[0] + el[i] + er[i], hl[i], hr[i]);
+          kappa_bar(0, g_first + el[i] + er[i], hl[i], hr[i]);
         } else {
-          kappa_bar(0, gc[0] + el[i], hl[i], ur[1]);
-          kappa_bar(m - 1, gc[m - 1] + er[i], ur[m - 2], hr[i]);
-        }
-        if (want_f) {
-          double* out_f = gf + i * m;
-          for (int64_t j = 0; j < m; ++j) out_f[j] = dt * gc[j];
-          out_f[0] += dt * el[i];
-          out_f[m - 1] += dt * er[i];
+          kappa_bar(0, g_first + el[i], hl[i], ur[1]);
+          kappa_bar(m - 1, g_last + er[i], ur[m - 2], hr[i]);
         }
         ol[i] = coef * zc[1];
         orr[i] = coef * zc[m];

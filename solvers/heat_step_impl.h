@@ -18,25 +18,39 @@ namespace adgraph::solvers::detail {
 // Patches smaller than this run their stencil on one thread.
 constexpr int64_t kParallelPoints = 16384;
 
-// Calls rows(i0, i1) over row blocks covering [first, last): one block per
-// OpenMP thread for a patch of at least kParallelPoints points when there
-// are threads, else one block on the calling thread without entering a
-// parallel region (even an `if (false)` region costs libgomp a team
-// allocation and a wake-up: ~0.4 µs per step, measured at 16 x 16). Rows
-// are independent, so the blocks do not change the result.
+// Calls rows(i0, i1, sync) over row blocks covering [first, last): one
+// block per OpenMP thread for a patch of at least kParallelPoints points
+// when there are threads, else one block on the calling thread without
+// entering a parallel region (even an `if (false)` region costs libgomp a
+// team allocation and a wake-up: ~0.4 µs per step, measured at 16 x 16).
+// sync() returns once every block has called it: a block that writes rows
+// its neighbours read calls it between their reads and its writes. It is
+// this function's own barrier, so a kernel run inside another parallel
+// region (Session's concurrent executor) never meets a barrier of that one.
 template <class Rows>
-void for_rows(int64_t first, int64_t last, int64_t points, Rows rows) {
+void for_row_blocks(int64_t first, int64_t last, int64_t points, Rows rows) {
   if (last <= first) return;
   if (points < kParallelPoints || omp_get_max_threads() == 1) {
-    rows(first, last);
+    rows(first, last, [] {});
     return;
   }
 #pragma omp parallel
   {
     const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
     const int64_t count = last - first;
-    rows(first + count * t / threads, first + count * (t + 1) / threads);
+    rows(first + count * t / threads, first + count * (t + 1) / threads, [] {
+#pragma omp barrier
+    });
   }
+}
+
+// for_row_blocks for blocks that read only their own rows' outputs: rows
+// are independent, so the blocks do not change the result.
+template <class Rows>
+void for_rows(int64_t first, int64_t last, int64_t points, Rows rows) {
+  for_row_blocks(first, last, points, [&](int64_t i0, int64_t i1, auto&&) {
+    rows(i0, i1);
+  });
 }
 
 // Software prefetch for the row loops. In a gradient the step writes each
