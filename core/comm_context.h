@@ -20,6 +20,17 @@ class CommContext {
   virtual int rank() const = 0;
   virtual int size() const = 0;
 
+  // For the plan-time pairing check (core/plan_checks.h), which simulates
+  // every rank: the world ranks of the group that world rank `world_rank`
+  // belongs to here, in this communicator's rank order (every rank for the
+  // world, the ranks that passed the same color for a split of it). Null
+  // when this process cannot tell (a split of a split): the check then
+  // leaves the communicator's nodes out.
+  virtual const std::vector<int>* group_of(int world_rank) const {
+    (void)world_rank;
+    return nullptr;
+  }
+
   // Collectives; every rank calls them with the same n (and root).
   // out[i] = op over ranks of in[i]; `in` may equal `out` (in place).
   virtual void allreduce(const double* in,

@@ -62,7 +62,10 @@ struct Event {
   enum Kind { kSend, kRecv, kBarrier } kind = kBarrier;
   const Node* node = nullptr;
   const Node* loop = nullptr;  // the loop node whose body holds `node`
-  int peer = 0;
+  // The sub-communicator the node runs on (CommContext::group_of knows its
+  // groups); null for the world.
+  const CommContext* comm = nullptr;
+  int peer = 0;  // a rank of `comm`
   int64_t tag = 0;
   int64_t size = 0;
   bool blocking = false;
@@ -79,7 +82,29 @@ struct Channel {
   std::vector<Message> recvs;
 };
 
-using ChannelKey = std::tuple<int, int, int64_t>;  // from, to, tag
+// communicator (null: the world), from, to (world ranks), tag
+using ChannelKey = std::tuple<const CommContext*, int, int, int64_t>;
+
+// The world ranks of rank r's group on e's communicator.
+const std::vector<int>* group(const Event& e, int r) {
+  return e.comm == nullptr ? nullptr : e.comm->group_of(r);
+}
+
+// The world rank that world rank r's event e names as its peer; -1 when
+// r's group on e's communicator has no such rank.
+int world_peer(const Event& e, int r) {
+  const std::vector<int>* members = group(e, r);
+  if (members == nullptr) return e.peer;
+  return e.peer >= 0 && e.peer < static_cast<int>(members->size())
+             ? (*members)[e.peer]
+             : -1;
+}
+
+// World rank r in messages: "rank r", or "world rank r" where the node's
+// own ranks are those of a sub-communicator.
+std::string world_name(const Event& e, int r) {
+  return (e.comm == nullptr ? "rank " : "world rank ") + std::to_string(r);
+}
 
 std::string label(const Node& n) { return n.op_name() + " \"" + n.name + "\""; }
 
@@ -92,10 +117,13 @@ void add_events(const std::vector<const Node*>& nodes,
                 const Node* loop,
                 std::vector<Event>& events) {
   for (const Node* n : nodes) {
-    if (n->comm && n->comm.get() != &world) continue;
+    const CommContext* on =
+        n->comm && n->comm.get() != &world ? n->comm.get() : nullptr;
+    if (on != nullptr && on->group_of(0) == nullptr) continue;
     Event e;
     e.node = n;
     e.loop = loop;
+    e.comm = on;
     if (n->loop) {
       events.push_back(e);
       const LoopSpec& spec = *n->loop;
@@ -164,15 +192,28 @@ void check_point_to_point_pairing(const std::vector<const Node*>& comm_nodes,
     for (int r = 0; r < ranks; ++r) {
       while (pc[r] < events.size()) {
         const Event& e = events[pc[r]];
+        const int peer = world_peer(e, r);
+        if (e.kind != Event::kBarrier && peer < 0) {
+          fail(e,
+               e.kind == Event::kSend ? "dest" : "src",
+               "on world rank " + std::to_string(r) + " its peer " +
+                   std::to_string(e.peer) +
+                   " is not a rank of its communicator, which has " +
+                   std::to_string(group(e, r)->size()) + " rank(s) there");
+        }
         if (e.kind == Event::kBarrier) {
           bool all_there = true;
-          for (int s = 0; s < ranks; ++s)
-            all_there = all_there && pc[s] >= pc[r];
+          if (const std::vector<int>* members = group(e, r)) {
+            for (int s : *members) all_there = all_there && pc[s] >= pc[r];
+          } else {
+            for (int s = 0; s < ranks; ++s)
+              all_there = all_there && pc[s] >= pc[r];
+          }
           if (!all_there) break;
         } else if (e.kind == Event::kSend) {
-          channels[{r, e.peer, e.tag}].sends.push_back({e.node, e.size});
+          channels[{e.comm, r, peer, e.tag}].sends.push_back({e.node, e.size});
         } else {
-          Channel& c = channels[{e.peer, r, e.tag}];
+          Channel& c = channels[{e.comm, peer, r, e.tag}];
           if (e.blocking && c.sends.size() <= c.recvs.size()) break;
           c.recvs.push_back({e.node, e.size});
         }
@@ -184,44 +225,48 @@ void check_point_to_point_pairing(const std::vector<const Node*>& comm_nodes,
   for (int r = 0; r < ranks; ++r) {
     if (pc[r] == events.size() || events[pc[r]].kind != Event::kRecv) continue;
     const Event& e = events[pc[r]];
+    const int from = world_peer(e, r);
     int64_t sent = 0;
-    for (const Event& f : events)
-      sent += f.kind == Event::kSend && f.peer == r && f.tag == e.tag;
+    for (const Event& f : events) {
+      sent += f.kind == Event::kSend && f.comm == e.comm && f.tag == e.tag &&
+              world_peer(f, from) == r;
+    }
+    const std::string peer = e.comm == nullptr
+                                 ? "rank " + std::to_string(from)
+                                 : "rank " + std::to_string(e.peer) +
+                                       " of its communicator (world rank " +
+                                       std::to_string(from) + ")";
     fail(e,
          "src",
-         "on rank " + std::to_string(r) + " it would wait forever for rank " +
-             std::to_string(e.peer) + " (tag " + std::to_string(e.tag) + "): " +
+         "on " + world_name(e, r) + " it would wait forever for " + peer +
+             " (tag " + std::to_string(e.tag) + "): " +
              (sent <= static_cast<int64_t>(
-                          channels[{e.peer, r, e.tag}].recvs.size())
-                  ? "rank " + std::to_string(e.peer) + " sends it only " +
+                          channels[{e.comm, from, r, e.tag}].recvs.size())
+                  ? world_name(e, from) + " sends it only " +
                         std::to_string(sent) + " message(s) with that tag"
-                  : std::string("rank ") + std::to_string(e.peer) +
+                  : world_name(e, from) +
                         " sends the message only after a receive of its "
                         "own that waits too (a cycle of receives)"));
   }
   for (const Event& e : events) {
     if (e.kind == Event::kBarrier) continue;
     for (const auto& [key, c] : channels) {
-      const auto& [from, to, tag] = key;
-      const bool mine = e.kind == Event::kSend ? e.peer == to && e.tag == tag
-                                               : e.peer == from && e.tag == tag;
-      if (!mine) continue;
+      const auto& [comm, from, to, tag] = key;
+      if (comm != e.comm || tag != e.tag) continue;
       const auto& own = e.kind == Event::kSend ? c.sends : c.recvs;
       const auto& other = e.kind == Event::kSend ? c.recvs : c.sends;
       for (std::size_t k = 0; k < own.size(); ++k) {
         if (own[k].node != e.node) continue;
-        const std::string route = "rank " + std::to_string(from) + " to rank " +
-                                  std::to_string(to) + " (tag " +
-                                  std::to_string(tag) + ")";
+        const std::string route =
+            world_name(e, from) + " to " + world_name(e, to) + " (tag " +
+            std::to_string(tag) + (comm ? ", on its communicator)" : ")");
         if (k >= other.size()) {
           fail(e,
                e.kind == Event::kSend ? "dest" : "src",
                "its message from " + route + " is never " +
                    (e.kind == Event::kSend
-                        ? "received: rank " + std::to_string(to) +
-                              " receives only "
-                        : "sent: rank " + std::to_string(from) +
-                              " sends only ") +
+                        ? "received: " + world_name(e, to) + " receives only "
+                        : "sent: " + world_name(e, from) + " sends only ") +
                    std::to_string(other.size()) + " such message(s)");
         }
         if (own[k].size != other[k].size) {

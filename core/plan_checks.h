@@ -26,11 +26,15 @@ std::string byte_string(std::size_t bytes);
 // sends (any node with a "dest" attribute) never block, blocking receives
 // (a "src" attribute, not a request) wait for the matching send, every-rank
 // nodes are barriers. A loop node is a barrier, then one step of each body
-// it runs (its messages must pair within the step), then a barrier. Nodes
-// on a communicator other than `world` are not simulated. Throws RunError,
-// the same on every rank, naming the node (and the loop whose body holds
-// it), its rank and its peer, when a receive would wait forever, a message
-// would never be received, or a message's size differs from its receive's.
+// it runs (its messages must pair within the step), then a barrier. On a
+// sub-communicator (CommContext::group_of) peers are ranks of each rank's
+// group, messages match within it, and its every-rank nodes are barriers of
+// the group; nodes on a communicator whose groups this process cannot tell
+// (a split of a split) are not simulated. Throws RunError, the same on
+// every rank, naming the node (and the loop whose body holds it), its rank
+// and its peer, when a receive would wait forever, a message would never be
+// received, a message's size differs from its receive's, or a peer is not
+// a rank of some rank's group.
 void check_point_to_point_pairing(const std::vector<const Node*>& comm_nodes,
                                   const CommContext& world);
 

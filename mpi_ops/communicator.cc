@@ -2,9 +2,12 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <numeric>
 #include <string>
+#include <tuple>
 #include <typeinfo>
 
 #include "core/check.h"
@@ -24,10 +27,21 @@ std::shared_ptr<Communicator> Communicator::world() {
           "main()");
     }
     install_stop_report();
-    return std::shared_ptr<Communicator>(
+    auto made = std::shared_ptr<Communicator>(
         new Communicator(std::make_unique<MpiComm>(), "world"));
+    made->groups_.emplace_back(made->size_);
+    std::iota(made->groups_[0].begin(), made->groups_[0].end(), 0);
+    made->group_index_.assign(made->size_, 0);
+    return made;
   }();
   return world;
+}
+
+const std::vector<int>* Communicator::group_of(int world_rank) const {
+  if (world_rank < 0 || world_rank >= static_cast<int>(group_index_.size())) {
+    return nullptr;
+  }
+  return &groups_[group_index_[world_rank]];
 }
 
 Communicator::Communicator(std::unique_ptr<MpiComm> comm, std::string name)
@@ -62,11 +76,39 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
               std::to_string(color) + ")");
   mpi_detail::check_mpi(MPI_Comm_split(mpi_->comm, color, key, &made->comm),
                         "MPI_Comm_split");
+  // Of the world, every rank's color and key give every rank's group as
+  // MPI_Comm_split forms it (by key, then by rank): for group_of().
+  std::vector<int> colors_and_keys;
+  if (mpi_->comm == MPI_COMM_WORLD) {
+    const int mine[2] = {color, key};
+    colors_and_keys.resize(2 * size_);
+    mpi_detail::check_mpi(
+        MPI_Allgather(
+            mine, 2, MPI_INT, colors_and_keys.data(), 2, MPI_INT, mpi_->comm),
+        "MPI_Allgather");
+  }
   stop_watch();
   auto out = std::shared_ptr<Communicator>(new Communicator(
       std::move(made),
       "split(color " + std::to_string(color) + ") of " + name_));
   out->deadline_seconds_ = deadline_seconds_;
+  if (!colors_and_keys.empty()) {
+    std::vector<int> order(size_);
+    std::iota(order.begin(), order.end(), 0);
+    auto color_of = [&](int r) { return colors_and_keys[2 * r]; };
+    auto key_of = [&](int r) { return colors_and_keys[2 * r + 1]; };
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      return std::make_tuple(color_of(a), key_of(a), a) <
+             std::make_tuple(color_of(b), key_of(b), b);
+    });
+    out->group_index_.assign(size_, 0);
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      if (k == 0 || color_of(order[k]) != color_of(order[k - 1]))
+        out->groups_.emplace_back();
+      out->groups_.back().push_back(order[k]);
+      out->group_index_[order[k]] = static_cast<int>(out->groups_.size()) - 1;
+    }
+  }
   return out;
 }
 

@@ -60,6 +60,7 @@ class Communicator final : public CommContext {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  const std::vector<int>* group_of(int world_rank) const override;
 
   // Communication deadline in seconds; 0 disables it. Range: >= 0.
   // Default: $ADGRAPH_COMM_DEADLINE, else 0.
@@ -198,6 +199,10 @@ class Communicator final : public CommContext {
 
   std::unique_ptr<MpiComm> mpi_;
   std::string name_;
+  // group_of(): the groups, and each world rank's group; both empty when
+  // not known (a split of a split).
+  std::vector<std::vector<int>> groups_;
+  std::vector<int> group_index_;
   int rank_ = 0;
   int size_ = 1;
   int world_rank_ = 0;

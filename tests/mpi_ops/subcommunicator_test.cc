@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "tests/mpi_ops/mpi_test_util.h"
 
@@ -108,6 +109,128 @@ TEST(SubCommunicator, DivergenceIsFoundAmongTheMembers) {
         std::string(e.what()).find("on communicator split(color 0) of world"),
         std::string::npos)
         << e.what();
+  }
+}
+
+// Every rank knows every rank's group of a split of the world, in the
+// split's rank order (by key, then by rank), for the plan-time pairing
+// check; of a split of a split it knows none.
+TEST(SubCommunicator, EveryRankKnowsTheGroupsOfASplitOfTheWorld) {
+  const int rank = world_rank(), size = world_size();
+  auto world = Communicator::world();
+  auto parity = world->split(rank % 2, -rank);  // descending world rank
+  for (int w = 0; w < size; ++w) {
+    std::vector<int> want;
+    for (int q = size - 1; q >= 0; --q)
+      if (q % 2 == w % 2) want.push_back(q);
+    ASSERT_NE(parity->group_of(w), nullptr) << w;
+    EXPECT_EQ(*parity->group_of(w), want) << "world rank " << w;
+    std::vector<int> everyone(size);
+    for (int q = 0; q < size; ++q) everyone[q] = q;
+    EXPECT_EQ(*world->group_of(w), everyone);
+  }
+  EXPECT_EQ(parity->group_of(size), nullptr);
+  EXPECT_EQ(parity->split(0, 0)->group_of(rank), nullptr);
+}
+
+// One communicator of every rank in reverse order (rank k of it is world
+// rank P − 1 − k), in a graph every rank builds the same. Every rank sends
+// x to each rank k of it and receives from each: y = Σ_k (k + 1)·x_{P−1−k},
+// and for J = Σ_ranks sum(y), ∂J/∂x_r = P·(P − r) (rank r's x arrives as
+// message k = P − 1 − r on all P ranks). The plan-time check pairs the
+// messages within the communicator; a receive no one sends is reported
+// with both numberings, before anything runs.
+TEST(SubCommunicator, PointToPointMessagesPairWithinTheirCommunicator) {
+  const int rank = world_rank(), size = world_size();
+  auto reversed = Communicator::world()->split(0, -rank);
+  ASSERT_EQ(reversed->rank(), size - 1 - rank);
+  auto program = [&](Value x) {
+    CommScope on(x.graph(), reversed);
+    for (int k = 0; k < size; ++k) mpi_send(x, k, 4);
+    Value y;
+    for (int k = 0; k < size; ++k) {
+      Value term = mpi_recv(x, k, 4) * (k + 1.0);
+      y = y.valid() ? y + term : term;
+    }
+    return y;
+  };
+  Graph g;
+  g.set_same_on_every_rank(true);
+  Value x = g.placeholder("x", {2});
+  Value y = program(x);
+  Value grad = gradient(sum(y), x);
+  auto xs = [](int q) { return Tensor({q + 1.0, -0.5 * q}); };
+  Session s(g);
+  auto out = s.run({y, grad}, {{x, xs(rank)}});
+  for (int i = 0; i < 2; ++i) {
+    double want = 0;
+    for (int k = 0; k < size; ++k) want += (k + 1.0) * xs(size - 1 - k)[i];
+    EXPECT_EQ(out[0][i], want);
+    EXPECT_EQ(out[1][i], size * (size - rank));
+  }
+  Graph h;
+  Value u = h.placeholder("u", {2});
+  expect_gradients_ok(
+      rank_weighted_loss(program(u)), {u}, {{u, random_tensor({2}, 42)}});
+
+  // Every rank sends to rank 0 of it (world rank P − 1) and receives from
+  // it: only world rank P − 1 gets a message.
+  Graph bad;
+  bad.set_same_on_every_rank(true);
+  Value b = bad.placeholder("b", {2});
+  Value r;
+  {
+    CommScope on(bad, reversed);
+    mpi_send(b, 0, 5);
+    r = bad.add_node(
+        "mpi_recv", {b}, {{"src", 0}, {"tag", 5}}, {.name = "from_first"});
+  }
+  Session t(bad);
+  if (size == 1) {
+    EXPECT_EQ(t.run(r, {{b, xs(0)}}).to_vector(), xs(0).to_vector());
+    return;
+  }
+  const std::string last = std::to_string(size - 1);
+  try {
+    t.run(r, {{b, xs(rank)}});
+    ADD_FAILURE() << "an unmatched receive ran";
+  } catch (const RunError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "node \"from_first\" (mpi_recv): src: on world rank 0 it would "
+              "wait forever for rank 0 of its communicator (world rank " +
+                  last + ") (tag 5): world rank " + last +
+                  " sends it only 0 message(s) with that tag (every rank runs "
+                  "every node of this graph)");
+  }
+}
+
+// A graph every rank builds the same, on groups {0, …, P − 2} and {P − 1}:
+// a send to rank 1 of the group. A rank whose group has no rank 1 cannot
+// build it (every rank at P ≤ 2); from three ranks on, the others' plan
+// check reports the rank that could not, rather than wait for it.
+TEST(SubCommunicator, APeerMissingFromAnotherRanksGroupIsReported) {
+  const int rank = world_rank(), size = world_size();
+  auto split = Communicator::world()->split(rank == size - 1 ? 1 : 0, rank);
+  Graph g;
+  g.set_same_on_every_rank(true);
+  Value x = g.placeholder("x", {2});
+  CommScope on(g, split);
+  if (split->size() < 2) {
+    EXPECT_THROW(mpi_send(x, 1, 0), ShapeError);
+    return;
+  }
+  Value sent = g.add_node(
+      "mpi_send", {x}, {{"dest", 1}, {"tag", 0}}, {.name = "to_second"});
+  Session s(g);
+  try {
+    s.run(sent, {{x, Tensor({1.0, 2.0})}});
+    ADD_FAILURE() << "ran";
+  } catch (const RunError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "node \"to_second\" (mpi_send): dest: on world rank " +
+                  std::to_string(size - 1) +
+                  " its peer 1 is not a rank of its communicator, which has 1 "
+                  "rank(s) there (every rank runs every node of this graph)");
   }
 }
 
