@@ -192,15 +192,6 @@ LoopResult loop(int64_t trips,
       throw GraphError(
           "a loop body cannot create placeholders", n.name, "placeholder");
     }
-    // A step completes its sends on the body's communicator only.
-    if (n.comm && n.comm != bg->shared_comm()) {
-      throw GraphError(
-          "a loop body's communication nodes cannot use a sub-communicator "
-          "(yet): build the node outside the loop",
-          n.name,
-          n.op_name(),
-          "comm");
-    }
   }
   auto spec = std::make_shared<LoopSpec>();
   spec->trips = trips;

@@ -60,6 +60,10 @@ class BodyRunner final {
     ComputeFn kernel;  // kernel_of(*node)
   };
   CommContext* comm_;
+  // The communicators the steps run on (the body's and its nodes'
+  // sub-communicators), and their pending sends when a run starts.
+  std::vector<CommContext*> comms_;
+  std::vector<std::size_t> pending_;
   std::vector<Step> steps_;
   std::vector<Tensor> slots_;
   std::vector<const Tensor*> views_;

@@ -63,6 +63,14 @@ BodyRunner::BodyRunner(const LoopBody& body, const std::vector<int>& wanted)
     step.kernel = kernel_of(n);
     steps_.push_back(std::move(step));
   }
+  if (comm_ != nullptr) comms_.push_back(comm_);
+  for (const Step& step : steps_) {
+    CommContext* on = step.node->comm.get();
+    if (on != nullptr &&
+        std::find(comms_.begin(), comms_.end(), on) == comms_.end())
+      comms_.push_back(on);
+  }
+  pending_.resize(comms_.size());
   slots_.resize(num_slots, Tensor(Shape{0}));
   views_.resize(num_slots, nullptr);
   for (int s = 0; s < num_slots; ++s) views_[s] = &slots_[s];
@@ -130,7 +138,8 @@ BodyRunner::BodyRunner(const LoopBody& body, const std::vector<int>& wanted)
 void BodyRunner::run(const Tensor* const* inputs, Tensor* const* donated) {
   for (std::size_t i = 0; i < input_slot_.size(); ++i)
     views_[input_slot_[i]] = inputs[i];
-  const std::size_t pending = comm_ ? comm_->pending_sends() : 0;
+  for (std::size_t c = 0; c < comms_.size(); ++c)
+    pending_[c] = comms_[c]->pending_sends();
   const Tensor* inline_inputs[8];
   std::vector<const Tensor*> heap_inputs;
   for (const Step& step : steps_) {
@@ -170,10 +179,12 @@ void BodyRunner::run(const Tensor* const* inputs, Tensor* const* donated) {
     step.kernel(ctx);
     for (const auto& [out, slot] : step.in_place) views_[slot] = &slots_[slot];
   }
-  // A step's sends complete within the step: every rank runs the same
-  // body, so their receives were posted in it too.
-  if (comm_ && comm_->pending_sends() > pending)
-    comm_->complete_sends_from(pending);
+  // A step's sends complete within the step, on every communicator: every
+  // rank runs the same body, so their receives were posted in it too.
+  for (std::size_t c = 0; c < comms_.size(); ++c) {
+    if (comms_[c]->pending_sends() > pending_[c])
+      comms_[c]->complete_sends_from(pending_[c]);
+  }
 }
 
 const Tensor& BodyRunner::output(int k) const {
@@ -291,6 +302,8 @@ std::vector<Value> clone_body(const LoopBody& body,
     if (n.name != n.op_name() + "_" + std::to_string(id)) options.name = n.name;
     options.tensors = n.tensors;
     options.loop = n.loop;
+    // A node on a sub-communicator stays on it.
+    if (n.comm && n.comm != g.shared_comm()) options.comm = n.comm;
     for (int c : n.control_inputs) options.after.push_back(copy[c][0]);
     copy[id] = dst.add_node_outputs(n.op_name(), in, n.attrs, options);
   }
