@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/check.h"
 #include "core/comm_context.h"
@@ -58,8 +60,10 @@ namespace {
 // snapshots_bound() states while it runs, the last one in place of the
 // tape, the others beside it (they work on copies, LoopCache::take_over).
 // While a loop or adjoint runs, its bodies' own loops hold theirs too, and
-// each body's runner holds one buffer per value of the body (BodyRunner),
-// kept in the loop's cache from then on, so counted once per body.
+// each body's runner holds one buffer per value its wanted outputs need
+// (BodyRunner), kept in the loop's cache from then on, so counted once per
+// body and set of wanted outputs: a forward loop whose step outputs are
+// read has a runner of its own beside the one its adjoints recompute with.
 class LoopMemory {
  public:
   // Call for every node of the run before run(): counts the adjoints that
@@ -71,17 +75,33 @@ class LoopMemory {
   }
   // Node n runs with `live` bytes held before it: returns the most held
   // while it runs, `live` included, and leaves in `live` what is held after
-  // it (a tape it starts or ends).
-  std::size_t run(const Node& n, std::size_t& live) {
+  // it (a tape it starts or ends). `readers`: per output of n, the nodes
+  // and fetches that read it (null: all outputs are read).
+  std::size_t run(const Node& n,
+                  std::size_t& live,
+                  const std::vector<int>* readers = nullptr) {
     const LoopSpec* spec = n.loop.get();
     if (!spec) return live;
     std::size_t nested = body_peak(spec->forward);
     if (spec->kind == LoopSpec::Kind::kAdjoint)
       nested = std::max(nested, body_peak(spec->reverse));
-    // The runners' values, held from this node on.
-    live += body_values(n, spec->forward);
-    if (spec->kind == LoopSpec::Kind::kAdjoint)
-      live += body_values(n, spec->reverse);
+    // The runners' values, held from this node on. A forward loop's runner
+    // makes its carries and the step outputs that are read (run_loop); an
+    // adjoint's recompute the carries and make the cotangents (Reversal).
+    std::vector<int> wanted(spec->num_carries);
+    std::iota(wanted.begin(), wanted.end(), 0);
+    if (spec->kind == LoopSpec::Kind::kAdjoint) {
+      live += body_values(n, spec->forward, wanted);
+      wanted.resize(spec->num_reverse);
+      std::iota(wanted.begin(), wanted.end(), 0);
+      live += body_values(n, spec->reverse, wanted);
+    } else {
+      for (int j = 0; j < spec->num_step_outputs; ++j) {
+        const int k = spec->num_carries + j;
+        if (readers == nullptr || (*readers)[k] > 0) wanted.push_back(k);
+      }
+      live += body_values(n, spec->forward, wanted);
+    }
     const std::size_t state = sizeof(double) * spec->state_elements();
     std::size_t held = 0, during = live + nested;
     const Node* named = &n;  // for a taped adjoint: the forward loop
@@ -128,14 +148,17 @@ class LoopMemory {
     largest_value_ = value;
     largest_value_loop_ = loop;
   }
-  // The bytes of the values a body's runner keeps (those its outputs need;
-  // its placeholders are the loop's inputs), the first time `loop` or
-  // another loop node runs that body; 0 after.
-  std::size_t body_values(const Node& loop, const LoopBody& body) {
-    if (!body.graph || !runners_.insert(body.graph.get()).second) return 0;
+  // The bytes of the values a runner of `body` for outputs `wanted` keeps
+  // (those they need; its placeholders are the loop's inputs), the first
+  // time `loop` or another loop node runs it; 0 after.
+  std::size_t body_values(const Node& loop,
+                          const LoopBody& body,
+                          const std::vector<int>& wanted) {
+    if (!body.graph || !runners_.emplace(body.graph.get(), wanted).second)
+      return 0;
     const Graph& g = *body.graph;
     std::vector<int> roots;
-    for (const Value& v : body.outputs) roots.push_back(v.node_id());
+    for (int k : wanted) roots.push_back(body.outputs[k].node_id());
     for (const Value& v : body.inputs) roots.push_back(v.node_id());
     const std::vector<char> needed = detail::needed_nodes(g, roots);
     std::size_t bytes = 0;
@@ -168,7 +191,8 @@ class LoopMemory {
   }
 
   std::map<const Node*, Tape> tapes_;  // forward loop -> its tape
-  std::set<const Graph*> runners_;     // bodies whose values are counted
+  // (body, wanted outputs) of the runners whose values are counted
+  std::set<std::pair<const Graph*, std::vector<int>>> runners_;
   const Node* largest_ = nullptr;
   std::size_t largest_bytes_ = 0;
   const Node* largest_value_ = nullptr;
@@ -198,7 +222,7 @@ void Session::check_memory(const Plan& plan) {
       if (!adopted) live += b;
       if (b > largest) largest = b, biggest = &n;
     }
-    peak = std::max(peak, loops.run(n, live));
+    peak = std::max(peak, loops.run(n, live, &step.readers));
     for (int slot : step.release) live -= bytes[slot];
   }
   // Small plans cannot matter; skip reading /proc for them.
