@@ -244,6 +244,36 @@ TEST(Loop, TheMemoryEstimateCountsTheSnapshotsOfNestedLoops) {
   }
 }
 
+constexpr int64_t kWideRows = 40960, kWideCols = 1024;
+
+// `steps` steps from x0 (kWideCols points) of x ← x + 0.001·m², m the mean
+// of x broadcast to kWideRows × kWideCols (node "wide", 320 MiB); with
+// `output`, m is also each step's output. The loop node is "widen".
+LoopResult widening_loop(Value x0,
+                         int64_t steps,
+                         LoopOptions options,
+                         bool output) {
+  options.name = "widen";
+  return loop(
+      steps,
+      {x0},
+      {},
+      [output](const LoopArgs& a) {
+        const Value& x = a.carries[0];
+        NodeOptions named;
+        named.name = "wide";
+        Value wide =
+            x.graph().add_node("broadcast_to",
+                               {x},
+                               {{"shape", Shape{kWideRows, kWideCols}}},
+                               named);
+        Value m = mean(wide, {0});
+        return LoopStep{{x + 0.001 * square(m)},
+                        output ? std::vector<Value>{m} : std::vector<Value>{}};
+      },
+      options);
+}
+
 // A body value far larger than the loop's state: each step broadcasts the
 // 1024-point state to 40960 × 1024 (320 MiB) and takes its mean back. The
 // body's runner keeps that value from the loop's first step on, so the
@@ -251,24 +281,10 @@ TEST(Loop, TheMemoryEstimateCountsTheSnapshotsOfNestedLoops) {
 // limit. (Counting only snapshots and the plan's own values, the estimate
 // was a few KiB, under the check's threshold, and the run took 320 MiB.)
 TEST(Loop, TheMemoryEstimateCountsTheValuesALoopBodyKeeps) {
-  constexpr int64_t rows = 40960, cols = 1024;
+  constexpr int64_t cols = kWideCols;
   Graph g;
   Value x0 = g.placeholder("x0", {cols});
-  LoopOptions options;
-  options.name = "widen";
-  LoopResult r = loop(
-      3,
-      {x0},
-      {},
-      [](const LoopArgs& a) {
-        const Value& x = a.carries[0];
-        NodeOptions named;
-        named.name = "wide";
-        Value wide = x.graph().add_node(
-            "broadcast_to", {x}, {{"shape", Shape{rows, cols}}}, named);
-        return LoopStep{{x + 0.001 * square(mean(wide, {0}))}, {}};
-      },
-      options);
+  LoopResult r = widening_loop(x0, 3, {}, false);
   Tensor x(Shape{cols});
   for (int64_t j = 0; j < cols; ++j) x[j] = 0.25 + 0.5 * j / cols;
   Session s(g);
@@ -296,8 +312,7 @@ TEST(Loop, TheMemoryEstimateCountsTheValuesALoopBodyKeeps) {
 }
 
 // A forward loop whose step outputs are read, and its adjoint under
-// binomial(2) over 8 steps. Each step broadcasts the 1024-point state to
-// 40960 × 1024 (320 MiB) and takes its mean back, which is also the step's
+// binomial(2) over 8 steps: widening_loop with the mean as each step's
 // output. Three runners keep values: the forward loop's, which makes the
 // carry and the output (the broadcast, 320 MiB); the one the adjoint
 // recomputes states with, which makes the carry only (320 MiB: a runner
@@ -307,30 +322,17 @@ TEST(Loop, TheMemoryEstimateCountsTheValuesALoopBodyKeeps) {
 // values the estimate is 1600 MiB, "1.56 GiB"; the run peaks at 1607 MiB
 // resident. Counting the forward body once, it said 1.25 GiB.
 TEST(Loop, TheMemoryEstimateCountsEachRunnerOfABody) {
-  constexpr int64_t rows = 40960, cols = 1024;
   Graph g;
-  Value x0 = g.placeholder("x0", {cols});
+  Value x0 = g.placeholder("x0", {kWideCols});
   LoopOptions options;
-  options.name = "widen";
   options.checkpoints = CheckpointSchedule::binomial(2);
-  LoopResult r = loop(
-      8,
-      {x0},
-      {},
-      [](const LoopArgs& a) {
-        const Value& x = a.carries[0];
-        Value wide = x.graph().add_node(
-            "broadcast_to", {x}, {{"shape", Shape{rows, cols}}});
-        Value m = mean(wide, {0});
-        return LoopStep{{x + 0.001 * square(m)}, {m}};
-      },
-      options);
+  LoopResult r = widening_loop(x0, 8, options, true);
   Value seen = sum(r.outputs[0]);
   Value grad = gradient(sum(r.carries[0]), x0);
   Session s(g);
   ScopedEnv limit("ADGRAPH_MEMORY_LIMIT", "300M");
   const std::string message =
-      run_error(s, {seen, grad}, {{x0, Tensor(Shape{cols}, 0.5)}});
+      run_error(s, {seen, grad}, {{x0, Tensor(Shape{kWideCols}, 0.5)}});
   EXPECT_EQ(message.rfind("fetch: this run needs an estimated 1.56 GiB of "
                           "intermediate tensors at its peak",
                           0),
