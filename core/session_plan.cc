@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,7 +13,7 @@
 #include "core/comm_context.h"
 #include "core/error.h"
 #include "core/loop.h"
-#include "core/loop_impl.h"
+#include "core/loop_memory.h"
 #include "core/op.h"
 #include "core/plan_checks.h"
 
@@ -52,161 +50,11 @@ void Session::check_requests(const Plan& plan) {
   }
 }
 
-namespace {
-
-// The memory loops hold beyond their outputs, in a run's order of nodes. A
-// loop whose tape adjoints of the same run read holds its snapshots from
-// its own step to the last such adjoint's; each adjoint holds at most
-// snapshots_bound() states while it runs, the last one in place of the
-// tape, the others beside it (they work on copies, LoopCache::take_over).
-// While a loop or adjoint runs, its bodies' own loops hold theirs too, and
-// each body's runner holds one buffer per value its wanted outputs need
-// (BodyRunner), kept in the loop's cache from then on, so counted once per
-// body and set of wanted outputs: a forward loop whose step outputs are
-// read has a runner of its own beside the one its adjoints recompute with.
-class LoopMemory {
- public:
-  // Call for every node of the run before run(): counts the adjoints that
-  // read each tape.
-  void count(const Node& n) {
-    const LoopSpec* spec = n.loop.get();
-    if (spec && spec->kind == LoopSpec::Kind::kAdjoint && spec->taped)
-      ++tapes_[&n.inputs.back().node()].takers;
-  }
-  // Node n runs with `live` bytes held before it: returns the most held
-  // while it runs, `live` included, and leaves in `live` what is held after
-  // it (a tape it starts or ends). `readers`: per output of n, the nodes
-  // and fetches that read it (null: all outputs are read).
-  std::size_t run(const Node& n,
-                  std::size_t& live,
-                  const std::vector<int>* readers = nullptr) {
-    const LoopSpec* spec = n.loop.get();
-    if (!spec) return live;
-    std::size_t nested = body_peak(spec->forward);
-    if (spec->kind == LoopSpec::Kind::kAdjoint)
-      nested = std::max(nested, body_peak(spec->reverse));
-    // The runners' values, held from this node on. A forward loop's runner
-    // makes its carries and the step outputs that are read (run_loop); an
-    // adjoint's recompute the carries and make the cotangents (Reversal).
-    std::vector<int> wanted(spec->num_carries);
-    std::iota(wanted.begin(), wanted.end(), 0);
-    if (spec->kind == LoopSpec::Kind::kAdjoint) {
-      live += body_values(n, spec->forward, wanted);
-      wanted.resize(spec->num_reverse);
-      std::iota(wanted.begin(), wanted.end(), 0);
-      live += body_values(n, spec->reverse, wanted);
-    } else {
-      for (int j = 0; j < spec->num_step_outputs; ++j) {
-        const int k = spec->num_carries + j;
-        if (readers == nullptr || (*readers)[k] > 0) wanted.push_back(k);
-      }
-      live += body_values(n, spec->forward, wanted);
-    }
-    const std::size_t state = sizeof(double) * spec->state_elements();
-    std::size_t held = 0, during = live + nested;
-    const Node* named = &n;  // for a taped adjoint: the forward loop
-    if (auto it = tapes_.find(&n); it != tapes_.end()) {
-      held = it->second.bytes = state * spec->tape_positions().size();
-      live += held;
-      during = live + nested;
-    } else if (spec->kind == LoopSpec::Kind::kAdjoint) {
-      held = state * spec->snapshots_bound();
-      during = live + held + nested;
-      if (spec->taped) {
-        named = &n.inputs.back().node();
-        Tape& tape = tapes_.at(named);
-        if (--tape.takers == 0) {
-          during = live - tape.bytes + std::max(held, tape.bytes) + nested;
-          live -= std::exchange(tape.bytes, 0);
-        }
-      }
-    }
-    note(named, held);
-    return during;
-  }
-  // The loop node whose own snapshots are the most held at once, at any
-  // depth, and their bytes.
-  const Node* largest() const { return largest_; }
-  std::size_t largest_bytes() const { return largest_bytes_; }
-  // The largest value of any body, at any depth, its bytes and the loop
-  // node whose body it is in.
-  const Node* largest_value() const { return largest_value_; }
-  std::size_t largest_value_bytes() const { return largest_value_bytes_; }
-  const Node* largest_value_loop() const { return largest_value_loop_; }
-
- private:
-  struct Tape {
-    std::size_t bytes = 0;
-    int takers = 0;  // adjoints still to read it
-  };
-  void note(const Node* loop, std::size_t bytes) {
-    if (bytes > largest_bytes_) largest_bytes_ = bytes, largest_ = loop;
-  }
-  void note_value(const Node* value, std::size_t bytes, const Node* loop) {
-    if (bytes <= largest_value_bytes_) return;
-    largest_value_bytes_ = bytes;
-    largest_value_ = value;
-    largest_value_loop_ = loop;
-  }
-  // The bytes of the values a runner of `body` for outputs `wanted` keeps
-  // (those they need; its placeholders are the loop's inputs), the first
-  // time `loop` or another loop node runs it; 0 after.
-  std::size_t body_values(const Node& loop,
-                          const LoopBody& body,
-                          const std::vector<int>& wanted) {
-    if (!body.graph || !runners_.emplace(body.graph.get(), wanted).second)
-      return 0;
-    const Graph& g = *body.graph;
-    std::vector<int> roots;
-    for (int k : wanted) roots.push_back(body.outputs[k].node_id());
-    for (const Value& v : body.inputs) roots.push_back(v.node_id());
-    const std::vector<char> needed = detail::needed_nodes(g, roots);
-    std::size_t bytes = 0;
-    for (int id = 0; id < g.num_nodes(); ++id) {
-      const Node& n = g.node(id);
-      if (!needed[id] || n.op_name() == "placeholder") continue;
-      for (const Shape& shape : n.output_shapes) {
-        const std::size_t b = sizeof(double) * num_elements(shape);
-        bytes += b;
-        note_value(&n, b, &loop);
-      }
-    }
-    return bytes;
-  }
-  // The most a body's loops hold during one step, their runners' values
-  // included (nodes in creation order, the order a body runs them).
-  std::size_t body_peak(const LoopBody& body) {
-    if (!body.graph) return 0;
-    const Graph& g = *body.graph;
-    LoopMemory inner;
-    for (int id = 0; id < g.num_nodes(); ++id) inner.count(g.node(id));
-    std::size_t live = 0, peak = 0;
-    for (int id = 0; id < g.num_nodes(); ++id)
-      peak = std::max(peak, inner.run(g.node(id), live));
-    note(inner.largest_, inner.largest_bytes_);
-    note_value(inner.largest_value_,
-               inner.largest_value_bytes_,
-               inner.largest_value_loop_);
-    return peak;
-  }
-
-  std::map<const Node*, Tape> tapes_;  // forward loop -> its tape
-  // (body, wanted outputs) of the runners whose values are counted
-  std::set<std::pair<const Graph*, std::vector<int>>> runners_;
-  const Node* largest_ = nullptr;
-  std::size_t largest_bytes_ = 0;
-  const Node* largest_value_ = nullptr;
-  const Node* largest_value_loop_ = nullptr;
-  std::size_t largest_value_bytes_ = 0;
-};
-
-}  // namespace
-
 void Session::check_memory(const Plan& plan) {
   // Live bytes in execution order: each step's new outputs, then the slots
   // it releases, and what loops hold (LoopMemory). Concurrent runs hold
   // about as much (a level at a time).
-  LoopMemory loops;
+  detail::LoopMemory loops;
   for (const Plan::Step& step : plan.steps) loops.count(*step.node);
   std::size_t live = 0, peak = 0, largest = 0;
   const Node* biggest = nullptr;
