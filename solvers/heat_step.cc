@@ -385,20 +385,21 @@ void register_heat_ops() {
         } else if (kappa_in != gk) {
           std::copy(kappa_in + i * m, kappa_in + (i + 1) * m, out_k);
         }
-        // ū = G + c·stencil(Z) and κ̄ += c·G ⊙ stencil(u), in one pass.
-        // In a middle row the pass covers all m points as the forward does
-        // (west of 0 and east of m − 1 read inside u); κ̄'s two end points
-        // are then put back and computed again with their halos and edge
-        // cotangents.
+        // f̄ = dt·G, and G's two end points for the edge terms, before the
+        // pass: it may write ū over this row of G (a middle row's G is ū⁺'s
+        // own row).
         if (want_f) {
           double* out_f = gf + i * m;
           for (int64_t j = 0; j < m; ++j) out_f[j] = dt * gc[j];
           out_f[0] += dt * el[i];
           out_f[m - 1] += dt * er[i];
         }
-        // The pass may write ū over this row of G (a middle row's G is
-        // ū⁺'s own row): its two end points are kept for the edges.
         const double g_first = gc[0], g_last = gc[m - 1];
+        // ū = G + c·stencil(Z) and κ̄ += c·G ⊙ stencil(u), in one pass.
+        // In a middle row the pass covers all m points as the forward does
+        // (west of 0 and east of m − 1 read inside u); κ̄'s two end points
+        // are then put back and computed again with their halos and edge
+        // cotangents.
         const bool whole = i > 0 && i + 1 < n && m > 1;
         const double k_first = out_k[0], k_last = out_k[m - 1];
         adjoint_row(whole ? 0 : 1,
