@@ -1,6 +1,11 @@
 #include "core/tensor.h"
 
+#include <cstdint>
 #include <utility>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "core/check.h"
 #include "core/error.h"
@@ -32,6 +37,36 @@ std::string shape_string(const Shape& shape) {
   return out + "]";
 }
 
+namespace {
+
+// Marks the whole 2 MiB pages inside [data, data + bytes) for transparent
+// huge pages. Pages the allocator already touched (a recycled heap block,
+// the page holding its header) stay small; a fresh mapping's others are
+// faulted in whole when THP is "madvise" or "always". Advice only: a
+// kernel without THP refuses it and nothing changes.
+void advise_huge_pages(double* data, std::size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+  const auto begin = reinterpret_cast<std::uintptr_t>(data);
+  const std::uintptr_t first = (begin + kHuge - 1) & ~(kHuge - 1);
+  const std::uintptr_t last = (begin + bytes) & ~(kHuge - 1);
+  if (last > first) {
+    madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+  }
+#else
+  (void)data;
+  (void)bytes;
+#endif
+}
+
+}  // namespace
+
+void Tensor::allocate(int64_t n) {
+  if (data_.size() == n) return;
+  data_.resize(n);
+  advise_huge_pages(data_.data(), bytes());
+}
+
 Tensor::Tensor() : data_(1) { data_[0] = 0.0; }
 
 Tensor::Tensor(Shape shape) : shape_(std::move(shape)) {
@@ -39,7 +74,20 @@ Tensor::Tensor(Shape shape) : shape_(std::move(shape)) {
     if (d < 0)
       throw ShapeError("negative extent in shape " + shape_string(shape_));
   }
-  data_.resize(num_elements(shape_));
+  allocate(num_elements(shape_));
+}
+
+Tensor::Tensor(const Tensor& other) : shape_(other.shape_) {
+  allocate(other.size());
+  data_ = other.data_;
+}
+
+Tensor& Tensor::operator=(const Tensor& other) {
+  if (this == &other) return *this;
+  shape_ = other.shape_;
+  allocate(other.size());
+  data_ = other.data_;
+  return *this;
 }
 
 Tensor::Tensor(Shape shape, double value) : Tensor(std::move(shape)) {

@@ -34,7 +34,9 @@ using RowMajorMatrix =
     Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 // A dense row-major tensor of doubles. Owns its storage (an Eigen array);
-// copying copies the data, moving is cheap.
+// copying copies the data, moving is cheap. Storage of 2 MiB or more is
+// offered to the kernel for transparent huge pages (Linux), which cuts the
+// TLB misses of kernels that stream large states.
 class Tensor final {
  public:
   // A scalar holding 0.
@@ -50,6 +52,12 @@ class Tensor final {
   // Note that Tensor({3}) is therefore the 1-D tensor [3.0]; write
   // Tensor(Shape{3}) for an uninitialised tensor of shape [3].
   Tensor(std::initializer_list<double> values);
+
+  Tensor(const Tensor& other);
+  Tensor& operator=(const Tensor& other);
+  Tensor(Tensor&&) noexcept = default;
+  Tensor& operator=(Tensor&&) noexcept = default;
+  ~Tensor() = default;
 
   static Tensor scalar(double value);
   static Tensor zeros(Shape shape) { return Tensor(std::move(shape), 0.0); }
@@ -93,6 +101,10 @@ class Tensor final {
  private:
   struct Empty {};
   explicit Tensor(Empty) {}
+
+  // Resizes the storage to `n` elements (contents undefined after a
+  // change of size) and advises huge pages for a new allocation.
+  void allocate(int64_t n);
 
   Shape shape_;
   Eigen::ArrayXd data_;

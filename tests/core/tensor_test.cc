@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+
 #include "core/error.h"
 #include "core/tensor_json.h"
 
@@ -31,6 +36,60 @@ TEST(Tensor, WrongValueCountThrowsShapeError) {
 TEST(Tensor, ShapeString) {
   EXPECT_EQ(shape_string({}), "[]");
   EXPECT_EQ(shape_string({3, 2}), "[3, 2]");
+}
+
+TEST(Tensor, CopiesOwnTheirStorage) {
+  Tensor a({2, 2}, {1, 2, 3, 4});
+  Tensor b = a;
+  b[0] = 9;
+  EXPECT_EQ(a.to_vector(), (std::vector<double>{1, 2, 3, 4}));
+  Tensor c({3}, {7, 8, 9});
+  c = a;  // a different size: fresh storage
+  EXPECT_EQ(c.shape(), (Shape{2, 2}));
+  EXPECT_EQ(c.to_vector(), a.to_vector());
+  EXPECT_NE(c.data(), a.data());
+  c = b;  // the same size: values only
+  EXPECT_EQ(c.to_vector(), (std::vector<double>{9, 2, 3, 4}));
+}
+
+// The VmFlags line of the mapping in /proc/self/smaps that holds `address`
+// ("" when none does).
+std::string vm_flags_at(std::uintptr_t address) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    std::uintptr_t begin = 0, end = 0;
+    char dash = 0;
+    std::istringstream header(line);
+    if (header >> std::hex >> begin >> dash >> end && dash == '-') {
+      inside = begin <= address && address < end;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+TEST(Tensor, LargeStorageIsAdvisedForHugePages) {
+  // 16 MiB: at least seven whole 2 MiB pages lie inside, wherever it starts.
+  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+  const auto inner_page = [&](const Tensor& t) {
+    const auto begin = reinterpret_cast<std::uintptr_t>(t.data());
+    return (begin + kHuge - 1) & ~(kHuge - 1);
+  };
+  Tensor big(Shape{int64_t{1} << 21}, 1.0);
+  Tensor copy = big;
+  Tensor assigned;
+  assigned = big;
+  for (const Tensor* t : {&big, &copy, &assigned}) {
+    const std::string flags = vm_flags_at(inner_page(*t));
+    ASSERT_NE(flags, "") << "no mapping holds the tensor's storage";
+    EXPECT_NE(flags.find(" hg"), std::string::npos)
+        << "the storage's mapping is not advised for huge pages: " << flags;
+  }
+  EXPECT_EQ(copy[(int64_t{1} << 21) - 1], 1.0);
+  EXPECT_EQ(assigned[0], 1.0);
 }
 
 TEST(TensorJson, NestedListsRoundTrip) {
