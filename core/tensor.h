@@ -34,9 +34,10 @@ using RowMajorMatrix =
     Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 // A dense row-major tensor of doubles. Owns its storage (an Eigen array);
-// copying copies the data, moving is cheap. Storage of 2 MiB or more is
-// offered to the kernel for transparent huge pages (Linux), which cuts the
-// TLB misses of kernels that stream large states.
+// copying copies the data, moving is cheap. The whole 2 MiB pages inside a
+// new storage are offered to the kernel for transparent huge pages (Linux):
+// kernels that stream states of several MiB run faster on them
+// (docs/PERFORMANCE.md, session 19).
 class Tensor final {
  public:
   // A scalar holding 0.
