@@ -84,9 +84,10 @@ Tensor::Tensor(const Tensor& other) : shape_(other.shape_) {
 
 Tensor& Tensor::operator=(const Tensor& other) {
   if (this == &other) return *this;
-  shape_ = other.shape_;
+  Shape shape = other.shape_;  // what may throw comes first
   allocate(other.size());
   data_ = other.data_;
+  shape_ = std::move(shape);
   return *this;
 }
 
