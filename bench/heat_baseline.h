@@ -38,14 +38,7 @@ class HeatBaseline {
     for (int n = 0; n < c_.nt; ++n) {
       auto& cur = states_[keep ? n : n % 2];
       auto& next = states_[keep ? n + 1 : (n + 1) % 2];
-      exchange(cur, false);
-      for (int64_t i = 0; i < n_; ++i) {
-        for (int64_t j = 0; j < m_; ++j) {
-          const int64_t k = i * m_ + j;
-          next[at(i, j)] =
-              cur[at(i, j)] + coef_ * kappa[k] * lap(cur, i, j) + dt_ * f_[k];
-        }
-      }
+      step(cur, kappa, next);
     }
     const auto& last = states_[keep ? c_.nt : c_.nt % 2];
     if (obs_.empty()) return 0.0;  // computing the observations themselves
@@ -81,6 +74,26 @@ class HeatBaseline {
       std::swap(ubar, prev);
     }
     return loss;
+  }
+
+  // The least a store-all gradient moves, with no adjoint arithmetic: the
+  // forward writing each state into a tape (kept across calls, so a repeat
+  // faults in no pages), then every taped state read once, last first, as
+  // an adjoint reads them. Returns the sum of the states read, so that no
+  // read can be dropped. Its time over run(kappa, nullptr)'s is the floor
+  // of a store-all gradient / forward on this machine.
+  double tape_floor(const std::vector<double>& kappa) {
+    tape_.resize(c_.nt + 1, std::vector<double>(ghosted(), 0.0));
+    load(u0_, tape_[0]);
+    for (int n = 0; n < c_.nt; ++n) step(tape_[n], kappa, tape_[n + 1]);
+    double sum = 0;
+    for (int n = c_.nt; n >= 0; --n) {
+      const std::vector<double>& u = tape_[n];
+      for (int64_t i = 0; i < n_; ++i) {
+        for (int64_t j = 0; j < m_; ++j) sum += u[at(i, j)];
+      }
+    }
+    return sum;
   }
 
   // This rank's part of the directional derivative L̇ of L along κ̇ (forward
@@ -121,6 +134,19 @@ class HeatBaseline {
   double lap(const std::vector<double>& u, int64_t i, int64_t j) const {
     return u[at(i - 1, j)] + u[at(i + 1, j)] + u[at(i, j - 1)] +
            u[at(i, j + 1)] - 4 * u[at(i, j)];
+  }
+  // next = u + c·κ·lap(u) + dt·f, after filling u's ghost layer.
+  void step(std::vector<double>& u,
+            const std::vector<double>& kappa,
+            std::vector<double>& next) {
+    exchange(u, false);
+    for (int64_t i = 0; i < n_; ++i) {
+      for (int64_t j = 0; j < m_; ++j) {
+        const int64_t k = i * m_ + j;
+        next[at(i, j)] =
+            u[at(i, j)] + coef_ * kappa[k] * lap(u, i, j) + dt_ * f_[k];
+      }
+    }
   }
   void load(const std::vector<double>& patch, std::vector<double>& g) const {
     for (int64_t i = 0; i < n_; ++i) {
@@ -190,7 +216,7 @@ class HeatBaseline {
   int neighbour_[4];
   double dt_, coef_;
   std::vector<double> u0_, f_, obs_;
-  std::vector<std::vector<double>> states_;
+  std::vector<std::vector<double>> states_, tape_;
   std::vector<double> send_[4], recv_[4];
 };
 
