@@ -37,6 +37,29 @@ std::shared_ptr<Communicator> Communicator::world() {
   return world;
 }
 
+std::shared_ptr<Communicator> Communicator::duplicate(int64_t handle,
+                                                     std::string name) {
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  if (!initialised) throw Error("duplicate: MPI is not initialised");
+  MPI_Comm given = MPI_Comm_f2c(static_cast<MPI_Fint>(handle));
+  if (given == MPI_COMM_NULL) throw Error("duplicate: MPI_COMM_NULL given");
+  auto made = std::make_unique<MpiComm>();
+  mpi_detail::check_mpi(MPI_Comm_dup(given, &made->comm), "MPI_Comm_dup");
+  int same = MPI_UNEQUAL;
+  MPI_Comm_compare(given, MPI_COMM_WORLD, &same);
+  auto out = std::shared_ptr<Communicator>(
+      new Communicator(std::move(made), std::move(name)));
+  if (same == MPI_IDENT || same == MPI_CONGRUENT) {
+    out->groups_.emplace_back(out->size_);
+    std::iota(out->groups_[0].begin(), out->groups_[0].end(), 0);
+    out->group_index_.assign(out->size_, 0);
+  }
+  return out;
+}
+
+int64_t Communicator::fortran_handle() const { return MPI_Comm_c2f(mpi_->comm); }
+
 const std::vector<int>* Communicator::group_of(int world_rank) const {
   if (world_rank < 0 || world_rank >= static_cast<int>(group_index_.size())) {
     return nullptr;

@@ -40,6 +40,18 @@ class Communicator final : public CommContext {
  public:
   // MPI_COMM_WORLD. Throws adgraph::Error when MPI is not initialised.
   static std::shared_ptr<Communicator> world();
+  // A duplicate (MPI_Comm_dup, collective over it) of the communicator
+  // whose Fortran handle is `handle` (MPI_Comm_c2f; mpi4py's Comm.py2f()),
+  // named `name`: adgraph's messages on it can never match the caller's
+  // own calls on the original, whatever their source and tag. It keeps the
+  // environment's deadline (ADGRAPH_COMM_DEADLINE). group_of() is known
+  // when it spans MPI_COMM_WORLD in world order. Throws adgraph::Error when
+  // MPI is not initialised or the handle is MPI_COMM_NULL.
+  static std::shared_ptr<Communicator> duplicate(int64_t handle,
+                                                 std::string name);
+  // This communicator's Fortran handle (for mpi4py's Comm.f2py); it stays
+  // valid while this object lives.
+  int64_t fortran_handle() const;
   ~Communicator() override;
 
   // Sub-communicators, made collectively by every rank of this one

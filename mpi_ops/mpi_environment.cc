@@ -89,8 +89,19 @@ std::shared_ptr<Communicator> program_world() {
 MpiEnvironment::MpiEnvironment(int* argc, char*** argv) {
   int initialised = 0;
   MPI_Initialized(&initialised);
-  if (initialised) return;
   int provided = 0;
+  if (initialised) {
+    // Someone else (mpi4py, the program) started MPI: it must still allow
+    // the calls adgraph makes from its executor's threads, one at a time.
+    MPI_Query_thread(&provided);
+    if (provided < MPI_THREAD_SERIALIZED) {
+      throw Error(
+          "MPI was initialised with a thread level below "
+          "MPI_THREAD_SERIALIZED, which adgraph needs (mpi4py: do not lower "
+          "mpi4py.rc.thread_level below \"serialized\")");
+    }
+    return;
+  }
   MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
   owns_ = true;
   if (provided < MPI_THREAD_SERIALIZED) {

@@ -1,0 +1,198 @@
+"""adgraph from Python: static computational graphs with reverse- and
+forward-mode automatic differentiation in which MPI communication is part of
+the graph. A thin layer over the C++ runtime; nothing is reimplemented here.
+
+Quick tour::
+
+    import numpy as np
+    import adgraph as ag
+
+    g = ag.Graph()
+    x = g.placeholder("x", (3,))
+    A = g.constant(np.array([[1.0, 2, 0], [0, 1, -1]]))
+    b = g.constant(np.array([1.0, 2.0]))
+    loss = ag.sum(ag.square(ag.matvec(A, x) - b))
+    grad = ag.gradient(loss, x)
+    L, dL = ag.Session(g).run([loss, grad], {x: np.ones(3)})   # 8.0, [4, 4, 4]
+
+Every op of the registry is a function here (``help(adgraph.mpi_bcast)``).
+Run under ``mpirun -n P python3 script.py``; every rank builds the same
+graph. MPI is started at import unless mpi4py (or the program) already did.
+"""
+
+import atexit as _atexit
+import contextlib as _contextlib
+import inspect as _inspect
+import sys as _sys
+import traceback as _traceback
+import types as _types
+
+from ._errors import Error, GraphError, JsonError, OptionsError, RunError, ShapeError
+from . import _adgraph
+
+_adgraph.start_mpi()
+_atexit.register(_adgraph.finish_mpi)
+
+from ._adgraph import (  # noqa: E402  (MPI must be up first)
+    Communicator,
+    GradientCheckResult,
+    Graph,
+    LoopArgs,
+    Session,
+    Value,
+    communicator,
+    gradients,
+    jvp,
+    loop_adjoints,
+    loop_stats,
+)
+from ._optimize import minimize, scipy_objective  # noqa: E402
+from . import _ops  # noqa: E402
+
+# numpy defers to Value's reflected operators (array + value, array * value).
+Value.__array_ufunc__ = None
+
+
+def _to_mpi4py(self):
+    """This communicator as an ``mpi4py.MPI.Intracomm`` (the same MPI
+    communicator, adgraph's duplicate: valid while this object lives)."""
+    from mpi4py import MPI
+    return MPI.Intracomm(MPI.Comm.f2py(self.fortran_handle()))
+
+
+Communicator.to_mpi4py = _to_mpi4py
+
+
+def gradient(y, x, grad_y=None):
+    """dy/dx with x's shape (``gradients(y, [x], grad_y)[0]``)."""
+    return gradients(y, [x], grad_y)[0]
+
+
+def loop(n, init, invariants, body, checkpoints=None, output_steps=(), name=""):
+    """A loop node: ``n`` steps of ``body`` (a Python function building the
+    step once, into a graph of its own).
+
+    Parameters
+    ----------
+    n : int
+        Static trip count, >= 1.
+    init : list of Value
+        Initial carries c_0.
+    invariants : list of Value
+        Loop-invariant inputs every step reads.
+    body : callable
+        ``body(args)`` with ``args.carries``, ``args.invariants``,
+        ``args.step`` (t as a scalar Value) and ``args.graph``; returns the
+        next carries (a list), or ``(carries, outputs)`` with per-step
+        outputs. The Values it sees belong to the body's graph and are valid
+        inside the function only.
+    checkpoints : "all", int, dict or None
+        The adjoint's schedule: ``"all"`` (store every step), ``s`` (binomial
+        with s snapshots), ``{"every": k}``, ``{"budget": bytes}``; None: the
+        graph's default (store all).
+    output_steps : sequence of int
+        Steps whose outputs are kept (default: every step).
+
+    Returns
+    -------
+    types.SimpleNamespace
+        ``carries`` (c_n), ``outputs`` (per-step outputs stacked along a new
+        first axis), ``node`` (the loop node, for ``loop_stats``).
+    """
+    carries, outputs, node = _adgraph._loop(n, list(init), list(invariants), body,
+                                            checkpoints, list(output_steps), name)
+    return _types.SimpleNamespace(carries=carries, outputs=outputs, node=node)
+
+
+@_contextlib.contextmanager
+def comm_scope(graph, comm):
+    """Communication nodes added to ``graph`` inside the ``with`` block use
+    ``comm`` (an adgraph Communicator, e.g. ``graph.comm.split(color)``, or an
+    mpi4py communicator, duplicated); their adjoints and tangents use it too."""
+    if not isinstance(comm, Communicator):
+        comm = communicator(comm)
+    scope = _adgraph._open_scope(graph, comm)
+    try:
+        yield comm
+    finally:
+        scope.close()
+
+
+def check_gradients(y, xs, feeds, **options):
+    """Compares ``gradients(y, xs)`` with central finite differences, runs
+    the Taylor test and (``check_jvp=True``, the default) checks ``jvp``.
+
+    Options keep their C++ names: ``step`` (1e-6), ``tolerance`` (1e-7),
+    ``directions`` (3), ``taylor_epsilon`` (1e-2), ``taylor_steps`` (8),
+    ``rate_tolerance`` (0.1), ``seed``, ``finite_differences`` (True),
+    ``check_jvp`` (True), ``jvp_tolerance`` (1e-9). With communication nodes
+    the checked function is the sum over ranks of y; every rank calls it.
+
+    Returns a ``GradientCheckResult`` (``ok``, ``max_fd_error``,
+    ``max_jvp_error``, ``taylor_rates``, ``jvp_taylor_rates``, ``message``),
+    the same on every rank.
+    """
+    return _adgraph.check_gradients(y, list(xs), feeds, options)
+
+
+def custom_op(name, forward, vjp, jvp=None, shape=None, doc=None, num_inputs=None):
+    """Registers an op written in Python and returns the function that adds
+    its nodes (also available as ``adgraph.<name>``).
+
+    Parameters
+    ----------
+    name : str
+        A new op name (``name_vjp`` and ``name_jvp`` are taken too).
+    forward : callable
+        ``forward(*inputs) -> array``: read-only float64 views of the inputs
+        (valid during the call only); the result must have the output's
+        shape.
+    vjp : callable
+        ``vjp(inputs, output, cotangent) -> list`` of one cotangent per input
+        (None for zero), each of its input's shape.
+    jvp : callable, optional
+        ``jvp(inputs, tangents) -> array``, the output's tangent. Without it,
+        forward mode (``jvp``, ``check_gradients(check_jvp=True)``) raises a
+        GraphError naming the op.
+    shape : callable, optional
+        ``shape(input_shapes) -> tuple``; default: the first input's shape.
+    num_inputs : int, optional
+        Default: the number of ``forward``'s positional parameters.
+
+    An exception raised inside reaches the caller of ``Session.run`` with
+    its own type and message. The op runs inside loops and under every
+    checkpoint schedule like a C++ op.
+    """
+    if num_inputs is None:
+        params = _inspect.signature(forward).parameters.values()
+        if any(p.kind == p.VAR_POSITIONAL for p in params):
+            raise OptionsError(f"custom_op {name!r}: forward takes *args; give num_inputs=")
+        num_inputs = sum(1 for p in params
+                         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+    _adgraph._register_python_op(name, num_inputs, forward, vjp, jvp, shape, doc or "")
+    function = _ops.make_op_function(_adgraph.describe_op(name))
+    globals()[name] = function
+    return function
+
+
+def _mpi_excepthook(kind, value, tb):
+    """An uncaught exception on one rank ends the whole job (with this
+    rank's traceback) instead of leaving the other ranks waiting for it."""
+    size = communicator().size
+    rank = communicator().rank
+    prefix = f"adgraph: rank {rank} of {size}: uncaught exception, ending the job\n"
+    _sys.stderr.write(prefix + "".join(_traceback.format_exception(kind, value, tb)))
+    _sys.stderr.flush()
+    if size > 1:
+        _adgraph.abort_job(1)
+    _previous_excepthook(kind, value, tb)
+
+
+_previous_excepthook = _sys.excepthook
+if communicator().size > 1:
+    _sys.excepthook = _mpi_excepthook
+
+_ops.generate(globals())
+
+
+__all__ = [name for name in globals() if not name.startswith("_")]

@@ -1,0 +1,114 @@
+"""L-BFGS / L-BFGS-B on a graph, and a bridge to ``scipy.optimize``."""
+
+import types
+
+import numpy as np
+
+from . import _adgraph
+
+
+def minimize(loss, variables, initial_values, bounds=None, layout="replicated",
+             feeds=None, **options):
+    """Minimises the one-element Value ``loss`` over the placeholders
+    ``variables`` with L-BFGS, or L-BFGS-B when ``bounds`` is given.
+
+    Parameters
+    ----------
+    loss : Value
+        One element. With communication nodes, every rank calls this in
+        lockstep.
+    variables : list of Value
+        Placeholders.
+    initial_values : list of array_like
+        One start value per variable, of its shape.
+    bounds : dict or list, optional
+        ``{"lower": [...], "upper": [...]}`` (either side may be left out)
+        or a list of ``(lower, upper)`` pairs, one per variable; each bound a
+        number or an array of the variable's shape (``±inf`` leaves it open).
+    layout : {"replicated", "sharded"}
+        Replicated: every rank holds the whole x and rank 0's loss and
+        gradient are used (build the loss with ``mpi_sum`` onto rank 0 and
+        enter x through ``mpi_bcast``). Sharded: each rank holds its slice;
+        f is summed over ranks.
+    feeds : dict, optional
+        Values of the other placeholders the loss needs.
+    **options
+        ``LbfgsOptions`` fields by their C++ names: ``history`` (m, default
+        10), ``tolerance_gradient`` (1e-8), ``tolerance_function`` (0),
+        ``max_iterations`` (1000), ``max_evaluations`` (100000), ``trace``
+        (False), ``checkpoint_every``, ``checkpoint_path``, ``resume``,
+        ``checkpoint_problem``.
+
+    Returns
+    -------
+    types.SimpleNamespace
+        The C++ summary's fields (``termination``, ``message``,
+        ``iterations``, ``evaluations``, ``initial_f``, ``final_f``,
+        ``gradient_norm``, ``active_bounds``, ``seconds``, ``f_history``,
+        ``gradient_norm_history``, ``resumed_at``) and ``x``, the minimiser
+        (one array per variable).
+    """
+    variables = list(variables)
+    lower = upper = None
+    bounded = bounds is not None
+    if bounded:
+        lower, upper = _bound_sides(bounds, variables)
+    summary = _adgraph._minimize(loss, variables, list(initial_values), lower, upper,
+                                 bounded, layout, feeds, options)
+    return types.SimpleNamespace(**summary)
+
+
+def _bound_sides(bounds, variables):
+    def side(values):
+        if values is None:
+            return []
+        return [np.broadcast_to(np.asarray(b, dtype=np.float64), v.shape).copy()
+                for b, v in zip(values, variables)]
+
+    if isinstance(bounds, dict):
+        unknown = set(bounds) - {"lower", "upper"}
+        if unknown:
+            from ._errors import OptionsError
+            raise OptionsError(f"bounds: unknown key {sorted(unknown)[0]!r} "
+                               "(expected 'lower' and 'upper')")
+        lo, up = bounds.get("lower"), bounds.get("upper")
+        if lo is not None and not isinstance(lo, (list, tuple)):
+            lo = [lo] * len(variables)
+        if up is not None and not isinstance(up, (list, tuple)):
+            up = [up] * len(variables)
+        return side(lo), side(up)
+    pairs = list(bounds)
+    lo = [(-np.inf if p[0] is None else p[0]) for p in pairs]
+    up = [(np.inf if p[1] is None else p[1]) for p in pairs]
+    return side(lo), side(up)
+
+
+def scipy_objective(loss, variables, feeds=None):
+    """``fun(x) -> (f, g)`` for ``scipy.optimize.minimize(fun, x0, jac=True)``
+    on a distributed graph.
+
+    ``x`` is the variables' values flattened and concatenated in order. Every
+    rank runs SciPy in lockstep; each evaluation runs the graph on every rank
+    and returns rank 0's f and gradient on all of them (replicated variables,
+    as ``minimize(layout="replicated")``), so SciPy's iterates are identical
+    on every rank. ``fun.size`` is the length of x; ``fun.unflatten(x)``
+    splits x into one array per variable.
+    """
+    variables = list(variables)
+    evaluator = _adgraph._Evaluator(loss, variables, feeds)
+
+    def fun(x):
+        f, g = evaluator(np.ascontiguousarray(x, dtype=np.float64))
+        return f, g
+
+    def unflatten(x):
+        out, at = [], 0
+        for v in variables:
+            n = int(np.prod(v.shape, dtype=np.int64))
+            out.append(np.asarray(x[at:at + n], dtype=np.float64).reshape(v.shape))
+            at += n
+        return out
+
+    fun.size = evaluator.size
+    fun.unflatten = unflatten
+    return fun

@@ -1,0 +1,97 @@
+// Shared by the files of the Python extension module adgraph._adgraph: how
+// Python objects map onto the C++ API. The module is a consumer of the
+// library, like driver/: nothing here is included by the library.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "adgraph.h"
+
+namespace adgraph::python {
+
+namespace py = pybind11;
+
+// A Value with a reference to its graph, so that a Python Value keeps its
+// graph alive (C++ Values do not own their graph). The owner of a loop
+// body's value does not own the body graph: such values are valid inside
+// the body function only.
+struct PyValue {
+  std::shared_ptr<Graph> owner;
+  Value value;
+};
+
+// Values of `owner` for `values`.
+std::vector<PyValue> wrap(const std::shared_ptr<Graph>& owner,
+                          const std::vector<Value>& values);
+std::vector<Value> unwrap(const std::vector<PyValue>& values);
+
+// A numpy array that owns `tensor` (moved into it): no copy. float64, the
+// tensor's shape (0-d for a scalar), C-contiguous, writeable.
+py::array to_array(Tensor&& tensor);
+// A read-only numpy view of `tensor`'s data, valid while `tensor` lives;
+// `base` is kept alive by the view.
+py::array view_of(const Tensor& tensor, py::handle base);
+// A tensor holding `object` (anything numpy.asarray takes) as float64.
+// Throws ShapeError naming `what` for a ragged or non-numeric object.
+Tensor to_tensor(py::handle object, const std::string& what);
+
+// Python values as JSON attributes: bool, int, float, str, lists, dicts and
+// numpy scalars. Throws GraphError naming `what` for anything else.
+nlohmann::json to_json(py::handle object, const std::string& what);
+
+// The graph a user's argument names: a Graph, or the graph of a Value.
+std::shared_ptr<Graph> graph_of(py::handle object);
+// `object` as a value of `graph`: a Value of that graph, or a number or
+// array-like made into a constant node.
+PyValue as_value(py::handle object, const std::shared_ptr<Graph>& graph);
+
+// Python exceptions raised inside callbacks the runtime makes (a custom
+// op's kernel, shape rule, a loop body) cannot cross the runtime's C++
+// frames with the interpreter released. The callback keeps the first one
+// here and throws a RunError; entry points call rethrow_kept_python_error()
+// (with the GIL held) so Python sees the original exception, with its type
+// and traceback.
+void keep_python_error(py::error_already_set& error);
+void rethrow_kept_python_error();
+
+// Runs `f` with the GIL released, then raises any Python exception a
+// callback kept (in place of the C++ exception it caused).
+template <class F>
+auto without_gil(F&& f) -> decltype(f()) {
+  try {
+    py::gil_scoped_release release;
+    return f();
+  } catch (...) {
+    rethrow_kept_python_error();
+    throw;
+  }
+}
+// Runs `f` holding the GIL (graph building that may call Python back),
+// raising a kept Python exception as without_gil does.
+template <class F>
+auto with_python_errors(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (...) {
+    rethrow_kept_python_error();
+    throw;
+  }
+}
+
+// Makes the communicator of graphs built without one (collective: at
+// import, on every rank).
+void start_python_world();
+
+void bind_graph(py::module_& m);
+void bind_communicator(py::module_& m);
+void bind_session(py::module_& m);
+void bind_custom_op(py::module_& m);
+void bind_optim(py::module_& m);
+
+}  // namespace adgraph::python
