@@ -96,3 +96,51 @@ function(adgraph_add_failure_test name)
       ENVIRONMENT "${ADGRAPH_MPI_TEST_ENV}")
   endforeach()
 endfunction()
+
+# Registers the pytest file tests/python/<name>.py at each rank count in
+# RANKS as python/<name>.np<N>: every rank runs pytest through
+# tests/python/run_pytest.py with the interpreter CMake chose
+# (ADGRAPH_PYTHON_EXECUTABLE) and the module built in ${CMAKE_BINARY_DIR}/python.
+set(ADGRAPH_PYTHON_TEST_ENV
+    "${ADGRAPH_MPI_TEST_ENV};PYTHONPATH=${CMAKE_BINARY_DIR}/python;PYTHONDONTWRITEBYTECODE=1")
+function(adgraph_add_python_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "RANKS" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  foreach(n IN LISTS ARG_RANKS)
+    add_test(NAME python/${name}.np${n}
+             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n}
+                     ${ADGRAPH_MPIEXEC_EXTRA_FLAGS} ${MPIEXEC_PREFLAGS}
+                     ${ADGRAPH_PYTHON_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/python/run_pytest.py
+                     ${PROJECT_SOURCE_DIR}/tests/python/${name}.py ${MPIEXEC_POSTFLAGS})
+    set_tests_properties(python/${name}.np${n} PROPERTIES
+      PROCESSORS ${n} LABELS "mpi;python" TIMEOUT ${ARG_TIMEOUT}
+      ENVIRONMENT "${ADGRAPH_PYTHON_TEST_ENV}")
+  endforeach()
+endfunction()
+
+# Registers the Python program examples/python/<name>.py with `ARGS` at
+# each rank count in RANKS as examples/python/<name>.np<N>; it passes when
+# it exits 0 (the examples check their own values) and, with PASS_REGEX,
+# prints a match.
+function(adgraph_add_python_example name)
+  cmake_parse_arguments(ARG "" "TIMEOUT;PASS_REGEX" "RANKS;ARGS" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  foreach(n IN LISTS ARG_RANKS)
+    add_test(NAME examples/python/${name}.np${n}
+             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n}
+                     ${ADGRAPH_MPIEXEC_EXTRA_FLAGS} ${MPIEXEC_PREFLAGS}
+                     ${ADGRAPH_PYTHON_EXECUTABLE} ${PROJECT_SOURCE_DIR}/examples/python/${name}.py
+                     ${MPIEXEC_POSTFLAGS} ${ARG_ARGS})
+    set_tests_properties(examples/python/${name}.np${n} PROPERTIES
+      PROCESSORS ${n} LABELS "mpi;python" TIMEOUT ${ARG_TIMEOUT}
+      ENVIRONMENT "${ADGRAPH_PYTHON_TEST_ENV}")
+    if(ARG_PASS_REGEX)
+      set_tests_properties(examples/python/${name}.np${n} PROPERTIES
+        PASS_REGULAR_EXPRESSION "${ARG_PASS_REGEX}")
+    endif()
+  endforeach()
+endfunction()

@@ -38,7 +38,7 @@ std::shared_ptr<Communicator> Communicator::world() {
 }
 
 std::shared_ptr<Communicator> Communicator::duplicate(int64_t handle,
-                                                     std::string name) {
+                                                      std::string name) {
   int initialised = 0;
   MPI_Initialized(&initialised);
   if (!initialised) throw Error("duplicate: MPI is not initialised");
@@ -58,7 +58,9 @@ std::shared_ptr<Communicator> Communicator::duplicate(int64_t handle,
   return out;
 }
 
-int64_t Communicator::fortran_handle() const { return MPI_Comm_c2f(mpi_->comm); }
+int64_t Communicator::fortran_handle() const {
+  return MPI_Comm_c2f(mpi_->comm);
+}
 
 const std::vector<int>* Communicator::group_of(int world_rank) const {
   if (world_rank < 0 || world_rank >= static_cast<int>(group_index_.size())) {

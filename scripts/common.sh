@@ -5,7 +5,11 @@ ADGRAPH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ADGRAPH_BUILD="${ADGRAPH_BUILD:-$ADGRAPH_ROOT/build}"
 ADGRAPH_PACKAGES=(cmake ninja-build g++ make libopenmpi-dev openmpi-bin
   libeigen3-dev nlohmann-json3-dev libgtest-dev libcli11-dev libplplot-dev
-  plplot-driver-cairo iproute2 iputils-ping util-linux)
+  plplot-driver-cairo iproute2 iputils-ping util-linux
+  # The Python front end: Debian's interpreter (/usr/bin/python3) and its
+  # packages, which CMake and the tests use.
+  python3 python3-dev pybind11-dev python3-numpy python3-mpi4py python3-scipy
+  python3-pytest python3-matplotlib)
 
 # Open MPI refuses root and more ranks than cores unless told otherwise.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

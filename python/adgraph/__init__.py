@@ -21,6 +21,7 @@ graph. MPI is started at import unless mpi4py (or the program) already did.
 """
 
 import atexit as _atexit
+import builtins as _builtins
 import contextlib as _contextlib
 import inspect as _inspect
 import sys as _sys
@@ -167,7 +168,7 @@ def custom_op(name, forward, vjp, jvp=None, shape=None, doc=None, num_inputs=Non
         params = _inspect.signature(forward).parameters.values()
         if any(p.kind == p.VAR_POSITIONAL for p in params):
             raise OptionsError(f"custom_op {name!r}: forward takes *args; give num_inputs=")
-        num_inputs = sum(1 for p in params
+        num_inputs = _builtins.sum(1 for p in params
                          if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
     _adgraph._register_python_op(name, num_inputs, forward, vjp, jvp, shape, doc or "")
     function = _ops.make_op_function(_adgraph.describe_op(name))

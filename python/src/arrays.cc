@@ -35,9 +35,8 @@ py::array to_array(Tensor&& tensor) {
 }
 
 py::array view_of(const Tensor& tensor, py::handle base) {
-  py::array_t<double> view(extents(tensor.shape()),
-                           const_cast<double*>(tensor.data()),
-                           base);
+  py::array_t<double> view(
+      extents(tensor.shape()), const_cast<double*>(tensor.data()), base);
   py::detail::array_proxy(view.ptr())->flags &=
       ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
   return view;
@@ -46,8 +45,9 @@ py::array view_of(const Tensor& tensor, py::handle base) {
 Tensor to_tensor(py::handle object, const std::string& what) {
   py::array_t<double, py::array::c_style | py::array::forcecast> array;
   try {
-    array = py::array_t<double, py::array::c_style | py::array::forcecast>::
-        ensure(object);
+    array =
+        py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(
+            object);
   } catch (py::error_already_set&) {
     array = {};
   }
@@ -62,10 +62,11 @@ Tensor to_tensor(py::handle object, const std::string& what) {
   }
   Shape shape(array.shape(), array.shape() + array.ndim());
   if (checked_num_elements(shape) < 0) {
-    throw ShapeError("shape " + shape_string(shape) + " has more than 2^30 elements",
-                     {},
-                     {},
-                     what);
+    throw ShapeError(
+        "shape " + shape_string(shape) + " has more than 2^30 elements",
+        {},
+        {},
+        what);
   }
   Tensor out(shape);
   if (out.size() > 0)
@@ -94,8 +95,7 @@ nlohmann::json to_json(py::handle object, const std::string& what) {
   if (py::isinstance<py::dict>(object)) {
     nlohmann::json out = nlohmann::json::object();
     for (auto item : py::reinterpret_borrow<py::dict>(object))
-      out[py::str(item.first).cast<std::string>()] =
-          to_json(item.second, what);
+      out[py::str(item.first).cast<std::string>()] = to_json(item.second, what);
     return out;
   }
   if (py::isinstance<py::list>(object) || py::isinstance<py::tuple>(object)) {
@@ -105,7 +105,8 @@ nlohmann::json to_json(py::handle object, const std::string& what) {
     return out;
   }
   // numpy scalars and arrays: through their Python equivalents.
-  if (py::hasattr(object, "tolist")) return to_json(object.attr("tolist")(), what);
+  if (py::hasattr(object, "tolist"))
+    return to_json(object.attr("tolist")(), what);
   throw GraphError("cannot be given as an attribute (" +
                        py::str(py::type::of(object)).cast<std::string>() + ")",
                    {},

@@ -29,29 +29,33 @@ std::vector<std::string> input_names(const std::string& prefix, int n) {
 }
 
 // `result` (array-like) copied into `out`, whose shape it must have.
-void store(py::handle result, Tensor& out, const KernelContext& c,
+void store(py::handle result,
+           Tensor& out,
+           const KernelContext& c,
            const std::string& what) {
   if (result.is_none()) {
     out.array().setZero();
     return;
   }
-  auto array = py::array_t<double, py::array::c_style | py::array::forcecast>::
-      ensure(result);
+  auto array =
+      py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(
+          result);
   if (!array) {
     PyErr_Clear();
     throw RunError(what + " returned " +
                        py::str(py::type::of(result)).cast<std::string>() +
                        ", not an array of numbers",
-                   c.node().name, c.node().op_name());
+                   c.node().name,
+                   c.node().op_name());
   }
   Shape shape(array.shape(), array.shape() + array.ndim());
   if (checked_num_elements(shape) != out.size()) {
     throw RunError(what + " returned shape " + shape_string(shape) +
                        ", expected " + shape_string(out.shape()),
-                   c.node().name, c.node().op_name());
+                   c.node().name,
+                   c.node().op_name());
   }
-  if (out.size() > 0)
-    std::memcpy(out.data(), array.data(), out.bytes());
+  if (out.size() > 0) std::memcpy(out.data(), array.data(), out.bytes());
 }
 
 // Calls Python for a kernel: the GIL taken, a Python exception kept for the
@@ -64,32 +68,36 @@ void call_python(const KernelContext& c, const std::string& what, F&& f) {
   } catch (py::error_already_set& e) {
     const std::string message = e.what();
     keep_python_error(e);
-    throw RunError(what + " raised " + message, c.node().name,
-                   c.node().op_name());
+    throw RunError(
+        what + " raised " + message, c.node().name, c.node().op_name());
   }
 }
 
 py::tuple input_views(const KernelContext& c, int first, int n) {
   py::tuple views(n);
-  for (int i = 0; i < n; ++i) views[i] = view_of(c.input(first + i), py::none());
+  for (int i = 0; i < n; ++i)
+    views[i] = view_of(c.input(first + i), py::none());
   return views;
 }
 
 Shapes forward_shape(const PyOp& op, const ShapeContext& c) {
   if (op.shape.is_none()) {
-    if (c.num_inputs() == 0) c.fail("shape", "an op without inputs needs shape=");
+    if (c.num_inputs() == 0)
+      c.fail("shape", "an op without inputs needs shape=");
     return {c.input_shape(0)};
   }
   py::gil_scoped_acquire gil;
   py::list shapes;
   for (int i = 0; i < c.num_inputs(); ++i) {
     const Shape& s = c.input_shape(i);
-    shapes.append(py::tuple(py::cast(std::vector<int64_t>(s.begin(), s.end()))));
+    shapes.append(
+        py::tuple(py::cast(std::vector<int64_t>(s.begin(), s.end()))));
   }
   try {
     py::object result = op.shape(shapes);
     Shape shape;
-    for (py::handle e : result.cast<py::sequence>()) shape.push_back(e.cast<int64_t>());
+    for (py::handle e : result.cast<py::sequence>())
+      shape.push_back(e.cast<int64_t>());
     if (checked_num_elements(shape) < 0)
       c.fail("shape", "shape() returned " + shape_string(shape));
     return {shape};
@@ -126,12 +134,14 @@ OpDef forward_def(const PyOp* op, const std::string& doc) {
       throw GraphError(
           "the Python op was registered without jvp=, so forward mode "
           "(jvp(), check_gradients' check_jvp) cannot go through it",
-          c.node().name, c.node().op_name());
+          c.node().name,
+          c.node().op_name());
     }
     if (!c.any_tangent()) return {Value()};
     Values inputs;
     for (int i = 0; i < op->num_inputs; ++i) inputs.push_back(c.input(i));
-    for (int i = 0; i < op->num_inputs; ++i) inputs.push_back(c.tangent_or_zeros(i));
+    for (int i = 0; i < op->num_inputs; ++i)
+      inputs.push_back(c.tangent_or_zeros(i));
     return {c.graph().add_node(op->name + "_jvp", inputs)};
   };
   return def;
@@ -154,20 +164,26 @@ OpDef vjp_def(const PyOp* op) {
   def.compute = [op, n](KernelContext& c) {
     call_python(c, "vjp", [&] {
       py::list xs(input_views(c, 0, n));
-      py::object result =
-          op->vjp(xs, view_of(c.input(n), py::none()), view_of(c.input(n + 1), py::none()));
+      py::object result = op->vjp(xs,
+                                  view_of(c.input(n), py::none()),
+                                  view_of(c.input(n + 1), py::none()));
       py::sequence seq;
-      if (n == 1 && !py::isinstance<py::list>(result) && !py::isinstance<py::tuple>(result))
+      if (n == 1 && !py::isinstance<py::list>(result) &&
+          !py::isinstance<py::tuple>(result))
         seq = py::make_tuple(result);
       else
         seq = result.cast<py::sequence>();
       if (static_cast<int>(py::len(seq)) != n) {
         throw RunError("vjp returned " + std::to_string(py::len(seq)) +
                            " cotangents for " + std::to_string(n) + " inputs",
-                       c.node().name, c.node().op_name());
+                       c.node().name,
+                       c.node().op_name());
       }
       for (int i = 0; i < n; ++i)
-        store(seq[i], c.output(i), c, "vjp (cotangent " + std::to_string(i) + ")");
+        store(seq[i],
+              c.output(i),
+              c,
+              "vjp (cotangent " + std::to_string(i) + ")");
     });
   };
   return def;
@@ -199,14 +215,23 @@ OpDef jvp_def(const PyOp* op) {
 void bind_custom_op(py::module_& m) {
   m.def(
       "_register_python_op",
-      [](const std::string& name, int num_inputs, py::object forward, py::object vjp,
-         py::object jvp, py::object shape, const std::string& doc) {
-        if (num_inputs < 0) throw OptionsError("must be >= 0", name, {}, "num_inputs");
+      [](const std::string& name,
+         int num_inputs,
+         py::object forward,
+         py::object vjp,
+         py::object jvp,
+         py::object shape,
+         const std::string& doc) {
+        if (num_inputs < 0)
+          throw OptionsError("must be >= 0", name, {}, "num_inputs");
         OpRegistry& registry = OpRegistry::global();
         for (const std::string& taken : {name, name + "_vjp", name + "_jvp"}) {
           if (registry.find(taken) != nullptr) {
-            throw GraphError("an op named \"" + taken + "\" is already registered",
-                             {}, {}, "name");
+            throw GraphError(
+                "an op named \"" + taken + "\" is already registered",
+                {},
+                {},
+                "name");
           }
         }
         // Registered ops live for the process, past the interpreter: the
@@ -216,8 +241,13 @@ void bind_custom_op(py::module_& m) {
         register_op(vjp_def(op));
         if (!jvp.is_none()) register_op(jvp_def(op));
       },
-      py::arg("name"), py::arg("num_inputs"), py::arg("forward"), py::arg("vjp"),
-      py::arg("jvp"), py::arg("shape"), py::arg("doc"));
+      py::arg("name"),
+      py::arg("num_inputs"),
+      py::arg("forward"),
+      py::arg("vjp"),
+      py::arg("jvp"),
+      py::arg("shape"),
+      py::arg("doc"));
 }
 
 }  // namespace adgraph::python

@@ -15,7 +15,8 @@ std::shared_ptr<Communicator> python_world() {
   static std::shared_ptr<Communicator> world = [] {
     auto made = Communicator::duplicate(MPI_Comm_c2f(MPI_COMM_WORLD), "world");
     const char* set = std::getenv("ADGRAPH_COMM_DEADLINE");
-    if (set == nullptr || *set == '\0') made->set_deadline(kProgramDeadlineSeconds);
+    if (set == nullptr || *set == '\0')
+      made->set_deadline(kProgramDeadlineSeconds);
     return made;
   }();
   return world;
@@ -33,17 +34,19 @@ std::shared_ptr<Communicator> communicator_from(py::handle comm) {
   if (py::isinstance<Communicator>(comm))
     return comm.cast<std::shared_ptr<Communicator>>();
   if (!py::hasattr(comm, "py2f")) {
-    throw OptionsError("expected an mpi4py communicator or an "
-                       "adgraph.Communicator, got " +
-                           py::str(py::type::of(comm)).cast<std::string>(),
-                       {},
-                       {},
-                       "comm");
+    throw OptionsError(
+        "expected an mpi4py communicator or an "
+        "adgraph.Communicator, got " +
+            py::str(py::type::of(comm)).cast<std::string>(),
+        {},
+        {},
+        "comm");
   }
   auto made = Communicator::duplicate(comm.attr("py2f")().cast<int64_t>(),
                                       "mpi4py communicator");
   const char* set = std::getenv("ADGRAPH_COMM_DEADLINE");
-  if (set == nullptr || *set == '\0') made->set_deadline(kProgramDeadlineSeconds);
+  if (set == nullptr || *set == '\0')
+    made->set_deadline(kProgramDeadlineSeconds);
   return made;
 }
 
@@ -79,7 +82,8 @@ std::vector<PyValue> add_node(const std::shared_ptr<Graph>& graph,
                               const py::list& after) {
   const OpDef& def = graph->registry().get(op);
   std::vector<Value> values;
-  for (py::handle input : inputs) values.push_back(as_value(input, graph).value);
+  for (py::handle input : inputs)
+    values.push_back(as_value(input, graph).value);
   nlohmann::json json_attrs = nlohmann::json::object();
   NodeOptions options;
   options.name = name;
@@ -89,15 +93,16 @@ std::vector<PyValue> add_node(const std::shared_ptr<Graph>& graph,
     for (const AttrSpec& a : def.attrs)
       if (a.name == key) spec = &a;
     if (spec != nullptr && spec->type == AttrType::kTensor)
-      options.tensors[key] = to_tensor(item.second, "attribute \"" + key + "\"");
+      options.tensors[key] =
+          to_tensor(item.second, "attribute \"" + key + "\"");
     else
       json_attrs[key] = to_json(item.second, "attribute \"" + key + "\"");
   }
   for (py::handle a : after) options.after.push_back(as_value(a, graph).value);
   return with_python_errors([&] {
     return wrap(graph,
-                graph->add_node_outputs(op, std::move(values), json_attrs,
-                                        std::move(options)));
+                graph->add_node_outputs(
+                    op, std::move(values), json_attrs, std::move(options)));
   });
 }
 
@@ -107,10 +112,10 @@ py::dict describe_op(const OpDef& def) {
     py::dict d;
     d["name"] = a.name;
     d["type"] = attr_type_name(a.type);
-    d["default"] = a.default_value.is_null()
-                       ? py::object(py::none())
-                       : py::module_::import("json").attr("loads")(
-                             a.default_value.dump());
+    d["default"] =
+        a.default_value.is_null()
+            ? py::object(py::none())
+            : py::module_::import("json").attr("loads")(a.default_value.dump());
     d["doc"] = a.doc;
     d["min"] = a.min;
     d["max"] = a.max;
@@ -129,10 +134,13 @@ py::dict describe_op(const OpDef& def) {
   return d;
 }
 
-PyValue binary(const PyValue& a, py::handle b, Value (*f)(Value, Value),
+PyValue binary(const PyValue& a,
+               py::handle b,
+               Value (*f)(Value, Value),
                bool reflected) {
   PyValue other = as_value(b, a.owner);
-  return {a.owner, reflected ? f(other.value, a.value) : f(a.value, other.value)};
+  return {a.owner,
+          reflected ? f(other.value, a.value) : f(a.value, other.value)};
 }
 
 Value add_f(Value a, Value b) { return add(a, b); }
@@ -142,28 +150,36 @@ Value div_f(Value a, Value b) { return div(a, b); }
 Value pow_f(Value a, Value b) { return pow(a, b); }
 
 void bind_value(py::module_& m) {
-  py::class_<PyValue>(m, "Value",
-                      "One output of one node of a graph: a symbolic handle. "
-                      "Arithmetic (+ - * / ** and unary -) with Values, numbers and "
-                      "numpy arrays adds nodes. It keeps its graph alive.")
+  py::class_<PyValue>(
+      m,
+      "Value",
+      "One output of one node of a graph: a symbolic handle. "
+      "Arithmetic (+ - * / ** and unary -) with Values, numbers and "
+      "numpy arrays adds nodes. It keeps its graph alive.")
       .def_property_readonly(
           "shape",
           [](const PyValue& v) {
             const Shape& s = v.value.shape();
-            return py::tuple(py::cast(std::vector<int64_t>(s.begin(), s.end())));
+            return py::tuple(
+                py::cast(std::vector<int64_t>(s.begin(), s.end())));
           },
           "The value's shape, a tuple (() for a scalar).")
       .def_property_readonly(
-          "name", [](const PyValue& v) { return v.value.name(); },
+          "name",
+          [](const PyValue& v) { return v.value.name(); },
           "The node's name (outputs after the first: \"name:k\").")
       .def_property_readonly(
-          "op", [](const PyValue& v) { return v.value.node().op_name(); },
+          "op",
+          [](const PyValue& v) { return v.value.node().op_name(); },
           "The node's op name.")
       .def_property_readonly(
-          "output", [](const PyValue& v) { return v.value.output(); },
+          "output",
+          [](const PyValue& v) { return v.value.output(); },
           "Which output of its node this value is.")
       .def_property_readonly(
-          "graph", [](const PyValue& v) { return v.owner; }, "The value's graph.")
+          "graph",
+          [](const PyValue& v) { return v.owner; },
+          "The value's graph.")
       .def("__repr__",
            [](const PyValue& v) {
              return "<adgraph.Value \"" + v.value.name() + "\" (" +
@@ -181,29 +197,60 @@ void bind_value(py::module_& m) {
              return py::isinstance<PyValue>(b) &&
                     a.value == b.cast<PyValue&>().value;
            })
-      .def("__add__", [](const PyValue& a, py::handle b) { return binary(a, b, add_f, false); })
-      .def("__radd__", [](const PyValue& a, py::handle b) { return binary(a, b, add_f, true); })
-      .def("__sub__", [](const PyValue& a, py::handle b) { return binary(a, b, sub_f, false); })
-      .def("__rsub__", [](const PyValue& a, py::handle b) { return binary(a, b, sub_f, true); })
-      .def("__mul__", [](const PyValue& a, py::handle b) { return binary(a, b, mul_f, false); })
-      .def("__rmul__", [](const PyValue& a, py::handle b) { return binary(a, b, mul_f, true); })
-      .def("__truediv__", [](const PyValue& a, py::handle b) { return binary(a, b, div_f, false); })
-      .def("__rtruediv__", [](const PyValue& a, py::handle b) { return binary(a, b, div_f, true); })
+      .def("__add__",
+           [](const PyValue& a, py::handle b) {
+             return binary(a, b, add_f, false);
+           })
+      .def("__radd__",
+           [](const PyValue& a, py::handle b) {
+             return binary(a, b, add_f, true);
+           })
+      .def("__sub__",
+           [](const PyValue& a, py::handle b) {
+             return binary(a, b, sub_f, false);
+           })
+      .def("__rsub__",
+           [](const PyValue& a, py::handle b) {
+             return binary(a, b, sub_f, true);
+           })
+      .def("__mul__",
+           [](const PyValue& a, py::handle b) {
+             return binary(a, b, mul_f, false);
+           })
+      .def("__rmul__",
+           [](const PyValue& a, py::handle b) {
+             return binary(a, b, mul_f, true);
+           })
+      .def("__truediv__",
+           [](const PyValue& a, py::handle b) {
+             return binary(a, b, div_f, false);
+           })
+      .def("__rtruediv__",
+           [](const PyValue& a, py::handle b) {
+             return binary(a, b, div_f, true);
+           })
       .def("__pow__",
            [](const PyValue& a, py::handle b) {
              if (PyFloat_Check(b.ptr()) || PyLong_Check(b.ptr()))
                return PyValue{a.owner, pow(a.value, b.cast<double>())};
              return binary(a, b, pow_f, false);
            })
-      .def("__rpow__", [](const PyValue& a, py::handle b) { return binary(a, b, pow_f, true); })
-      .def("__neg__", [](const PyValue& a) { return PyValue{a.owner, neg(a.value)}; });
+      .def("__rpow__",
+           [](const PyValue& a, py::handle b) {
+             return binary(a, b, pow_f, true);
+           })
+      .def("__neg__", [](const PyValue& a) {
+        return PyValue{a.owner, neg(a.value)};
+      });
 }
 
 void bind_graph_class(py::module_& m) {
   py::class_<Graph, std::shared_ptr<Graph>>(
-      m, "Graph",
+      m,
+      "Graph",
       "A static computational graph. Every rank builds the same graph.\n\n"
-      "Parameters\n----------\ncomm : mpi4py.MPI.Intracomm or adgraph.Communicator, "
+      "Parameters\n----------\ncomm : mpi4py.MPI.Intracomm or "
+      "adgraph.Communicator, "
       "optional\n    The communicator of its communication nodes. An mpi4py "
       "communicator is duplicated (collectively), so adgraph's messages never "
       "match the program's own; None: a duplicate of MPI.COMM_WORLD.")
@@ -213,21 +260,35 @@ void bind_graph_class(py::module_& m) {
              return g;
            }),
            py::arg("comm") = py::none())
-      .def("placeholder",
-           [](const std::shared_ptr<Graph>& g, const std::string& name, std::vector<int64_t> shape) {
-             return PyValue{g, g->placeholder(name, Shape(shape.begin(), shape.end()))};
-           },
-           py::arg("name"), py::arg("shape"),
-           "A value that Session.run must feed: float64 of `shape` (a tuple; () for a scalar).")
-      .def("constant",
-           [](const std::shared_ptr<Graph>& g, py::handle value, const std::string& name) {
-             return PyValue{g, g->constant(to_tensor(value, "constant"), name)};
-           },
-           py::arg("value"), py::arg("name") = "",
-           "A constant node holding a copy of `value` (a number or array-like).")
-      .def("get", [](const std::shared_ptr<Graph>& g, const std::string& name) {
-             return PyValue{g, g->get(name)};
-           }, py::arg("name"), "The first output of the node named `name` (GraphError if none).")
+      .def(
+          "placeholder",
+          [](const std::shared_ptr<Graph>& g,
+             const std::string& name,
+             std::vector<int64_t> shape) {
+            return PyValue{
+                g, g->placeholder(name, Shape(shape.begin(), shape.end()))};
+          },
+          py::arg("name"),
+          py::arg("shape"),
+          "A value that Session.run must feed: float64 of `shape` (a tuple; () "
+          "for a scalar).")
+      .def(
+          "constant",
+          [](const std::shared_ptr<Graph>& g,
+             py::handle value,
+             const std::string& name) {
+            return PyValue{g, g->constant(to_tensor(value, "constant"), name)};
+          },
+          py::arg("value"),
+          py::arg("name") = "",
+          "A constant node holding a copy of `value` (a number or array-like).")
+      .def(
+          "get",
+          [](const std::shared_ptr<Graph>& g, const std::string& name) {
+            return PyValue{g, g->get(name)};
+          },
+          py::arg("name"),
+          "The first output of the node named `name` (GraphError if none).")
       .def_property_readonly("num_nodes", &Graph::num_nodes, "Number of nodes.")
       .def_property_readonly(
           "comm",
@@ -235,39 +296,52 @@ void bind_graph_class(py::module_& m) {
             return std::dynamic_pointer_cast<Communicator>(g.shared_comm());
           },
           "The graph's communicator (an adgraph.Communicator).")
-      .def_property("same_on_every_rank", &Graph::same_on_every_rank,
-                    &Graph::set_same_on_every_rank,
-                    "Declares that every rank builds this graph identically, so "
-                    "each new plan's messages are checked to pair up.")
-      .def("set_default_checkpoints",
-           [](Graph& g, py::handle spec) { g.set_default_checkpoints(schedule_from(spec)); },
-           py::arg("checkpoints"),
-           "The checkpoint schedule of loops built without one.");
+      .def_property(
+          "same_on_every_rank",
+          &Graph::same_on_every_rank,
+          &Graph::set_same_on_every_rank,
+          "Declares that every rank builds this graph identically, so "
+          "each new plan's messages are checked to pair up.")
+      .def(
+          "set_default_checkpoints",
+          [](Graph& g, py::handle spec) {
+            g.set_default_checkpoints(schedule_from(spec));
+          },
+          py::arg("checkpoints"),
+          "The checkpoint schedule of loops built without one.");
 }
 
 void bind_derivatives(py::module_& m) {
-  m.def("gradients",
-        [](const PyValue& y, const std::vector<PyValue>& xs, py::object grad_y) {
-          Value gy = grad_y.is_none() ? Value() : as_value(grad_y, y.owner).value;
-          return with_python_errors(
-              [&] { return wrap(y.owner, gradients(y.value, unwrap(xs), gy)); });
-        },
-        py::arg("y"), py::arg("xs"), py::arg("grad_y") = py::none(),
-        "Adds the adjoint graph of y and returns dy/dx for each x in xs (with "
-        "x's shape): the gradient of sum(grad_y * y) (grad_y: ones by default). "
-        "With communication ops the loss is the sum of the per-rank losses.");
-  m.def("jvp",
-        [](const std::vector<PyValue>& ys, const std::vector<PyValue>& xs,
-           const py::list& tangents) {
-          if (ys.empty()) throw GraphError("jvp needs at least one y");
-          std::vector<Value> ts;
-          for (py::handle t : tangents) ts.push_back(as_value(t, ys[0].owner).value);
-          return with_python_errors(
-              [&] { return wrap(ys[0].owner, jvp(unwrap(ys), unwrap(xs), ts)); });
-        },
-        py::arg("ys"), py::arg("xs"), py::arg("tangents"),
-        "Forward mode: for each y, the directional derivative sum_k dy/dx_k . "
-        "tangents[k], with y's shape.");
+  m.def(
+      "gradients",
+      [](const PyValue& y, const std::vector<PyValue>& xs, py::object grad_y) {
+        Value gy = grad_y.is_none() ? Value() : as_value(grad_y, y.owner).value;
+        return with_python_errors(
+            [&] { return wrap(y.owner, gradients(y.value, unwrap(xs), gy)); });
+      },
+      py::arg("y"),
+      py::arg("xs"),
+      py::arg("grad_y") = py::none(),
+      "Adds the adjoint graph of y and returns dy/dx for each x in xs (with "
+      "x's shape): the gradient of sum(grad_y * y) (grad_y: ones by default). "
+      "With communication ops the loss is the sum of the per-rank losses.");
+  m.def(
+      "jvp",
+      [](const std::vector<PyValue>& ys,
+         const std::vector<PyValue>& xs,
+         const py::list& tangents) {
+        if (ys.empty()) throw GraphError("jvp needs at least one y");
+        std::vector<Value> ts;
+        for (py::handle t : tangents)
+          ts.push_back(as_value(t, ys[0].owner).value);
+        return with_python_errors(
+            [&] { return wrap(ys[0].owner, jvp(unwrap(ys), unwrap(xs), ts)); });
+      },
+      py::arg("ys"),
+      py::arg("xs"),
+      py::arg("tangents"),
+      "Forward mode: for each y, the directional derivative sum_k dy/dx_k . "
+      "tangents[k], with y's shape.");
 }
 
 struct PyLoopArgs {
@@ -276,28 +350,38 @@ struct PyLoopArgs {
   std::shared_ptr<Graph> graph;
 };
 
-std::vector<Value> values_from(py::handle object, const std::shared_ptr<Graph>& g) {
+std::vector<Value> values_from(py::handle object,
+                               const std::shared_ptr<Graph>& g) {
   std::vector<Value> out;
   if (py::isinstance<PyValue>(object)) return {object.cast<PyValue&>().value};
-  for (py::handle item : object.cast<py::sequence>()) out.push_back(as_value(item, g).value);
+  for (py::handle item : object.cast<py::sequence>())
+    out.push_back(as_value(item, g).value);
   return out;
 }
 
 void bind_loop(py::module_& m) {
   py::class_<PyLoopArgs>(m, "LoopArgs", "What a loop body receives.")
-      .def_readonly("carries", &PyLoopArgs::carries, "c_t, one Value per carry.")
-      .def_readonly("invariants", &PyLoopArgs::invariants, "The loop-invariant inputs.")
-      .def_readonly("step", &PyLoopArgs::step, "The step index t as a scalar Value.")
-      .def_readonly("graph", &PyLoopArgs::graph, "The body's own graph (for constants).");
+      .def_readonly(
+          "carries", &PyLoopArgs::carries, "c_t, one Value per carry.")
+      .def_readonly(
+          "invariants", &PyLoopArgs::invariants, "The loop-invariant inputs.")
+      .def_readonly(
+          "step", &PyLoopArgs::step, "The step index t as a scalar Value.")
+      .def_readonly(
+          "graph", &PyLoopArgs::graph, "The body's own graph (for constants).");
   m.def(
       "_loop",
-      [](int64_t trips, const std::vector<PyValue>& init,
-         const std::vector<PyValue>& invariants, py::function body,
-         py::handle checkpoints, std::vector<int64_t> output_steps,
+      [](int64_t trips,
+         const std::vector<PyValue>& init,
+         const std::vector<PyValue>& invariants,
+         py::function body,
+         py::handle checkpoints,
+         std::vector<int64_t> output_steps,
          const std::string& name) {
         if (init.empty() && invariants.empty())
           throw GraphError("a loop needs at least one carry or invariant");
-        std::shared_ptr<Graph> owner = init.empty() ? invariants[0].owner : init[0].owner;
+        std::shared_ptr<Graph> owner =
+            init.empty() ? invariants[0].owner : init[0].owner;
         LoopOptions options;
         options.name = name;
         options.checkpoints = schedule_from(checkpoints);
@@ -305,7 +389,8 @@ void bind_loop(py::module_& m) {
         auto build = [body](const LoopArgs& a) {
           // Values of the body graph do not own it: valid inside the body only.
           std::shared_ptr<Graph> g(std::shared_ptr<Graph>(), a.graph);
-          PyLoopArgs args{wrap(g, a.carries), wrap(g, a.invariants), {g, a.step}, g};
+          PyLoopArgs args{
+              wrap(g, a.carries), wrap(g, a.invariants), {g, a.step}, g};
           try {
             py::object result = body(args);
             LoopStep step;
@@ -325,50 +410,80 @@ void bind_loop(py::module_& m) {
           }
         };
         return with_python_errors([&] {
-          LoopResult r = loop(trips, unwrap(init), unwrap(invariants), build, options);
-          return py::make_tuple(wrap(owner, r.carries), wrap(owner, r.outputs),
+          LoopResult r =
+              loop(trips, unwrap(init), unwrap(invariants), build, options);
+          return py::make_tuple(wrap(owner, r.carries),
+                                wrap(owner, r.outputs),
                                 PyValue{owner, r.node});
         });
       },
-      py::arg("trips"), py::arg("init"), py::arg("invariants"), py::arg("body"),
-      py::arg("checkpoints") = py::none(), py::arg("output_steps") = std::vector<int64_t>{},
+      py::arg("trips"),
+      py::arg("init"),
+      py::arg("invariants"),
+      py::arg("body"),
+      py::arg("checkpoints") = py::none(),
+      py::arg("output_steps") = std::vector<int64_t>{},
       py::arg("name") = "");
-  m.def("loop_stats", [](const PyValue& node) {
-    LoopStats s = loop_stats(node.value);
-    py::dict d;
-    d["forward_steps"] = s.forward_steps;
-    d["taped_steps"] = s.taped_steps;
-    d["max_snapshots"] = s.max_snapshots;
-    d["snapshot_bytes"] = s.snapshot_bytes;
-    d["schedule"] = s.schedule;
-    return d;
-  }, py::arg("node"), "What the last run of a loop (or its adjoint) did.");
-  m.def("loop_adjoints", [](const PyValue& node) {
-    return wrap(node.owner, loop_adjoints(node.value));
-  }, py::arg("node"), "The loop_adjoint nodes gradients() built for a loop.");
+  m.def(
+      "loop_stats",
+      [](const PyValue& node) {
+        LoopStats s = loop_stats(node.value);
+        py::dict d;
+        d["forward_steps"] = s.forward_steps;
+        d["taped_steps"] = s.taped_steps;
+        d["max_snapshots"] = s.max_snapshots;
+        d["snapshot_bytes"] = s.snapshot_bytes;
+        d["schedule"] = s.schedule;
+        return d;
+      },
+      py::arg("node"),
+      "What the last run of a loop (or its adjoint) did.");
+  m.def(
+      "loop_adjoints",
+      [](const PyValue& node) {
+        return wrap(node.owner, loop_adjoints(node.value));
+      },
+      py::arg("node"),
+      "The loop_adjoint nodes gradients() built for a loop.");
 }
 
 }  // namespace
 
 void bind_communicator(py::module_& m) {
   py::class_<Communicator, std::shared_ptr<Communicator>>(
-      m, "Communicator",
+      m,
+      "Communicator",
       "adgraph's MPI communicator (its own duplicate of the one it was made "
       "from). Splits are collective over it.")
       .def_property_readonly("rank", &Communicator::rank)
       .def_property_readonly("size", &Communicator::size)
       .def_property_readonly("name", &Communicator::name)
-      .def("split", &Communicator::split, py::arg("color"), py::arg("key") = 0,
+      .def("split",
+           &Communicator::split,
+           py::arg("color"),
+           py::arg("key") = 0,
            "Ranks passing the same color (>= 0), ordered by key. Collective.")
-      .def("row_communicator", &Communicator::row_communicator, py::arg("rows"), py::arg("cols"),
+      .def("row_communicator",
+           &Communicator::row_communicator,
+           py::arg("rows"),
+           py::arg("cols"),
            "This rank's row of a rows x cols patch grid. Collective.")
-      .def("column_communicator", &Communicator::column_communicator, py::arg("rows"),
-           py::arg("cols"), "This rank's column of a rows x cols patch grid. Collective.")
-      .def_property("deadline", &Communicator::deadline, &Communicator::set_deadline,
+      .def("column_communicator",
+           &Communicator::column_communicator,
+           py::arg("rows"),
+           py::arg("cols"),
+           "This rank's column of a rows x cols patch grid. Collective.")
+      .def_property("deadline",
+                    &Communicator::deadline,
+                    &Communicator::set_deadline,
                     "Communication deadline in seconds (0: none).")
-      .def("fortran_handle", &Communicator::fortran_handle,
-           "The MPI handle (for mpi4py's Comm.f2py; Communicator.to_mpi4py uses it).");
-  m.def("communicator", &communicator_from, py::arg("comm") = py::none(),
+      .def("fortran_handle",
+           &Communicator::fortran_handle,
+           "The MPI handle (for mpi4py's Comm.f2py; Communicator.to_mpi4py "
+           "uses it).");
+  m.def("communicator",
+        &communicator_from,
+        py::arg("comm") = py::none(),
         "An adgraph Communicator for an mpi4py communicator (duplicated, "
         "collectively), or the process's world duplicate for None.");
 }
@@ -376,24 +491,38 @@ void bind_communicator(py::module_& m) {
 void bind_graph(py::module_& m) {
   bind_graph_class(m);
   bind_value(m);
-  m.def("add_node", &add_node, py::arg("graph"), py::arg("op"), py::arg("inputs"),
-        py::arg("attrs"), py::arg("name") = "", py::arg("after") = py::list(),
+  m.def("add_node",
+        &add_node,
+        py::arg("graph"),
+        py::arg("op"),
+        py::arg("inputs"),
+        py::arg("attrs"),
+        py::arg("name") = "",
+        py::arg("after") = py::list(),
         "Adds a node of registered op `op`; returns every output.");
-  m.def("registered_ops", [] {
-    py::list out;
-    for (const OpDef* def : OpRegistry::global().all()) out.append(describe_op(*def));
-    return out;
-  }, "Every registered op, described.");
-  m.def("describe_op", [](const std::string& name) {
-    return describe_op(OpRegistry::global().get(name));
-  }, py::arg("name"));
+  m.def(
+      "registered_ops",
+      [] {
+        py::list out;
+        for (const OpDef* def : OpRegistry::global().all())
+          out.append(describe_op(*def));
+        return out;
+      },
+      "Every registered op, described.");
+  m.def(
+      "describe_op",
+      [](const std::string& name) {
+        return describe_op(OpRegistry::global().get(name));
+      },
+      py::arg("name"));
   bind_derivatives(m);
   bind_loop(m);
   struct Scope {
     std::unique_ptr<CommScope> scope;
   };
-  py::class_<Scope>(m, "_CommScope")
-      .def("close", [](Scope& s) { s.scope.reset(); });
+  py::class_<Scope>(m, "_CommScope").def("close", [](Scope& s) {
+    s.scope.reset();
+  });
   m.def("_open_scope", [](Graph& g, std::shared_ptr<Communicator> comm) {
     return Scope{std::make_unique<CommScope>(g, std::move(comm))};
   });

@@ -12,7 +12,8 @@ namespace {
 MpiEnvironment* environment = nullptr;
 
 void start_mpi() {
-  if (environment == nullptr) environment = new MpiEnvironment(nullptr, nullptr);
+  if (environment == nullptr)
+    environment = new MpiEnvironment(nullptr, nullptr);
   start_python_world();
 }
 
@@ -57,13 +58,17 @@ PYBIND11_MODULE(_adgraph, m) {
   using namespace adgraph::python;
   m.doc() = "adgraph's C++ runtime; use the adgraph package, not this module.";
   translate_errors(m);
-  m.def("start_mpi", &start_mpi,
+  m.def("start_mpi",
+        &start_mpi,
         "Initialises MPI (MPI_THREAD_SERIALIZED) unless it is already; checks "
         "the thread level of an MPI started by someone else.");
-  m.def("finish_mpi", &finish_mpi,
+  m.def("finish_mpi",
+        &finish_mpi,
         "Finalises MPI if start_mpi() initialised it (at interpreter exit).");
-  m.def("abort_job", [](int code) { adgraph::abort_job(code); },
-        "Ends every rank of the job (MPI_Abort) with `code`.");
+  m.def(
+      "abort_job",
+      [](int code) { adgraph::abort_job(code); },
+      "Ends every rank of the job (MPI_Abort) with `code`.");
   bind_communicator(m);
   bind_graph(m);
   bind_session(m);

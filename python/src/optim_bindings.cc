@@ -10,22 +10,34 @@ optim::LbfgsOptions lbfgs_options(const py::dict& options) {
   for (auto item : options) {
     const std::string key = py::str(item.first).cast<std::string>();
     py::handle v = item.second;
-    if (key == "history") o.history = v.cast<int>();
-    else if (key == "tolerance_gradient") o.tolerance_gradient = v.cast<double>();
-    else if (key == "tolerance_function") o.tolerance_function = v.cast<double>();
-    else if (key == "max_iterations") o.max_iterations = v.cast<int>();
-    else if (key == "max_evaluations") o.max_evaluations = v.cast<int>();
-    else if (key == "trace") o.trace = v.cast<bool>();
-    else if (key == "checkpoint_every") o.checkpoint_every = v.cast<int>();
-    else if (key == "checkpoint_path") o.checkpoint_path = v.cast<std::string>();
-    else if (key == "resume") o.resume = v.cast<bool>();
-    else if (key == "checkpoint_problem") o.checkpoint_problem = v.cast<std::string>();
+    if (key == "history")
+      o.history = v.cast<int>();
+    else if (key == "tolerance_gradient")
+      o.tolerance_gradient = v.cast<double>();
+    else if (key == "tolerance_function")
+      o.tolerance_function = v.cast<double>();
+    else if (key == "max_iterations")
+      o.max_iterations = v.cast<int>();
+    else if (key == "max_evaluations")
+      o.max_evaluations = v.cast<int>();
+    else if (key == "trace")
+      o.trace = v.cast<bool>();
+    else if (key == "checkpoint_every")
+      o.checkpoint_every = v.cast<int>();
+    else if (key == "checkpoint_path")
+      o.checkpoint_path = v.cast<std::string>();
+    else if (key == "resume")
+      o.resume = v.cast<bool>();
+    else if (key == "checkpoint_problem")
+      o.checkpoint_problem = v.cast<std::string>();
     else
       throw OptionsError(
           "unknown option (LbfgsOptions has history, tolerance_gradient, "
           "tolerance_function, max_iterations, max_evaluations, trace, "
           "checkpoint_every, checkpoint_path, resume, checkpoint_problem)",
-          {}, {}, key);
+          {},
+          {},
+          key);
   }
   std::string error;
   if (!o.is_valid(&error)) throw OptionsError(error, {}, {}, "LbfgsOptions");
@@ -35,8 +47,11 @@ optim::LbfgsOptions lbfgs_options(const py::dict& options) {
 optim::Layout layout_of(const std::string& layout) {
   if (layout == "replicated") return optim::Layout::kReplicated;
   if (layout == "sharded") return optim::Layout::kSharded;
-  throw OptionsError("expected \"replicated\" or \"sharded\", got \"" + layout + "\"",
-                     {}, {}, "layout");
+  throw OptionsError(
+      "expected \"replicated\" or \"sharded\", got \"" + layout + "\"",
+      {},
+      {},
+      "layout");
 }
 
 std::vector<Tensor> tensors_of(py::handle list, const std::string& what) {
@@ -60,7 +75,8 @@ FeedMap feeds_of(const std::shared_ptr<Graph>& g, py::handle feeds) {
   return out;
 }
 
-py::dict summary_dict(const optim::LbfgsSummary& s, std::vector<Tensor>& values) {
+py::dict summary_dict(const optim::LbfgsSummary& s,
+                      std::vector<Tensor>& values) {
   py::dict d;
   d["termination"] = optim::termination_name(s.termination);
   d["message"] = s.message;
@@ -85,7 +101,8 @@ py::dict summary_dict(const optim::LbfgsSummary& s, std::vector<Tensor>& values)
 // variables, as optim::Layout::kReplicated).
 class Evaluator final {
  public:
-  Evaluator(const PyValue& objective, const std::vector<PyValue>& variables,
+  Evaluator(const PyValue& objective,
+            const std::vector<PyValue>& variables,
             py::handle feeds)
       : graph_(objective.owner), objective_(objective.value) {
     for (const PyValue& v : variables) variables_.push_back(v.value);
@@ -106,7 +123,9 @@ class Evaluator final {
     if (x.size() != size_) {
       throw ShapeError("expected " + std::to_string(size_) + " values, got " +
                            std::to_string(x.size()),
-                       {}, {}, "x");
+                       {},
+                       {},
+                       "x");
     }
     int64_t offset = 0;
     for (const Value& v : variables_) {
@@ -125,7 +144,8 @@ class Evaluator final {
         grad.array().segment(at, out[k].size()) = out[k].array();
         at += out[k].size();
       }
-      if (CommContext* comm = graph_->comm(); comm != nullptr && comm->size() > 1) {
+      if (CommContext* comm = graph_->comm();
+          comm != nullptr && comm->size() > 1) {
         comm->bcast(&f, 1, 0);
         comm->bcast(grad.data(), size_, 0);
       }
@@ -147,9 +167,15 @@ class Evaluator final {
 void bind_optim(py::module_& m) {
   m.def(
       "_minimize",
-      [](const PyValue& loss, const std::vector<PyValue>& variables, py::handle initial,
-         py::handle lower, py::handle upper, bool bounded, const std::string& layout,
-         py::handle feeds, const py::dict& options) {
+      [](const PyValue& loss,
+         const std::vector<PyValue>& variables,
+         py::handle initial,
+         py::handle lower,
+         py::handle upper,
+         bool bounded,
+         const std::string& layout,
+         py::handle feeds,
+         const py::dict& options) {
         std::vector<Tensor> values = tensors_of(initial, "initial value");
         FeedMap feed_map = feeds_of(loss.owner, feeds);
         optim::LbfgsOptions o = lbfgs_options(options);
@@ -169,12 +195,20 @@ void bind_optim(py::module_& m) {
         }
         return summary_dict(s, values);
       },
-      py::arg("loss"), py::arg("variables"), py::arg("initial"), py::arg("lower"),
-      py::arg("upper"), py::arg("bounded"), py::arg("layout"), py::arg("feeds"),
+      py::arg("loss"),
+      py::arg("variables"),
+      py::arg("initial"),
+      py::arg("lower"),
+      py::arg("upper"),
+      py::arg("bounded"),
+      py::arg("layout"),
+      py::arg("feeds"),
       py::arg("options"));
   py::class_<Evaluator>(m, "_Evaluator")
       .def(py::init<const PyValue&, const std::vector<PyValue>&, py::handle>(),
-           py::arg("loss"), py::arg("variables"), py::arg("feeds"))
+           py::arg("loss"),
+           py::arg("variables"),
+           py::arg("feeds"))
       .def_property_readonly("size", &Evaluator::size)
       .def("__call__", &Evaluator::operator(), py::arg("x"));
 }

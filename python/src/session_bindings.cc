@@ -30,9 +30,11 @@ Value fetch_of(const std::shared_ptr<Graph>& g, py::handle fetch) {
   return v.value;
 }
 
-std::vector<Value> fetches_of(const std::shared_ptr<Graph>& g, py::handle fetches) {
+std::vector<Value> fetches_of(const std::shared_ptr<Graph>& g,
+                              py::handle fetches) {
   std::vector<Value> out;
-  for (py::handle f : fetches.cast<py::sequence>()) out.push_back(fetch_of(g, f));
+  for (py::handle f : fetches.cast<py::sequence>())
+    out.push_back(fetch_of(g, f));
   return out;
 }
 
@@ -60,19 +62,25 @@ py::array checked_output(py::handle array, Value fetch) {
   if (!py::isinstance<py::array>(array)) fail("is not a numpy array");
   auto a = array.cast<py::array>();
   if (!a.dtype().is(py::dtype::of<double>()))
-    fail("has dtype " + py::str(a.dtype()).cast<std::string>() + ", expected float64");
+    fail("has dtype " + py::str(a.dtype()).cast<std::string>() +
+         ", expected float64");
   if (!(a.flags() & py::array::c_style)) fail("is not C-contiguous");
   if (!a.writeable()) fail("is read-only");
   Shape shape(a.shape(), a.shape() + a.ndim());
   if (shape != fetch.shape())
-    fail("has shape " + shape_string(shape) + ", expected " + shape_string(fetch.shape()));
+    fail("has shape " + shape_string(shape) + ", expected " +
+         shape_string(fetch.shape()));
   return a;
 }
 
-void run_into(PySession& s, py::handle fetches, py::handle feeds, py::handle outs) {
+void run_into(PySession& s,
+              py::handle fetches,
+              py::handle feeds,
+              py::handle outs) {
   const bool single = is_single(fetches);
   std::vector<Value> values =
-      single ? std::vector<Value>{fetch_of(s.graph, fetches)} : fetches_of(s.graph, fetches);
+      single ? std::vector<Value>{fetch_of(s.graph, fetches)}
+             : fetches_of(s.graph, fetches);
   std::vector<py::array> arrays;
   if (single) {
     arrays.push_back(checked_output(outs, values[0]));
@@ -98,7 +106,8 @@ void run_into(PySession& s, py::handle fetches, py::handle feeds, py::handle out
     s.session->run_into(values, feed_map, targets);
     for (std::size_t k = 0; k < values.size(); ++k) {
       if (targets[k]->size() > 0)
-        std::memcpy(arrays[k].mutable_data(), targets[k]->data(), targets[k]->bytes());
+        std::memcpy(
+            arrays[k].mutable_data(), targets[k]->data(), targets[k]->bytes());
     }
   });
 }
@@ -106,7 +115,8 @@ void run_into(PySession& s, py::handle fetches, py::handle feeds, py::handle out
 py::object run(PySession& s, py::handle fetches, py::handle feeds) {
   const bool single = is_single(fetches);
   std::vector<Value> values =
-      single ? std::vector<Value>{fetch_of(s.graph, fetches)} : fetches_of(s.graph, fetches);
+      single ? std::vector<Value>{fetch_of(s.graph, fetches)}
+             : fetches_of(s.graph, fetches);
   FeedMap feed_map = feeds_of(s.graph, feeds);
   std::vector<Tensor> out =
       without_gil([&] { return s.session->run(values, feed_map); });
@@ -121,21 +131,34 @@ GradientCheckOptions check_options(const py::dict& options) {
   for (auto item : options) {
     const std::string key = py::str(item.first).cast<std::string>();
     py::handle v = item.second;
-    if (key == "step") o.step = v.cast<double>();
-    else if (key == "tolerance") o.tolerance = v.cast<double>();
-    else if (key == "directions") o.directions = v.cast<int>();
-    else if (key == "taylor_epsilon") o.taylor_epsilon = v.cast<double>();
-    else if (key == "taylor_steps") o.taylor_steps = v.cast<int>();
-    else if (key == "rate_tolerance") o.rate_tolerance = v.cast<double>();
-    else if (key == "seed") o.seed = v.cast<unsigned>();
-    else if (key == "finite_differences") o.finite_differences = v.cast<bool>();
-    else if (key == "check_jvp") o.check_jvp = v.cast<bool>();
-    else if (key == "jvp_tolerance") o.jvp_tolerance = v.cast<double>();
+    if (key == "step")
+      o.step = v.cast<double>();
+    else if (key == "tolerance")
+      o.tolerance = v.cast<double>();
+    else if (key == "directions")
+      o.directions = v.cast<int>();
+    else if (key == "taylor_epsilon")
+      o.taylor_epsilon = v.cast<double>();
+    else if (key == "taylor_steps")
+      o.taylor_steps = v.cast<int>();
+    else if (key == "rate_tolerance")
+      o.rate_tolerance = v.cast<double>();
+    else if (key == "seed")
+      o.seed = v.cast<unsigned>();
+    else if (key == "finite_differences")
+      o.finite_differences = v.cast<bool>();
+    else if (key == "check_jvp")
+      o.check_jvp = v.cast<bool>();
+    else if (key == "jvp_tolerance")
+      o.jvp_tolerance = v.cast<double>();
     else
-      throw OptionsError("unknown option (GradientCheckOptions has step, tolerance, "
-                         "directions, taylor_epsilon, taylor_steps, rate_tolerance, "
-                         "seed, finite_differences, check_jvp, jvp_tolerance)",
-                         {}, {}, key);
+      throw OptionsError(
+          "unknown option (GradientCheckOptions has step, tolerance, "
+          "directions, taylor_epsilon, taylor_steps, rate_tolerance, "
+          "seed, finite_differences, check_jvp, jvp_tolerance)",
+          {},
+          {},
+          key);
   }
   return o;
 }
@@ -143,14 +166,18 @@ GradientCheckOptions check_options(const py::dict& options) {
 }  // namespace
 
 void bind_session(py::module_& m) {
-  py::class_<PySession>(m, "Session",
-                        "Plans and runs the part of a graph that a set of fetches needs.\n\n"
-                        "Parameters\n----------\ngraph : Graph\nconcurrent : bool\n"
-                        "    Run independent nodes on OpenMP threads (default False).\n"
-                        "num_threads : int\n    Threads when concurrent (0: OpenMP's default).\n"
-                        "recycle_buffers : bool\n    Reuse released buffers across runs "
-                        "(default True).")
-      .def(py::init([](std::shared_ptr<Graph> g, bool concurrent, int num_threads,
+  py::class_<PySession>(
+      m,
+      "Session",
+      "Plans and runs the part of a graph that a set of fetches needs.\n\n"
+      "Parameters\n----------\ngraph : Graph\nconcurrent : bool\n"
+      "    Run independent nodes on OpenMP threads (default False).\n"
+      "num_threads : int\n    Threads when concurrent (0: OpenMP's default).\n"
+      "recycle_buffers : bool\n    Reuse released buffers across runs "
+      "(default True).")
+      .def(py::init([](std::shared_ptr<Graph> g,
+                       bool concurrent,
+                       int num_threads,
                        bool recycle) {
              SessionOptions o;
              o.concurrent = concurrent;
@@ -159,33 +186,53 @@ void bind_session(py::module_& m) {
              auto session = std::make_unique<Session>(*g, o);
              return PySession{std::move(g), std::move(session), {}};
            }),
-           py::arg("graph"), py::arg("concurrent") = false, py::arg("num_threads") = 0,
+           py::arg("graph"),
+           py::arg("concurrent") = false,
+           py::arg("num_threads") = 0,
            py::arg("recycle_buffers") = true)
-      .def("run", &run, py::arg("fetches"), py::arg("feeds") = py::none(),
-           "Runs what `fetches` (a Value or name, or a list of them) need, with "
-           "`feeds` ({Value or name: array}) for the placeholders, and returns "
-           "numpy float64 arrays of the values' shapes (one, or a list). The "
-           "arrays own the results (no copy) and outlive the session. The GIL is "
-           "released while the runtime runs.")
-      .def("run_into", &run_into, py::arg("fetches"), py::arg("feeds"), py::arg("outs"),
+      .def(
+          "run",
+          &run,
+          py::arg("fetches"),
+          py::arg("feeds") = py::none(),
+          "Runs what `fetches` (a Value or name, or a list of them) need, with "
+          "`feeds` ({Value or name: array}) for the placeholders, and returns "
+          "numpy float64 arrays of the values' shapes (one, or a list). The "
+          "arrays own the results (no copy) and outlive the session. The GIL "
+          "is "
+          "released while the runtime runs.")
+      .def("run_into",
+           &run_into,
+           py::arg("fetches"),
+           py::arg("feeds"),
+           py::arg("outs"),
            "Like run(), but writes each fetched value into the caller's array "
            "(C-contiguous, writeable float64 of the fetch's shape); ValueError "
            "naming the fetch otherwise.")
-      .def_property_readonly("num_plans", [](const PySession& s) { return s.session->num_plans(); })
-      .def_property_readonly("stats", [](const PySession& s) {
-        const RunStats& r = s.session->stats();
-        py::dict d;
-        d["nodes_executed"] = r.nodes_executed;
-        d["peak_live_bytes"] = r.peak_live_bytes;
-        d["plan_cached"] = r.plan_cached;
-        d["buffers_allocated"] = r.buffers_allocated;
-        return d;
-      }, "Counters of the last run.")
-      .def("release_buffers", [](PySession& s) { s.session->release_buffers(); },
-           "Frees the buffers the session keeps between runs.");
+      .def_property_readonly(
+          "num_plans",
+          [](const PySession& s) { return s.session->num_plans(); })
+      .def_property_readonly(
+          "stats",
+          [](const PySession& s) {
+            const RunStats& r = s.session->stats();
+            py::dict d;
+            d["nodes_executed"] = r.nodes_executed;
+            d["peak_live_bytes"] = r.peak_live_bytes;
+            d["plan_cached"] = r.plan_cached;
+            d["buffers_allocated"] = r.buffers_allocated;
+            return d;
+          },
+          "Counters of the last run.")
+      .def(
+          "release_buffers",
+          [](PySession& s) { s.session->release_buffers(); },
+          "Frees the buffers the session keeps between runs.");
 
-  py::class_<GradientCheckResult>(m, "GradientCheckResult",
-                                  "What check_gradients found (the same on every rank).")
+  py::class_<GradientCheckResult>(
+      m,
+      "GradientCheckResult",
+      "What check_gradients found (the same on every rank).")
       .def_readonly("ok", &GradientCheckResult::ok)
       .def_readonly("max_fd_error", &GradientCheckResult::max_fd_error)
       .def_readonly("max_jvp_error", &GradientCheckResult::max_jvp_error)
@@ -194,19 +241,28 @@ void bind_session(py::module_& m) {
       .def_readonly("message", &GradientCheckResult::message)
       .def("__bool__", [](const GradientCheckResult& r) { return r.ok; })
       .def("__repr__", [](const GradientCheckResult& r) {
-        return std::string("<GradientCheckResult ok=") + (r.ok ? "True" : "False") +
+        return std::string("<GradientCheckResult ok=") +
+               (r.ok ? "True" : "False") +
                " max_fd_error=" + std::to_string(r.max_fd_error) +
-               (r.message.empty() ? "" : " message=\"" + r.message + "\"") + ">";
+               (r.message.empty() ? "" : " message=\"" + r.message + "\"") +
+               ">";
       });
-  m.def("check_gradients",
-        [](const PyValue& y, const std::vector<PyValue>& xs, py::handle feeds,
-           const py::dict& options) {
-          FeedMap feed_map = feeds_of(y.owner, feeds);
-          GradientCheckOptions o = check_options(options);
-          std::vector<Value> x = unwrap(xs);
-          return without_gil([&] { return check_gradients(y.value, x, feed_map, o); });
-        },
-        py::arg("y"), py::arg("xs"), py::arg("feeds"), py::arg("options") = py::dict());
+  m.def(
+      "check_gradients",
+      [](const PyValue& y,
+         const std::vector<PyValue>& xs,
+         py::handle feeds,
+         const py::dict& options) {
+        FeedMap feed_map = feeds_of(y.owner, feeds);
+        GradientCheckOptions o = check_options(options);
+        std::vector<Value> x = unwrap(xs);
+        return without_gil(
+            [&] { return check_gradients(y.value, x, feed_map, o); });
+      },
+      py::arg("y"),
+      py::arg("xs"),
+      py::arg("feeds"),
+      py::arg("options") = py::dict());
 }
 
 }  // namespace adgraph::python

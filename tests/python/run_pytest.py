@@ -12,7 +12,7 @@ import pytest
 from mpi4py import MPI
 
 rank = MPI.COMM_WORLD.rank
-args = sys.argv[1:] + ["-p", "no:cacheprovider", "-q"]
+args = sys.argv[1:] + ["-p", "no:cacheprovider", "-q", "--color=no"]
 if rank == 0:
     status = pytest.main(args)
 else:
