@@ -51,6 +51,12 @@ std::shared_ptr<Graph> graph_of(py::handle object);
 // array-like made into a constant node.
 PyValue as_value(py::handle object, const std::shared_ptr<Graph>& graph);
 
+// A fetch or feed key: a Value of `graph` or a node name. Throws RunError
+// (field "fetches") otherwise.
+Value fetch_of(const std::shared_ptr<Graph>& graph, py::handle fetch);
+// Feeds ({Value or name: array-like}, or None) as the session takes them.
+FeedMap feeds_of(const std::shared_ptr<Graph>& graph, py::handle feeds);
+
 // Python exceptions raised inside callbacks the runtime makes (a custom
 // op's kernel, shape rule, a loop body) cannot cross the runtime's C++
 // frames with the interpreter released. The callback keeps the first one

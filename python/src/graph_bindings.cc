@@ -8,16 +8,22 @@
 namespace adgraph::python {
 namespace {
 
+// The programs' deadline (ADGRAPH_COMM_DEADLINE, else 300 s) on `comm`.
+std::shared_ptr<Communicator> with_program_deadline(
+    std::shared_ptr<Communicator> comm) {
+  const char* set = std::getenv("ADGRAPH_COMM_DEADLINE");
+  if (set == nullptr || *set == '\0')
+    comm->set_deadline(kProgramDeadlineSeconds);
+  return comm;
+}
+
 // The communicator of graphs made without one: a duplicate of
 // MPI_COMM_WORLD, made at import (on every rank), so adgraph's messages
 // never match the program's own calls on MPI.COMM_WORLD.
 std::shared_ptr<Communicator> python_world() {
   static std::shared_ptr<Communicator> world = [] {
-    auto made = Communicator::duplicate(MPI_Comm_c2f(MPI_COMM_WORLD), "world");
-    const char* set = std::getenv("ADGRAPH_COMM_DEADLINE");
-    if (set == nullptr || *set == '\0')
-      made->set_deadline(kProgramDeadlineSeconds);
-    return made;
+    return with_program_deadline(
+        Communicator::duplicate(MPI_Comm_c2f(MPI_COMM_WORLD), "world"));
   }();
   return world;
 }
@@ -42,12 +48,8 @@ std::shared_ptr<Communicator> communicator_from(py::handle comm) {
         {},
         "comm");
   }
-  auto made = Communicator::duplicate(comm.attr("py2f")().cast<int64_t>(),
-                                      "mpi4py communicator");
-  const char* set = std::getenv("ADGRAPH_COMM_DEADLINE");
-  if (set == nullptr || *set == '\0')
-    made->set_deadline(kProgramDeadlineSeconds);
-  return made;
+  return with_program_deadline(Communicator::duplicate(
+      comm.attr("py2f")().cast<int64_t>(), "mpi4py communicator"));
 }
 
 CheckpointSchedule schedule_from(py::handle spec) {

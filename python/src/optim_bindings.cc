@@ -63,18 +63,6 @@ std::vector<Tensor> tensors_of(py::handle list, const std::string& what) {
   return out;
 }
 
-FeedMap feeds_of(const std::shared_ptr<Graph>& g, py::handle feeds) {
-  FeedMap out;
-  if (feeds.is_none()) return out;
-  for (auto item : feeds.cast<py::dict>()) {
-    Value target = PyUnicode_Check(item.first.ptr())
-                       ? g->get(item.first.cast<std::string>())
-                       : item.first.cast<PyValue&>().value;
-    out[target] = to_tensor(item.second, "feed of \"" + target.name() + "\"");
-  }
-  return out;
-}
-
 py::dict summary_dict(const optim::LbfgsSummary& s,
                       std::vector<Tensor>& values) {
   py::dict d;

@@ -4,16 +4,6 @@
 #include "python/src/bindings.h"
 
 namespace adgraph::python {
-namespace {
-
-// A Session with a reference to its graph.
-struct PySession {
-  std::shared_ptr<Graph> graph;
-  std::unique_ptr<Session> session;
-  // run_into's results before they are copied into the caller's arrays,
-  // kept so a repeated run allocates nothing.
-  std::vector<Tensor> scratch;
-};
 
 Value fetch_of(const std::shared_ptr<Graph>& g, py::handle fetch) {
   if (PyUnicode_Check(fetch.ptr())) return g->get(fetch.cast<std::string>());
@@ -30,6 +20,27 @@ Value fetch_of(const std::shared_ptr<Graph>& g, py::handle fetch) {
   return v.value;
 }
 
+FeedMap feeds_of(const std::shared_ptr<Graph>& g, py::handle feeds) {
+  FeedMap out;
+  if (feeds.is_none()) return out;
+  for (auto item : feeds.cast<py::dict>()) {
+    Value target = fetch_of(g, item.first);
+    out[target] = to_tensor(item.second, "feed of \"" + target.name() + "\"");
+  }
+  return out;
+}
+
+namespace {
+
+// A Session with a reference to its graph.
+struct PySession {
+  std::shared_ptr<Graph> graph;
+  std::unique_ptr<Session> session;
+  // run_into's results before they are copied into the caller's arrays,
+  // kept so a repeated run allocates nothing.
+  std::vector<Tensor> scratch;
+};
+
 std::vector<Value> fetches_of(const std::shared_ptr<Graph>& g,
                               py::handle fetches) {
   std::vector<Value> out;
@@ -40,16 +51,6 @@ std::vector<Value> fetches_of(const std::shared_ptr<Graph>& g,
 
 bool is_single(py::handle fetches) {
   return py::isinstance<PyValue>(fetches) || PyUnicode_Check(fetches.ptr());
-}
-
-FeedMap feeds_of(const std::shared_ptr<Graph>& g, py::handle feeds) {
-  FeedMap out;
-  if (feeds.is_none()) return out;
-  for (auto item : feeds.cast<py::dict>()) {
-    Value target = fetch_of(g, item.first);
-    out[target] = to_tensor(item.second, "feed of \"" + target.name() + "\"");
-  }
-  return out;
 }
 
 // Checks that `array` can take `fetch`'s value in place; ValueError naming
