@@ -103,17 +103,29 @@ endfunction()
 # (ADGRAPH_PYTHON_EXECUTABLE) and the module built in ${CMAKE_BINARY_DIR}/python.
 set(ADGRAPH_PYTHON_TEST_ENV
     "${ADGRAPH_MPI_TEST_ENV};PYTHONPATH=${CMAKE_BINARY_DIR}/python;PYTHONDONTWRITEBYTECODE=1")
+# Sets `out` to the command that runs the Python file `script` with `args`
+# on `ranks` ranks, as adgraph_mpi_launch does for a target (PACKED: joined
+# with "|" for ExpectFailure).
+function(adgraph_python_launch out ranks script)
+  cmake_parse_arguments(ARG "PACKED" "" "ARGS" ${ARGN})
+  set(command ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks}
+      ${ADGRAPH_MPIEXEC_EXTRA_FLAGS} ${MPIEXEC_PREFLAGS} ${ADGRAPH_PYTHON_EXECUTABLE}
+      ${script} ${MPIEXEC_POSTFLAGS} ${ARG_ARGS})
+  if(ARG_PACKED)
+    string(REPLACE ";" "|" command "${command}")
+  endif()
+  set(${out} "${command}" PARENT_SCOPE)
+endfunction()
+
 function(adgraph_add_python_test name)
   cmake_parse_arguments(ARG "" "TIMEOUT" "RANKS" ${ARGN})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
   foreach(n IN LISTS ARG_RANKS)
-    add_test(NAME python/${name}.np${n}
-             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n}
-                     ${ADGRAPH_MPIEXEC_EXTRA_FLAGS} ${MPIEXEC_PREFLAGS}
-                     ${ADGRAPH_PYTHON_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/python/run_pytest.py
-                     ${PROJECT_SOURCE_DIR}/tests/python/${name}.py ${MPIEXEC_POSTFLAGS})
+    adgraph_python_launch(command ${n} ${PROJECT_SOURCE_DIR}/tests/python/run_pytest.py
+                          ARGS ${PROJECT_SOURCE_DIR}/tests/python/${name}.py)
+    add_test(NAME python/${name}.np${n} COMMAND ${command})
     set_tests_properties(python/${name}.np${n} PROPERTIES
       PROCESSORS ${n} LABELS "mpi;python" TIMEOUT ${ARG_TIMEOUT}
       ENVIRONMENT "${ADGRAPH_PYTHON_TEST_ENV}")
@@ -130,11 +142,9 @@ function(adgraph_add_python_example name)
     set(ARG_TIMEOUT 300)
   endif()
   foreach(n IN LISTS ARG_RANKS)
-    add_test(NAME examples/python/${name}.np${n}
-             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n}
-                     ${ADGRAPH_MPIEXEC_EXTRA_FLAGS} ${MPIEXEC_PREFLAGS}
-                     ${ADGRAPH_PYTHON_EXECUTABLE} ${PROJECT_SOURCE_DIR}/examples/python/${name}.py
-                     ${MPIEXEC_POSTFLAGS} ${ARG_ARGS})
+    adgraph_python_launch(command ${n} ${PROJECT_SOURCE_DIR}/examples/python/${name}.py
+                          ARGS ${ARG_ARGS})
+    add_test(NAME examples/python/${name}.np${n} COMMAND ${command})
     set_tests_properties(examples/python/${name}.np${n} PROPERTIES
       PROCESSORS ${n} LABELS "mpi;python" TIMEOUT ${ARG_TIMEOUT}
       ENVIRONMENT "${ADGRAPH_PYTHON_TEST_ENV}")
