@@ -18,8 +18,13 @@ set(ADGRAPH_MPIEXEC_EXTRA_FLAGS "--oversubscribe" CACHE STRING
 # ExpectMessage split it again).
 function(adgraph_mpi_launch out ranks exe)
   cmake_parse_arguments(ARG "PACKED" "" "ARGS" ${ARGN})
+  # A target runs as its file; anything else (an interpreter) as it is.
+  set(program ${exe})
+  if(TARGET ${exe})
+    set(program $<TARGET_FILE:${exe}>)
+  endif()
   set(command ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks}
-      ${ADGRAPH_MPIEXEC_EXTRA_FLAGS} ${MPIEXEC_PREFLAGS} $<TARGET_FILE:${exe}>
+      ${ADGRAPH_MPIEXEC_EXTRA_FLAGS} ${MPIEXEC_PREFLAGS} ${program}
       ${MPIEXEC_POSTFLAGS} ${ARG_ARGS})
   if(ARG_PACKED)
     string(REPLACE ";" "|" command "${command}")
@@ -104,16 +109,15 @@ endfunction()
 set(ADGRAPH_PYTHON_TEST_ENV
     "${ADGRAPH_MPI_TEST_ENV};PYTHONPATH=${CMAKE_BINARY_DIR}/python;PYTHONDONTWRITEBYTECODE=1")
 # Sets `out` to the command that runs the Python file `script` with `args`
-# on `ranks` ranks, as adgraph_mpi_launch does for a target (PACKED: joined
-# with "|" for ExpectFailure).
+# on `ranks` ranks (adgraph_mpi_launch with the interpreter as the program).
 function(adgraph_python_launch out ranks script)
   cmake_parse_arguments(ARG "PACKED" "" "ARGS" ${ARGN})
-  set(command ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks}
-      ${ADGRAPH_MPIEXEC_EXTRA_FLAGS} ${MPIEXEC_PREFLAGS} ${ADGRAPH_PYTHON_EXECUTABLE}
-      ${script} ${MPIEXEC_POSTFLAGS} ${ARG_ARGS})
+  set(packed)
   if(ARG_PACKED)
-    string(REPLACE ";" "|" command "${command}")
+    set(packed PACKED)
   endif()
+  adgraph_mpi_launch(command ${ranks} ${ADGRAPH_PYTHON_EXECUTABLE} ${packed}
+                     ARGS ${script} ${ARG_ARGS})
   set(${out} "${command}" PARENT_SCOPE)
 endfunction()
 
