@@ -140,6 +140,9 @@ if __name__ == "__main__":
     report("driver1 (m=5, SciPy defaults)",
            minimize(driver1, np.full(n, 3.0), jac=True, method="L-BFGS-B",
                     bounds=bounds, options=dict(maxcor=5)))
+    report("driver1 without bounds (m=5, SciPy defaults)",
+           minimize(driver1, np.full(n, 3.0), jac=True, method="L-BFGS-B",
+                    options=dict(maxcor=5)))
     report("coupled (24 variables in [-0.3, 0.4], m=10, pgtol 1e-12)",
            minimize(coupled, np.full(24, 0.1), jac=True, method="L-BFGS-B",
                     bounds=[(-0.3, 0.4)] * 24,

@@ -1,6 +1,7 @@
 #include "core/loop.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -83,11 +84,85 @@ int64_t LoopSpec::snapshots_bound() const {
   return std::max(held, static_cast<int64_t>(tape_positions().size()));
 }
 
+namespace {
+
+// Body runs of the loop nodes of `g` (one run of each).
+double nested_body_steps(const Graph* g) {
+  double steps = 0;
+  if (g == nullptr) return steps;
+  for (int id = 0; id < g->num_nodes(); ++id)
+    if (const LoopSpec* inner = g->node(id).loop.get())
+      steps += inner->body_steps();
+  return steps;
+}
+
+}  // namespace
+
+double LoopSpec::recomputed_steps() const {
+  if (kind != Kind::kAdjoint) return 0;
+  const double n = static_cast<double>(trips);
+  const double p = static_cast<double>(schedule.parameter);
+  switch (schedule.kind) {
+    case CheckpointSchedule::Kind::kEvery:
+      return n - 1 + (std::ceil(n / p) - 1) * (p - 1);
+    case CheckpointSchedule::Kind::kBinomial:
+      return static_cast<double>(binomial_forward_steps(
+          trips, std::max<int64_t>(1, schedule.parameter)));
+    default:
+      return n - 1;
+  }
+}
+
+double LoopSpec::body_steps() const {
+  const double n = static_cast<double>(trips);
+  const double forward_run = 1 + nested_body_steps(forward.graph.get());
+  if (kind == Kind::kForward) return n * forward_run;
+  return (recomputed_steps() + n) * forward_run +
+         n * (1 + nested_body_steps(reverse.graph.get()));
+}
+
 void LoopSpec::finish() {
   signature_ = every_rank_signature(*forward.graph);
   if (reverse.graph) signature_ += "|" + every_rank_signature(*reverse.graph);
   if (signature_ == "|") signature_.clear();
 }
+
+namespace {
+
+// A body step runs the nodes its carries and outputs need: a nonblocking
+// request started there must be completed there, exactly once, by one of
+// them (as Session::check_requests asks of a run), or the step would leave
+// it pending or skip it without a word.
+void check_body_requests(const Graph& body,
+                         const std::vector<Value>& results,
+                         const std::string& label) {
+  std::vector<int> roots;
+  for (const Value& v : results) roots.push_back(v.node_id());
+  const std::vector<char> needed = detail::needed_nodes(body, roots);
+  std::vector<int> completions(body.num_nodes(), 0);
+  for (int id = 0; id < body.num_nodes(); ++id) {
+    if (!needed[id]) continue;
+    for (const Value& in : body.node(id).inputs) ++completions[in.node_id()];
+  }
+  for (int id = 0; id < body.num_nodes(); ++id) {
+    const Node& n = body.node(id);
+    if (!n.op->request || completions[id] == 1) continue;
+    throw GraphError(
+        completions[id] == 0
+            ? "its request is never completed in a step of loop \"" + label +
+                  "\": a request started in a loop body must be waited for "
+                  "(mpi_wait, mpi_waitall) by a node the body's carries or "
+                  "outputs need"
+            : "its request is completed " + std::to_string(completions[id]) +
+                  " times in a step of loop \"" + label +
+                  "\"; wait for a request exactly once",
+        n.name,
+        n.op_name(),
+        "request");
+  }
+}
+
+}  // namespace
 
 // ---------------------------------------------------------------------------
 // The public API.
@@ -193,6 +268,7 @@ LoopResult loop(int64_t trips,
           "a loop body cannot create placeholders", n.name, "placeholder");
     }
   }
+  check_body_requests(*bg, join({result.carries, result.outputs}), label);
   auto spec = std::make_shared<LoopSpec>();
   spec->trips = trips;
   spec->num_carries = as_int(init.size());

@@ -194,6 +194,15 @@ struct LoopSpec {
   // binomial(s) (its s and the tape's last state). For the plan's memory
   // estimate.
   int64_t snapshots_bound() const;
+  // Body runs one run of the node makes, nested loops' body runs included
+  // (a double: nested counts multiply past 2^63). An adjoint counts its
+  // schedule's recomputation in full, as if nothing were handed over:
+  // n − 1 for store_all, n − 1 + (⌈n/k⌉ − 1)(k − 1) for every(k), t(n, s)
+  // for binomial(s), plus its n taped steps. For the plan's work bound
+  // (Session, ADGRAPH_MAX_LOOP_STEPS).
+  double body_steps() const;
+  // The recomputed forward steps of that count (0 for a forward loop).
+  double recomputed_steps() const;
   void finish();  // computes signature_ (loop.cc)
 
   struct Stats {

@@ -45,6 +45,20 @@ std::size_t memory_available() {
   return std::numeric_limits<std::size_t>::max();
 }
 
+double max_loop_steps() {
+  const char* text = std::getenv("ADGRAPH_MAX_LOOP_STEPS");
+  if (text == nullptr || *text == '\0') return kDefaultMaxLoopSteps;
+  char* end = nullptr;
+  const double value = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(value >= 1)) {
+    throw OptionsError(
+        "ADGRAPH_MAX_LOOP_STEPS must be a number of loop body steps >= 1 (or "
+        "\"inf\"), got \"" +
+        std::string(text) + "\"");
+  }
+  return value;
+}
+
 std::string byte_string(std::size_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double value = static_cast<double>(bytes);
@@ -59,7 +73,7 @@ std::string byte_string(std::size_t bytes) {
 namespace {
 
 struct Event {
-  enum Kind { kSend, kRecv, kBarrier } kind = kBarrier;
+  enum Kind { kSend, kRecv, kWait, kBarrier } kind = kBarrier;
   const Node* node = nullptr;
   const Node* loop = nullptr;  // the loop node whose body holds `node`
   // The sub-communicator the node runs on (CommContext::group_of knows its
@@ -69,6 +83,8 @@ struct Event {
   int64_t tag = 0;
   int64_t size = 0;
   bool blocking = false;
+  // kWait: the nonblocking receives (request nodes) it completes.
+  std::vector<const Node*> receives;
 };
 
 struct Message {
@@ -142,6 +158,11 @@ void add_events(const std::vector<const Node*>& nodes,
       }
       continue;
     }
+    for (const Value& in : n->inputs) {
+      const Node& request = in.node();
+      if (request.op->request && request.attrs.contains("src"))
+        e.receives.push_back(&request);
+    }
     if (n->every_rank) {
       e.kind = Event::kBarrier;
     } else if (n->attrs.contains("dest")) {
@@ -156,6 +177,8 @@ void add_events(const std::vector<const Node*>& nodes,
       e.size = num_elements(n->op->request ? n->inputs.at(0).shape()
                                            : n->output_shapes.at(0));
       e.blocking = !n->op->request;
+    } else if (!e.receives.empty()) {
+      e.kind = Event::kWait;  // blocks until each receive is matched
     } else {
       continue;
     }
@@ -186,12 +209,33 @@ void check_point_to_point_pairing(const std::vector<const Node*>& comm_nodes,
   if (!any) return;
   const int ranks = world.size();
   std::map<ChannelKey, Channel> channels;
+  // A nonblocking receive posted by a rank: its channel and its place there.
+  std::map<std::pair<int, const Node*>, std::pair<ChannelKey, std::size_t>>
+      posted;
+  // The receive a rank's wait is still blocked on (null: none).
+  auto blocked_on = [&](const Event& wait, int r) -> const Node* {
+    for (const Node* request : wait.receives) {
+      auto it = posted.find({r, request});
+      if (it == posted.end()) continue;  // not simulated (its communicator)
+      if (channels[it->second.first].sends.size() <= it->second.second)
+        return request;
+    }
+    return nullptr;
+  };
+  std::map<const Node*, std::size_t> event_of;
+  for (std::size_t i = 0; i < events.size(); ++i) event_of[events[i].node] = i;
   std::vector<std::size_t> pc(ranks, 0);
   for (bool progress = true; progress;) {
     progress = false;
     for (int r = 0; r < ranks; ++r) {
       while (pc[r] < events.size()) {
         const Event& e = events[pc[r]];
+        if (e.kind == Event::kWait) {
+          if (blocked_on(e, r) != nullptr) break;
+          ++pc[r];
+          progress = true;
+          continue;
+        }
         const int peer = world_peer(e, r);
         if (e.kind != Event::kBarrier && peer < 0) {
           fail(e,
@@ -215,6 +259,8 @@ void check_point_to_point_pairing(const std::vector<const Node*>& comm_nodes,
         } else {
           Channel& c = channels[{e.comm, peer, r, e.tag}];
           if (e.blocking && c.sends.size() <= c.recvs.size()) break;
+          if (!e.blocking)
+            posted[{r, e.node}] = {{e.comm, peer, r, e.tag}, c.recvs.size()};
           c.recvs.push_back({e.node, e.size});
         }
         ++pc[r];
@@ -223,8 +269,23 @@ void check_point_to_point_pairing(const std::vector<const Node*>& comm_nodes,
     }
   }
   for (int r = 0; r < ranks; ++r) {
-    if (pc[r] == events.size() || events[pc[r]].kind != Event::kRecv) continue;
-    const Event& e = events[pc[r]];
+    if (pc[r] == events.size()) continue;
+    const Event* stuck = &events[pc[r]];
+    std::string waited;
+    // The receives on the channel before the stuck one.
+    std::size_t before = 0;
+    if (stuck->kind == Event::kWait) {
+      waited = " (waited for by " + label(*stuck->node) + ")";
+      const Node* receive = blocked_on(*stuck, r);
+      before = posted.at({r, receive}).second;
+      stuck = &events[event_of.at(receive)];
+    } else if (stuck->kind == Event::kRecv) {
+      before = channels[{stuck->comm, world_peer(*stuck, r), r, stuck->tag}]
+                   .recvs.size();
+    } else {
+      continue;
+    }
+    const Event& e = *stuck;
     const int from = world_peer(e, r);
     int64_t sent = 0;
     for (const Event& f : events) {
@@ -238,10 +299,9 @@ void check_point_to_point_pairing(const std::vector<const Node*>& comm_nodes,
                                        std::to_string(from) + ")";
     fail(e,
          "src",
-         "on " + world_name(e, r) + " it would wait forever for " + peer +
-             " (tag " + std::to_string(e.tag) + "): " +
-             (sent <= static_cast<int64_t>(
-                          channels[{e.comm, from, r, e.tag}].recvs.size())
+         "on " + world_name(e, r) + " it would wait forever" + waited +
+             " for " + peer + " (tag " + std::to_string(e.tag) + "): " +
+             (sent <= static_cast<int64_t>(before)
                   ? world_name(e, from) + " sends it only " +
                         std::to_string(sent) + " message(s) with that tag"
                   : world_name(e, from) +
@@ -249,7 +309,7 @@ void check_point_to_point_pairing(const std::vector<const Node*>& comm_nodes,
                         "own that waits too (a cycle of receives)"));
   }
   for (const Event& e : events) {
-    if (e.kind == Event::kBarrier) continue;
+    if (e.kind == Event::kBarrier || e.kind == Event::kWait) continue;
     for (const auto& [key, c] : channels) {
       const auto& [comm, from, to, tag] = key;
       if (comm != e.comm || tag != e.tag) continue;

@@ -17,6 +17,12 @@ namespace adgraph {
 // known. Throws OptionsError for a malformed ADGRAPH_MEMORY_LIMIT.
 std::size_t memory_available();
 
+// The most loop body runs (LoopSpec::body_steps) one plan may make:
+// ADGRAPH_MAX_LOOP_STEPS when set (a number >= 1; "inf" lifts the bound),
+// otherwise kDefaultMaxLoopSteps. Throws OptionsError for a malformed value.
+constexpr double kDefaultMaxLoopSteps = 1e9;
+double max_loop_steps();
+
 // "1.5 GiB", "640 MiB", "12 KiB", "8 B": sizes in error messages.
 std::string byte_string(std::size_t bytes);
 
@@ -24,7 +30,9 @@ std::string byte_string(std::size_t bytes);
 // sequence on every rank of `world` (a graph built identically everywhere,
 // as adgraph-run builds its document). Simulates every rank running them:
 // sends (any node with a "dest" attribute) never block, blocking receives
-// (a "src" attribute, not a request) wait for the matching send, every-rank
+// (a "src" attribute, not a request) wait for the matching send, a node
+// completing nonblocking receives (mpi_wait, mpi_waitall) waits for their
+// matching sends, every-rank
 // nodes are barriers. A loop node is a barrier, then one step of each body
 // it runs (its messages must pair within the step), then a barrier. On a
 // sub-communicator (CommContext::group_of) peers are ranks of each rank's

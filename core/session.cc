@@ -92,6 +92,10 @@ Session::Plan& Session::prepare(std::span<const Value> fetches,
   return plan;
 }
 
+void Session::check(const std::vector<Value>& fetches, const FeedMap& feeds) {
+  for (Plan::Fed& p : prepare(fetches, feeds).placeholders) p.feed = nullptr;
+}
+
 void Session::execute(Plan& plan) {
   CommContext* comm = graph_.comm();
   std::vector<Tensor>& slots = plan.slots;

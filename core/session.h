@@ -81,7 +81,9 @@ class Session final {
   // Throws RunError when a needed placeholder is not fed, when a feed has
   // the wrong shape or is not a placeholder, when its estimated peak memory
   // (loops' snapshots included) exceeds what the process can allocate
-  // (core/plan_checks.h), and (with communication nodes) when ranks would
+  // (core/plan_checks.h), when its loops would run more body steps than
+  // ADGRAPH_MAX_LOOP_STEPS allows (10^9 unless set; LoopSpec::body_steps),
+  // and (with communication nodes) when ranks would
   // run different collective sequences or, for a graph the same on every
   // rank, unpaired messages.
   std::vector<Tensor> run(const std::vector<Value>& fetches,
@@ -103,6 +105,11 @@ class Session final {
   // run_into of one fetch: no vector to build per run.
   void run_into(Value fetch, const FeedMap& feeds, Tensor& output);
 
+  // Makes the checks a first run() of `fetches` makes (feeds, memory, loop
+  // steps, message pairing; with collectives, the ranks' sequences, which
+  // is collective) and keeps the plan, without running anything.
+  void check(const std::vector<Value>& fetches, const FeedMap& feeds = {});
+
   const RunStats& stats() const { return stats_; }
   // Frees the buffers the session holds between runs (pooled and kept),
   // and those its communicators keep for later messages
@@ -121,6 +128,9 @@ class Session final {
   // Throws RunError when the plan's estimated peak of live intermediate
   // bytes exceeds what this process can allocate (memory_available()).
   static void check_memory(const Plan& plan);
+  // Throws RunError naming the costliest loop node when the plan's loops
+  // would run more body steps than max_loop_steps() allows.
+  static void check_loop_steps(const Plan& plan);
   const Plan& plan_for(std::span<const Value> fetches);
   // Checks the feeds, finds (or builds) the plan, checks it is fed and
   // points it at the feeds (Plan::placeholders) for execute().

@@ -4,6 +4,7 @@
 #include "core/session_plan.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <utility>
@@ -48,6 +49,44 @@ void Session::check_requests(const Plan& plan) {
         n.op_name(),
         "request");
   }
+}
+
+void Session::check_loop_steps(const Plan& plan) {
+  double total = 0, most = 0;
+  const Node* costliest = nullptr;
+  for (const Plan::Step& step : plan.steps) {
+    if (!step.node->loop) continue;
+    const double steps = step.node->loop->body_steps();
+    total += steps;
+    if (steps > most) most = steps, costliest = step.node;
+  }
+  const double limit = max_loop_steps();
+  if (total <= limit) return;
+  const LoopSpec& spec = *costliest->loop;
+  auto figure = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.4g", v);
+    return std::string(text);
+  };
+  // An adjoint is named by its loop (its last input is the loop's tape).
+  const Node* named = costliest;
+  std::string why = "this loop node: " + figure(most) + " with its " +
+                    std::to_string(spec.trips) + " trips";
+  if (spec.kind == LoopSpec::Kind::kAdjoint) {
+    if (spec.taped) named = &costliest->inputs.back().node();
+    why = "this loop's adjoint: " + figure(most) + ", recomputing " +
+          figure(spec.recomputed_steps()) +
+          " forward steps under checkpoints \"" + spec.schedule.describe() +
+          "\" (more snapshots recompute fewer)";
+  }
+  throw RunError("this run would take " + figure(total) +
+                     " loop body steps, nested loops' steps included (" +
+                     why + "), beyond the bound of " + figure(limit) +
+                     "; set ADGRAPH_MAX_LOOP_STEPS to a larger number (or "
+                     "\"inf\") to run it anyway",
+                 named->name,
+                 named->op_name(),
+                 "trips");
 }
 
 void Session::check_memory(const Plan& plan) {
@@ -426,6 +465,7 @@ const Session::Plan& Session::plan_for(std::span<const Value> fetches) {
   plan->fetch_count.assign(plan->num_slots, 0);
   for (int slot : plan->fetch_slots) ++plan->fetch_count[slot];
 
+  check_loop_steps(*plan);
   check_memory(*plan);
   if (graph_.same_on_every_rank() && graph_.comm() != nullptr) {
     std::vector<const Node*> communication;

@@ -38,13 +38,16 @@ void flatten(const nlohmann::json& value,
   for (const auto& item : value) flatten(item, shape, depth + 1, out);
 }
 
-nlohmann::json nest(const Tensor& t, std::size_t depth, int64_t& offset) {
+nlohmann::json nest(const Tensor& t,
+                    std::size_t depth,
+                    int64_t& offset,
+                    int64_t* non_finite) {
   nlohmann::json out = nlohmann::json::array();
   for (int64_t i = 0; i < t.shape()[depth]; ++i) {
     if (depth + 1 == t.shape().size()) {
-      out.push_back(t[offset++]);
+      out.push_back(number_to_json(t[offset++], non_finite));
     } else {
-      out.push_back(nest(t, depth + 1, offset));
+      out.push_back(nest(t, depth + 1, offset, non_finite));
     }
   }
   return out;
@@ -61,10 +64,16 @@ Tensor tensor_from_json(const nlohmann::json& value) {
   return Tensor(std::move(shape), std::move(data));
 }
 
-nlohmann::json tensor_to_json(const Tensor& tensor) {
-  if (tensor.rank() == 0) return tensor[0];
+nlohmann::json number_to_json(double value, int64_t* non_finite) {
+  if (std::isfinite(value)) return value;
+  if (non_finite != nullptr) ++*non_finite;
+  return std::isnan(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
+}
+
+nlohmann::json tensor_to_json(const Tensor& tensor, int64_t* non_finite) {
+  if (tensor.rank() == 0) return number_to_json(tensor[0], non_finite);
   int64_t offset = 0;
-  return nest(tensor, 0, offset);
+  return nest(tensor, 0, offset, non_finite);
 }
 
 }  // namespace adgraph

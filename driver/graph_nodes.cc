@@ -76,18 +76,23 @@ void Loader::create(const json& entry,
   }
 }
 
+void Loader::check_name(const std::string& name,
+                        const std::string& field) const {
+  if (name.empty() || name.find_first_of(":@") != std::string::npos) {
+    fail(name,
+         {},
+         field,
+         "a node name must be non-empty and contain neither ':' nor '@'");
+  }
+}
+
 void Loader::check_entry(const json& entry, const std::string& where) {
   if (!entry.is_object())
     fail({}, {}, where, "expected an object, found " + type_of(entry));
   const std::string name =
       require(entry, "name", &json::is_string, "a string", {}, where)
           .get<std::string>();
-  if (name.empty() || name.find_first_of(":@") != std::string::npos) {
-    fail(name,
-         {},
-         "name",
-         "a node name must be non-empty and contain neither ':' nor '@'");
-  }
+  check_name(name, "name");
   only(entry,
        {"name", "op", "inputs", "attrs", "shape", "after", "comm", "doc"},
        name,
@@ -120,20 +125,56 @@ void Loader::load_nodes(const json& nodes, Document& d) {
   std::map<std::string, std::size_t> declared;
   std::map<std::size_t, std::string> repeat_where;
   std::vector<std::vector<std::size_t>> deps(nodes.size());
+  // A block runs after every earlier entry: after the previous block and
+  // the entries since (which follow that block themselves), so that the
+  // dependencies grow linearly with the document.
+  std::size_t since = 0;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const std::string where = "nodes[" + std::to_string(i) + "]";
     const json& e = nodes[i];
     if (e.is_object() && e.contains("repeat")) {
       check_repeat(e, where);
       repeat_where[i] = where;
-      for (std::size_t j = 0; j < i; ++j) deps[i].push_back(j);
-      for (const auto& [var, init] : e.at("carry").items()) declared[var] = i;
+      for (std::size_t j = since > 0 ? since - 1 : 0; j < i; ++j)
+        deps[i].push_back(j);
+      since = i + 1;
+      std::set<std::string> refs, groups;
+      free_references(e, refs, groups);
+      for (const std::string& ref : refs) {
+        if (declared.count(ref) || declared.count(base_of(ref))) continue;
+        fail({},
+             {},
+             where + ".body",
+             "\"" + ref +
+                 "\" is not a node defined before the block (a body reads "
+                 "its own nodes, its carries and earlier nodes)");
+      }
+      for (const auto& [var, init] : e.at("carry").items()) {
+        // A carry may continue an earlier block's carry, not hide a node.
+        auto it = declared.find(var);
+        if (it != declared.end() && !nodes[it->second].contains("repeat")) {
+          fail({},
+               {},
+               where + ".carry." + var,
+               "carries its result under the name of node \"" + var +
+                   "\" (nodes[" + std::to_string(it->second) +
+                   "]), which it would hide; carry it under another name");
+        }
+        declared[var] = i;
+      }
       continue;
     }
     check_entry(e, where);
     const std::string name = e.at("name").get<std::string>();
-    if (declared.count(name) && !(nodes[declared[name]].contains("repeat"))) {
-      fail(name, e.at("op").get<std::string>(), "name", "duplicate node name");
+    if (auto it = declared.find(name); it != declared.end()) {
+      fail(name,
+           e.at("op").get<std::string>(),
+           "name",
+           nodes[it->second].contains("repeat")
+               ? "duplicate node name: the repeat block nodes[" +
+                     std::to_string(it->second) +
+                     "] carries its result under this name"
+               : "duplicate node name");
     }
     declared[name] = i;
   }
@@ -235,14 +276,32 @@ void Loader::check_repeat(const json& e, const std::string& where) {
     const std::string w = where + ".body[" + std::to_string(i) + "]";
     if (body[i].is_object() && body[i].contains("repeat")) {
       check_repeat(body[i], w);
-      for (const auto& [var, init] : body[i].at("carry").items())
-        defined.emplace(var, i);
+      for (const auto& [var, init] : body[i].at("carry").items()) {
+        auto it = defined.find(var);
+        if (it != defined.end() && !body[it->second].contains("repeat")) {
+          fail({},
+               {},
+               w + ".carry." + var,
+               "carries its result under the name of body node \"" + var +
+                   "\", which it would hide; carry it under another name");
+        }
+        defined[var] = i;
+      }
       continue;
     }
     check_entry(body[i], w);
     const std::string name = body[i].at("name").get<std::string>();
-    if (!defined.emplace(name, i).second)
-      fail(name, {}, "name", "duplicate node name in a repeat body");
+    if (auto it = defined.find(name); it != defined.end()) {
+      fail(name,
+           {},
+           "name",
+           body[it->second].contains("repeat")
+               ? "duplicate node name in a repeat body: the nested block " +
+                     where + ".body[" + std::to_string(it->second) +
+                     "] carries its result under this name"
+               : "duplicate node name in a repeat body");
+    }
+    defined[name] = i;
   }
   for (const auto& [var, init] : carry.items()) {
     if (!defined.count(var)) {
@@ -302,7 +361,9 @@ CheckpointSchedule Loader::schedule_of(const json& v,
            v.dump());
 }
 
-void Loader::free_references(const json& e, std::set<std::string>& out) {
+void Loader::free_references(const json& e,
+                             std::set<std::string>& out,
+                             std::set<std::string>& groups) {
   std::set<std::string> inside;
   for (const auto& [var, init] : e.at("carry").items()) inside.insert(var);
   for (const json& entry : e.at("body")) {
@@ -318,16 +379,24 @@ void Loader::free_references(const json& e, std::set<std::string>& out) {
   };
   for (const json& entry : e.at("body")) {
     if (entry.contains("repeat")) {
-      for (const auto& [var, init] : entry.at("carry").items())
-        consider(init.get<std::string>());
-      std::set<std::string> nested;
-      free_references(entry, nested);
+      for (const auto& [var, init] : entry.at("carry").items()) {
+        const std::string ref = init.get<std::string>();
+        consider(ref);
+        // A nested carry starting from an outer node carries all of its
+        // outputs, as it would at top level.
+        if (out.count(ref) && ref.find(':') == std::string::npos)
+          groups.insert(ref);
+      }
+      std::set<std::string> nested, nested_groups;
+      free_references(entry, nested, nested_groups);
       for (const std::string& ref : nested) consider(ref);
+      for (const std::string& ref : nested_groups)
+        if (out.count(ref)) groups.insert(ref);
       continue;
     }
-    if (entry.contains("inputs")) {
-      for (const json& ref : entry.at("inputs"))
-        consider(ref.get<std::string>());
+    for (const char* list : {"inputs", "after"}) {
+      if (!entry.contains(list)) continue;
+      for (const json& ref : entry.at(list)) consider(ref.get<std::string>());
     }
   }
 }
@@ -388,12 +457,19 @@ void Loader::build_repeat(const json& e,
       labels.push_back(std::move(label));
     }
   }
-  std::set<std::string> refs;
-  free_references(e, refs);
+  std::set<std::string> refs, groups;
+  free_references(e, refs, groups);
   std::vector<std::string> invariant_refs(refs.begin(), refs.end());
+  // Each reference's values: one, or every output of a nested carry's start.
+  std::vector<std::vector<Value>> invariant_groups;
   std::vector<Value> invariants;
-  for (const std::string& ref : invariant_refs)
-    invariants.push_back(resolve(scope, json(ref), {}, {}, where + ".body"));
+  for (const std::string& ref : invariant_refs) {
+    invariant_groups.push_back(
+        groups.count(ref) ? group_of(scope, ref, where + ".body")
+                          : std::vector<Value>{resolve(
+                                scope, json(ref), {}, {}, where + ".body")});
+    for (const Value& v : invariant_groups.back()) invariants.push_back(v);
+  }
 
   LoopOptions options;
   options.name = where;
@@ -410,8 +486,15 @@ void Loader::build_repeat(const json& e,
       bind_group(local, vars[v], values);
       next += group_size[v];
     }
-    for (std::size_t i = 0; i < invariant_refs.size(); ++i)
-      local[invariant_refs[i]] = a.invariants[i];
+    next = 0;
+    for (std::size_t i = 0; i < invariant_refs.size(); ++i) {
+      const std::size_t n = invariant_groups[i].size();
+      bind_group(local,
+                 invariant_refs[i],
+                 std::vector<Value>(a.invariants.begin() + next,
+                                    a.invariants.begin() + next + n));
+      next += n;
+    }
     const json& entries = e.at("body");
     for (std::size_t i = 0; i < entries.size(); ++i) {
       if (entries[i].contains("repeat")) {

@@ -56,10 +56,9 @@ Document Loader::load(const json& doc) {
   if (const json* s = section("communicators", &json::is_object, "an object"))
     load_communicators(*s);
   load_nodes(require(doc, "nodes", &json::is_array, "a list", {}, ""), d);
-  if (const json* s = section("gradients", &json::is_object, "an object"))
-    load_gradients(*s, d);
-  if (const json* s = section("tangents", &json::is_object, "an object"))
-    load_tangents(*s, d);
+  load_derivatives(section("gradients", &json::is_object, "an object"),
+                   section("tangents", &json::is_object, "an object"),
+                   d);
   if (const json* s = section("feeds", &json::is_object, "an object"))
     load_feeds(*s, d);
   if (const json* s = section("fetch", &json::is_array, "a list"))
@@ -91,6 +90,21 @@ void Loader::load_communicators(const json& communicators) {
     if (!spec.is_object())
       fail({}, {}, field, "expected an object, found " + type_of(spec));
     only(spec, {"color", "key", "rows_of", "columns_of"}, {}, field);
+    std::string constructors;
+    for (const char* c : {"color", "rows_of", "columns_of"})
+      if (spec.contains(c))
+        constructors +=
+            (constructors.empty() ? "\"" : ", \"") + std::string(c) + "\"";
+    if (constructors.find(',') != std::string::npos) {
+      fail({},
+           {},
+           field,
+           "one of \"color\", \"rows_of\" and \"columns_of\" makes a "
+           "communicator, found " +
+               constructors);
+    }
+    if (spec.contains("key") && !spec.contains("color"))
+      fail({}, {}, field + ".key", "\"key\" orders the ranks of a \"color\"");
     std::shared_ptr<Communicator> made;
     for (const char* grid : {"rows_of", "columns_of"}) {
       if (!spec.contains(grid)) continue;
@@ -146,96 +160,166 @@ void Loader::load_communicators(const json& communicators) {
   }
 }
 
-void Loader::load_gradients(const json& grads, Document& d) {
-  for (const auto& [key, spec] : grads.items()) {
-    const std::string field = "gradients." + key;
-    if (d.values.count(key))
-      fail(key, {}, field, "a node of this name exists already");
-    if (!spec.is_object())
-      fail(key, {}, field, "expected {\"of\": …, \"wrt\": …}");
-    only(spec, {"of", "wrt"}, key, field);
-    const json& of =
-        require(spec, "of", &json::is_string, "a node name", key, field);
-    if (!spec.contains("wrt"))
-      fail(key, {}, field + ".wrt", "required field is missing");
-    const Value y = resolve(d.values, of, key, {}, field + ".of");
-    const json& wrt = spec.at("wrt");
-    std::vector<Value> xs;
-    if (wrt.is_array()) {
-      for (std::size_t i = 0; i < wrt.size(); ++i) {
-        xs.push_back(resolve(d.values,
-                             wrt[i],
-                             key,
-                             {},
-                             field + ".wrt[" + std::to_string(i) + "]"));
+void Loader::load_derivatives(const json* gradients,
+                              const json* tangents,
+                              Document& d) {
+  // Entries of both sections in document order (keys sorted within one);
+  // each is built after the entries its "of", "wrt" and "along" name.
+  struct Entry {
+    std::string key, field;
+    const json* spec;
+    bool gradient;
+  };
+  std::vector<Entry> entries;
+  std::map<std::string, std::size_t> index;
+  for (const json* section : {gradients, tangents}) {
+    if (section == nullptr) continue;
+    const bool gradient = section == gradients;
+    for (const auto& item : section->items()) {
+      const std::string& key = item.key();
+      const std::string field =
+          std::string(gradient ? "gradients." : "tangents.") + key;
+      check_name(key, field);
+      if (d.values.count(key))
+        fail(key, {}, field, "a node of this name exists already");
+      if (index.count(key)) {
+        fail(key,
+             {},
+             field,
+             "\"" + key +
+                 "\" is also a key of \"gradients\"; keys name "
+                 "values, so each is used once");
       }
+      index[key] = entries.size();
+      entries.push_back({key, field, &item.value(), gradient});
+    }
+  }
+  // The other entries an entry reads.
+  auto reads = [&](const Entry& e) {
+    std::vector<std::size_t> out;
+    if (!e.spec->is_object()) return out;
+    for (const char* part : {"of", "wrt", "along"}) {
+      if (!e.spec->contains(part)) continue;
+      const json& refs = e.spec->at(part);
+      for (const json& r : refs.is_array() ? refs : json::array({refs})) {
+        if (!r.is_string()) continue;
+        const std::string ref = r.get<std::string>();
+        auto it = index.find(ref);
+        if (it == index.end()) it = index.find(base_of(ref));
+        if (it != index.end()) out.push_back(it->second);
+      }
+    }
+    return out;
+  };
+  // Depth first, in entry order; 1: on the path, 2: built.
+  std::vector<int> state(entries.size(), 0);
+  std::function<void(std::size_t)> build = [&](std::size_t i) {
+    if (state[i] == 2) return;
+    const Entry& e = entries[i];
+    if (state[i] == 1)
+      fail(e.key,
+           {},
+           e.field,
+           "gradients and tangents that read each other "
+           "form a cycle through this entry");
+    state[i] = 1;
+    for (std::size_t j : reads(e)) build(j);
+    if (e.gradient) {
+      load_gradient(e.key, *e.spec, d);
     } else {
-      xs.push_back(resolve(d.values, wrt, key, {}, field + ".wrt"));
+      load_tangent(e.key, *e.spec, d);
     }
-    std::vector<Value> result;
-    try {
-      result = gradients(y, xs);
-    } catch (const Error& e) {
-      pass_on(e, {}, {}, e.field().empty() ? field : e.field());
+    state[i] = 2;
+  };
+  for (std::size_t i = 0; i < entries.size(); ++i) build(i);
+}
+
+void Loader::load_gradient(const std::string& key,
+                           const json& spec,
+                           Document& d) {
+  const std::string field = "gradients." + key;
+  if (!spec.is_object())
+    fail(key, {}, field, "expected {\"of\": …, \"wrt\": …}");
+  only(spec, {"of", "wrt"}, key, field);
+  const json& of =
+      require(spec, "of", &json::is_string, "a node name", key, field);
+  if (!spec.contains("wrt"))
+    fail(key, {}, field + ".wrt", "required field is missing");
+  const Value y = resolve(d.values, of, key, {}, field + ".of");
+  const json& wrt = spec.at("wrt");
+  std::vector<Value> xs;
+  if (wrt.is_array()) {
+    for (std::size_t i = 0; i < wrt.size(); ++i) {
+      xs.push_back(resolve(d.values,
+                           wrt[i],
+                           key,
+                           {},
+                           field + ".wrt[" + std::to_string(i) + "]"));
     }
-    if (wrt.is_array()) {
-      for (std::size_t i = 0; i < result.size(); ++i)
-        d.values[key + ":" + std::to_string(i)] = result[i];
-    } else {
-      d.values[key] = result[0];
-    }
+  } else {
+    xs.push_back(resolve(d.values, wrt, key, {}, field + ".wrt"));
+  }
+  std::vector<Value> result;
+  try {
+    result = gradients(y, xs);
+  } catch (const Error& e) {
+    pass_on(e, {}, {}, e.field().empty() ? field : e.field());
+  }
+  if (wrt.is_array()) {
+    for (std::size_t i = 0; i < result.size(); ++i)
+      d.values[key + ":" + std::to_string(i)] = result[i];
+  } else {
+    d.values[key] = result[0];
   }
 }
 
-void Loader::load_tangents(const json& tangents, Document& d) {
-  for (const auto& [key, spec] : tangents.items()) {
-    const std::string field = "tangents." + key;
-    if (d.values.count(key))
-      fail(key, {}, field, "a node of this name exists already");
-    if (!spec.is_object())
-      fail(key, {}, field, "expected {\"of\": …, \"wrt\": …, \"along\": …}");
-    only(spec, {"of", "wrt", "along"}, key, field);
-    const json& of =
-        require(spec, "of", &json::is_string, "a node name", key, field);
-    for (const char* part : {"wrt", "along"}) {
-      if (!spec.contains(part))
-        fail(key, {}, field + "." + part, "required field is missing");
-    }
-    const Value y = resolve(d.values, of, key, {}, field + ".of");
-    const json& wrt = spec.at("wrt");
-    const json& along = spec.at("along");
-    if (wrt.is_array() != along.is_array() ||
-        (wrt.is_array() && wrt.size() != along.size())) {
-      fail(key,
+void Loader::load_tangent(const std::string& key,
+                          const json& spec,
+                          Document& d) {
+  const std::string field = "tangents." + key;
+  if (!spec.is_object())
+    fail(key, {}, field, "expected {\"of\": …, \"wrt\": …, \"along\": …}");
+  only(spec, {"of", "wrt", "along"}, key, field);
+  const json& of =
+      require(spec, "of", &json::is_string, "a node name", key, field);
+  for (const char* part : {"wrt", "along"}) {
+    if (!spec.contains(part))
+      fail(key, {}, field + "." + part, "required field is missing");
+  }
+  const Value y = resolve(d.values, of, key, {}, field + ".of");
+  const json& wrt = spec.at("wrt");
+  const json& along = spec.at("along");
+  if (wrt.is_array() != along.is_array() ||
+      (wrt.is_array() && wrt.size() != along.size())) {
+    fail(key,
+         {},
+         field + ".along",
+         "expected one tangent per \"wrt\" entry, in the same form");
+  }
+  std::vector<Value> xs, ts;
+  const std::string& name = key;  // lambdas cannot capture bindings
+  auto add = [&](const json& x, const json& t, const std::string& at) {
+    xs.push_back(resolve(d.values, x, name, {}, field + ".wrt" + at));
+    ts.push_back(resolve(d.values, t, name, {}, field + ".along" + at));
+    if (ts.back().shape() != xs.back().shape()) {
+      fail(name,
            {},
-           field + ".along",
-           "expected one tangent per \"wrt\" entry, in the same form");
+           field + ".along" + at,
+           "shape " + shape_string(ts.back().shape()) +
+               " differs from the shape " + shape_string(xs.back().shape()) +
+               " of \"" + xs.back().name() + "\"");
     }
-    std::vector<Value> xs, ts;
-    const std::string& name = key;  // lambdas cannot capture bindings
-    auto add = [&](const json& x, const json& t, const std::string& at) {
-      xs.push_back(resolve(d.values, x, name, {}, field + ".wrt" + at));
-      ts.push_back(resolve(d.values, t, name, {}, field + ".along" + at));
-      if (ts.back().shape() != xs.back().shape()) {
-        fail(name,
-             {},
-             field + ".along" + at,
-             "shape " + shape_string(ts.back().shape()) +
-                 " differs from the shape " + shape_string(xs.back().shape()) +
-                 " of \"" + xs.back().name() + "\"");
-      }
-    };
-    if (wrt.is_array()) {
-      for (std::size_t i = 0; i < wrt.size(); ++i)
-        add(wrt[i], along[i], "[" + std::to_string(i) + "]");
-    } else {
-      add(wrt, along, "");
-    }
-    try {
-      d.values[key] = jvp(std::vector<Value>{y}, xs, ts)[0];
-    } catch (const Error& e) {
-      pass_on(e, {}, {}, e.field().empty() ? field : field + ": " + e.field());
-    }
+  };
+  if (wrt.is_array()) {
+    for (std::size_t i = 0; i < wrt.size(); ++i)
+      add(wrt[i], along[i], "[" + std::to_string(i) + "]");
+  } else {
+    add(wrt, along, "");
+  }
+  try {
+    d.values[key] = jvp(std::vector<Value>{y}, xs, ts)[0];
+  } catch (const Error& e) {
+    pass_on(e, {}, {}, e.field().empty() ? field : field + ": " + e.field());
   }
 }
 
@@ -258,9 +342,17 @@ void Loader::load_feeds(const json& feeds, Document& d) {
              " this process can allocate (MemAvailable; "
              "ADGRAPH_MEMORY_LIMIT overrides)");
   }
+  std::map<Value, std::string> fed;
   for (const auto& [key, v] : feeds.items()) {
     const std::string field = "feeds." + key;
     const Value target = resolve(d.values, json(key), key, {}, field);
+    if (auto [it, fresh] = fed.emplace(target, key); !fresh) {
+      fail(key,
+           {},
+           field,
+           "\"" + key + "\" and \"" + it->second +
+               "\" name the same placeholder; feed it once");
+    }
     Tensor value = value_of(v, target.shape(), key, field);
     try {
       check_feed(target, value);
@@ -274,7 +366,7 @@ void Loader::load_feeds(const json& feeds, Document& d) {
 void Loader::load_fetch(const json& fetch, Document& d) {
   for (std::size_t i = 0; i < fetch.size(); ++i) {
     const std::string field = "fetch[" + std::to_string(i) + "]";
-    resolve(d.values, fetch[i], {}, {}, field);
+    d.fetch_values.push_back(resolve(d.values, fetch[i], {}, {}, field));
     d.fetch.push_back(fetch[i].get<std::string>());
   }
 }
@@ -296,6 +388,14 @@ void Loader::load_optimize(const json& o, Document& d) {
   for (const auto& [key, start] : vars.items()) {
     const std::string field = "optimize.variables." + key;
     const Value x = resolve(d.values, json(key), key, {}, field);
+    for (std::size_t k = 0; k < opt.variables.size(); ++k) {
+      if (opt.variables[k] == x)
+        fail(key,
+             {},
+             field,
+             "\"" + key + "\" and \"" + opt.names[k] +
+                 "\" name the same value; list each variable once");
+    }
     opt.names.push_back(key);
     opt.variables.push_back(x);
     opt.start.push_back(value_of(start, x.shape(), key, field));
@@ -333,7 +433,11 @@ void Loader::load_optimize(const json& o, Document& d) {
         require(o, "bounds", &json::is_object, "an object", {}, "optimize"),
         opt);
   }
-  const std::string layout = o.value("layout", "replicated");
+  const std::string layout =
+      o.contains("layout")
+          ? require(o, "layout", &json::is_string, "a string", {}, "optimize")
+                .get<std::string>()
+          : "replicated";
   if (layout != "replicated" && layout != "sharded") {
     fail({}, {}, "optimize.layout", "expected \"replicated\" or \"sharded\"");
   }
@@ -411,9 +515,26 @@ optim::LbfgsOptions Loader::lbfgs_options(const json& options) const {
     }
   }
   optim::LbfgsOptions out;
-  out.history = options.value("history", out.history);
-  out.max_iterations = options.value("max_iterations", out.max_iterations);
-  out.max_evaluations = options.value("max_evaluations", out.max_evaluations);
+  // Counts are integers within their range, never truncated or wrapped.
+  auto count = [&](const char* key, int64_t low, int64_t high, int& into) {
+    if (!options.contains(key)) return;
+    const json& v = options.at(key);
+    const double d = v.get<double>();
+    const std::string range =
+        "[" + std::to_string(low) + ", " + std::to_string(high) + "]";
+    if (d != std::floor(d) || d < static_cast<double>(low) ||
+        d > static_cast<double>(high)) {
+      fail({},
+           {},
+           std::string("optimize.options.") + key,
+           "expected an integer in " + range + ", found " + v.dump());
+    }
+    into = static_cast<int>(d);
+  };
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  count("history", 1, 1000, out.history);
+  count("max_iterations", 0, kIntMax, out.max_iterations);
+  count("max_evaluations", 1, kIntMax, out.max_evaluations);
   out.tolerance_gradient =
       options.value("tolerance_gradient", out.tolerance_gradient);
   out.tolerance_function =

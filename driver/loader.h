@@ -54,6 +54,19 @@
 // inside a body name the node as written ("u"), errors of the block name it
 // by position ("nodes[4].carry.u").
 //
+// Names: node names, carries, gradient and tangent keys are non-empty and
+// hold neither ':' nor '@'; a name is defined once (a carry may continue
+// an earlier block's carry of the same name, but never hide a node, and no
+// node may take a carry's name). Gradients and tangents are built in the
+// order of what they read (a gradient of a tangent, or the reverse), a
+// cycle between them is an error. A value may be fed, or listed as an
+// optimize variable, under one name only ("x" and "x:0" are one value).
+// A communicator has exactly one of "color", "rows_of", "columns_of".
+// Optimizer counts are integers within their range (history [1, 1000],
+// max_iterations [0, 2^31 − 1], max_evaluations [1, 2^31 − 1]).
+// adgraph-run reads at most 64 MiB of document and writes infinities and
+// NaN as the strings "Infinity", "-Infinity", "NaN".
+//
 // Every error throws JsonError with the file, the node (when there is one)
 // and the field, e.g. `g.json: node "l" (pow): input "b": shape [3] does
 // not broadcast with [2]`.
@@ -88,7 +101,8 @@ struct Document {
   // Named values: nodes (and their outputs "name:k") and gradients.
   std::map<std::string, Value> values;
   FeedMap feeds;
-  std::vector<std::string> fetch;
+  std::vector<std::string> fetch;   // as written
+  std::vector<Value> fetch_values;  // what each names ("y:1" included)
   bool has_optimize = false;
   Optimize optimize;
 };

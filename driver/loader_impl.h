@@ -68,6 +68,8 @@ class Loader final {
               std::map<std::string, Value>& scope,
               const std::string& graph_name,
               const std::map<std::string, Value>& after_scope);
+  // A node name, gradient or tangent key: non-empty, neither ':' nor '@'.
+  void check_name(const std::string& name, const std::string& field) const;
   // Checks the form of a plain node entry.
   void check_entry(const json& entry, const std::string& where);
   static std::string base_of(const std::string& ref);
@@ -76,8 +78,11 @@ class Loader final {
   void check_repeat(const json& e, const std::string& where);
   // "all", a number of snapshots s >= 1, or {"every": k >= 1}.
   CheckpointSchedule schedule_of(const json& v, const std::string& where);
-  // References a repeat block reads from outside it, in a stable order.
-  void free_references(const json& e, std::set<std::string>& out);
+  // References a repeat block reads from outside it (inputs and "after"),
+  // in a stable order; `groups`: those a nested block's carry starts from.
+  void free_references(const json& e,
+                       std::set<std::string>& out,
+                       std::set<std::string>& groups);
   // The values a reference to a carry stands for: every output of a plain
   // node (or of a carried group), one value for "name:k".
   std::vector<Value> group_of(const std::map<std::string, Value>& scope,
@@ -96,8 +101,13 @@ class Loader final {
   // Sub-communicators by name, made collectively now (every rank loads the
   // same document).
   void load_communicators(const json& communicators);
-  void load_gradients(const json& grads, Document& d);
-  void load_tangents(const json& tangents, Document& d);
+  // The "gradients" and "tangents" sections (either may be null), each
+  // entry after the entries it reads.
+  void load_derivatives(const json* gradients,
+                        const json* tangents,
+                        Document& d);
+  void load_gradient(const std::string& key, const json& spec, Document& d);
+  void load_tangent(const std::string& key, const json& spec, Document& d);
   void load_feeds(const json& feeds, Document& d);
   void load_fetch(const json& fetch, Document& d);
   void load_optimize(const json& optimize, Document& d);

@@ -2,7 +2,6 @@
 //   mpirun -n 4 adgraph-run graph.json [--output FILE] [--all-ranks] [--check]
 //   adgraph-run --list-ops
 // The document format is described in driver/loader.h.
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -11,9 +10,12 @@
 #include <map>
 #include <new>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <vector>
 
 #include "adgraph.h"
+#include "core/output_file.h"
+#include "core/plan_checks.h"
+#include "core/tensor_json.h"
 #include "driver/loader.h"
 #include "mpi_ops/mpi_environment.h"
 
@@ -75,6 +77,11 @@ bool same_on_every_rank(Communicator& comm, const std::string& text) {
   return comm.allreduce_max(h) == comm.allreduce_min(h);
 }
 
+// The largest document read (feeds beyond it belong in a program, not in
+// JSON): reading stops there, so /dev/zero or a runaway file cannot fill
+// memory.
+constexpr std::size_t kMaxDocumentBytes = std::size_t{64} << 20;
+
 std::string read_document(const std::string& file) {
   std::error_code ec;
   if (std::filesystem::is_directory(file, ec))
@@ -89,57 +96,30 @@ std::string read_document(const std::string& file) {
                     {},
                     file);
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// Fails now, before any computing, when the result could not be written:
-// its folder is missing or read-only, or it names a folder.
-void check_writable(const std::string& output) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path path(output);
-  if (fs::is_directory(path, ec))
-    throw OptionsError(output + ": is a directory", {}, {}, "--output");
-  const fs::path dir =
-      path.has_parent_path() ? path.parent_path() : fs::path(".");
-  const bool ok = fs::exists(path, ec)
-                      ? ::access(output.c_str(), W_OK) == 0
-                      : fs::is_directory(dir, ec) &&
-                            ::access(dir.c_str(), W_OK | X_OK) == 0;
-  if (!ok) {
-    throw OptionsError(output + ": cannot be written (" +
-                           (fs::is_directory(dir, ec) ? "permission denied"
-                                                      : "no such folder") +
-                           "); nothing was run",
-                       {},
-                       {},
-                       "--output");
-  }
-}
-
-// Writes the result next to `output` and renames it into place, so an
-// existing file is replaced whole or not at all.
-void write_result(const std::string& output, const std::string& text) {
-  const std::string partial = output + ".partial";
-  {
-    std::ofstream out(partial, std::ios::binary);
-    out << text;
-    out.flush();
-    if (!out) {
-      std::remove(partial.c_str());
-      throw OptionsError(
-          output + ": cannot be written (disk full?)", {}, {}, "--output");
+  std::string text;
+  std::vector<char> chunk(1 << 16);
+  while (in.read(chunk.data(), chunk.size()) || in.gcount() > 0) {
+    text.append(chunk.data(), in.gcount());
+    if (text.size() > kMaxDocumentBytes) {
+      throw JsonError("the document is larger than " +
+                          byte_string(kMaxDocumentBytes) +
+                          ", the limit for one graph document (README.md)",
+                      {},
+                      {},
+                      {},
+                      file);
     }
   }
-  if (std::rename(partial.c_str(), output.c_str()) != 0) {
-    std::remove(partial.c_str());
-    throw OptionsError(output + ": cannot be written", {}, {}, "--output");
-  }
+  return text;
 }
 
-json run(const std::string& file, Communicator& comm, bool check_only) {
+// Non-finite values written (as strings, see tensor_to_json), by result.
+using NonFinite = std::map<std::string, int64_t>;
+
+json run(const std::string& file,
+         Communicator& comm,
+         bool check_only,
+         NonFinite& non_finite) {
   const std::string text = read_document(file);
   if (!same_on_every_rank(comm, text)) {
     throw JsonError(
@@ -156,6 +136,13 @@ json run(const std::string& file, Communicator& comm, bool check_only) {
   g.set_same_on_every_rank(true);
   driver::Document d = driver::load_document(doc, file, g);
   if (check_only) {
+    // The plan's own checks (message pairing, loop steps, memory) too.
+    if (!d.fetch_values.empty()) {
+      FeedMap feeds = d.feeds;
+      for (std::size_t k = 0; k < d.optimize.variables.size(); ++k)
+        feeds[d.optimize.variables[k]] = d.optimize.start[k];
+      Session(g).check(d.fetch_values, feeds);
+    }
     std::map<std::string, int> ops;
     for (int id = 0; id < g.num_nodes(); ++id) ++ops[g.node(id).op_name()];
     return {{"file", file},
@@ -185,28 +172,27 @@ json run(const std::string& file, Communicator& comm, bool check_only) {
                   o.objective, o.variables, values, feeds, o.options, o.layout);
     json minimizer = json::object();
     for (std::size_t k = 0; k < o.variables.size(); ++k) {
-      minimizer[o.names[k]] = tensor_to_json(values[k]);
+      minimizer[o.names[k]] =
+          tensor_to_json(values[k], &non_finite["minimizer." + o.names[k]]);
       feeds[o.variables[k]] = values[k];
     }
     result["minimizer"] = minimizer;
-    result["minimum"] = s.final_f;
+    result["minimum"] = number_to_json(s.final_f, &non_finite["minimum"]);
     result["iterations"] = s.iterations;
     result["evaluations"] = s.evaluations;
     result["termination"] = optim::termination_name(s.termination);
     if (o.bounded) {
       result["method"] = "lbfgsb";
       result["active_bounds"] = s.active_bounds;
-      result["projected_gradient_norm"] = s.gradient_norm;
+      result["projected_gradient_norm"] = number_to_json(
+          s.gradient_norm, &non_finite["projected_gradient_norm"]);
     }
   }
   if (!d.fetch.empty()) {
-    std::vector<Value> fetches;
-    for (const std::string& name : d.fetch)
-      fetches.push_back(d.values.at(name));
     Session session(g);
-    std::vector<Tensor> out = session.run(fetches, feeds);
+    std::vector<Tensor> out = session.run(d.fetch_values, feeds);
     for (std::size_t k = 0; k < out.size(); ++k)
-      result[d.fetch[k]] = tensor_to_json(out[k]);
+      result[d.fetch[k]] = tensor_to_json(out[k], &non_finite[d.fetch[k]]);
   }
   return result;
 }
@@ -261,7 +247,7 @@ int main(int argc, char** argv) {
       std::string problem;
       if (root) {
         try {
-          check_writable(output);
+          check_output_path(output, "--output");
         } catch (const OptionsError& e) {
           problem = e.detail();
         }
@@ -269,7 +255,18 @@ int main(int argc, char** argv) {
       problem = comm->bcast(problem, 0);
       if (!problem.empty()) throw OptionsError(problem, {}, {}, "--output");
     }
-    result = run(file, *comm, check);
+    NonFinite non_finite;
+    result = run(file, *comm, check, non_finite);
+    for (const auto& [name, count] : non_finite) {
+      if (count == 0 || !(root || all_ranks)) continue;
+      std::fprintf(stderr,
+                   "adgraph-run: rank %d: %lld value(s) of \"%s\" are not "
+                   "finite; written as the strings \"Infinity\", "
+                   "\"-Infinity\" or \"NaN\" (JSON has no such numbers)\n",
+                   comm->rank(),
+                   static_cast<long long>(count),
+                   name.c_str());
+    }
     if (all_ranks) {
       const std::vector<std::string> texts = gather_text(*comm, result.dump());
       if (root) {
@@ -279,7 +276,7 @@ int main(int argc, char** argv) {
       }
     }
     text = result.dump() + "\n";
-    if (root && !output.empty()) write_result(output, text);
+    if (root && !output.empty()) write_output_file(output, text, "--output");
   } catch (const Error& e) {
     const std::string message = e.file().empty() &&
                                         !dynamic_cast<const JsonError*>(&e) &&

@@ -64,7 +64,9 @@ bool write_field_figure(const FieldFigure& f) {
     // Values beyond the colour range take its end colours (imagefr would
     // leave them blank).
     std::vector<PLFLT> storage(v.begin(), v.end());
-    for (PLFLT& x : storage) x = std::clamp<PLFLT>(x, lo, hi);
+    // NaN takes the low end too (PLplot draws only finite values).
+    for (PLFLT& x : storage)
+      x = std::isnan(x) ? lo : std::clamp<PLFLT>(x, lo, hi);
     std::vector<const PLFLT*> rows(f.nx);
     for (int i = 0; i < f.nx; ++i) rows[i] = &storage[std::size_t(i) * f.ny];
     pls->imagefr(rows.data(),
@@ -136,14 +138,24 @@ bool write_convergence_figure(const std::string& path,
                               const std::vector<double>& loss,
                               const std::vector<double>& gradient_norm,
                               const std::string& gradient_label) {
+  // The finite values only (PLplot loops forever on an infinite range),
+  // each at its own iteration.
+  struct Series {
+    std::vector<PLFLT> at, value;
+  };
   auto log_of = [](const std::vector<double>& v) {
-    std::vector<PLFLT> out;
-    for (double x : v) out.push_back(std::log10(std::max(x, 1e-300)));
+    Series out;
+    for (std::size_t k = 0; k < v.size(); ++k) {
+      if (!std::isfinite(v[k])) continue;
+      out.at.push_back(static_cast<PLFLT>(k));
+      out.value.push_back(std::log10(std::max(v[k], 1e-300)));
+    }
     return out;
   };
-  const std::vector<PLFLT> l = log_of(loss), g = log_of(gradient_norm);
-  std::vector<PLFLT> it(std::max(l.size(), g.size()));
-  for (std::size_t k = 0; k < it.size(); ++k) it[k] = static_cast<PLFLT>(k);
+  const Series loss_series = log_of(loss),
+               gradient_series = log_of(gradient_norm);
+  const std::vector<PLFLT>&l = loss_series.value, &g = gradient_series.value;
+  const std::size_t iterations = std::max(loss.size(), gradient_norm.size());
   double lo = 0, hi = 1;
   if (!l.empty() || !g.empty()) {
     lo = 1e300, hi = -1e300;
@@ -156,15 +168,16 @@ bool write_convergence_figure(const std::string& path,
   {
     auto pls = open_png(path);
     pls->col0(1);
-    pls->env(0, std::max<PLFLT>(1, it.size() - 1), lo, hi, 0, 20);
+    pls->env(0, std::max<PLFLT>(1, iterations - 1.0), lo, hi, 0, 20);
     pls->lab("iteration", "", "L-BFGS convergence");
     pls->width(2);
     pls->col0(9);  // blue
-    pls->line(static_cast<PLINT>(l.size()), it.data(), l.data());
+    pls->line(static_cast<PLINT>(l.size()), loss_series.at.data(), l.data());
     pls->col0(2);  // yellow-ish: change to red below
     pls->scol0(2, 200, 30, 30);
     pls->col0(2);
-    pls->line(static_cast<PLINT>(g.size()), it.data(), g.data());
+    pls->line(
+        static_cast<PLINT>(g.size()), gradient_series.at.data(), g.data());
     // Legend.
     PLINT opts[2] = {PL_LEGEND_LINE, PL_LEGEND_LINE};
     PLINT text_colors[2] = {1, 1}, line_colors[2] = {9, 2}, styles[2] = {1, 1};

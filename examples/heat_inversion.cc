@@ -25,6 +25,7 @@
 #include <string>
 
 #include "adgraph.h"
+#include "core/output_file.h"
 #include "examples/command_line.h"
 #include "examples/heat_figures.h"
 
@@ -193,6 +194,14 @@ int main(int argc, char** argv) {
     }
     c.checkpoints = CheckpointSchedule::binomial(snapshots);
   }
+  if (!std::isfinite(tol) || tol < 0) {
+    if (root)
+      std::fprintf(stderr,
+                   "heat_inversion: --tol: expected a finite number >= 0, "
+                   "got %g\n",
+                   tol);
+    return 2;
+  }
   if (resume && checkpoint.empty()) {
     if (root)
       std::fprintf(stderr,
@@ -201,6 +210,20 @@ int main(int argc, char** argv) {
   }
 
   try {
+    // Where the results go is checked before any work (rank 0 writes).
+    std::string unwritable;
+    if (root) {
+      try {
+        check_output_path(
+            dump_gradient.empty() ? output : dump_gradient,
+            dump_gradient.empty() ? "--output" : "--dump-gradient");
+      } catch (const OptionsError& e) {
+        unwritable = e.what();
+      }
+    }
+    unwritable = comm->bcast(unwritable, 0);
+    if (!unwritable.empty())
+      return report_failure("heat_inversion", unwritable, 2);
     solvers::HeatInverse problem(problem_options, *comm);
     Tensor kappa = problem.kappa_start();
     if (!dump_gradient.empty()) {
@@ -385,9 +408,9 @@ int main(int argc, char** argv) {
           {"gradient_norm_history", summary.gradient_norm_history},
           {"message", summary.message},
           {"files", files}};
-      std::ofstream(output) << result.dump(2) << "\n";
-      ok = ok && static_cast<bool>(std::ifstream(output));
-      if (!ok) comm->abort("could not write the results next to " + output, 1);
+      // The results first: a figure that fails must not lose them.
+      write_output_file(output, result.dump(2) + "\n", "--output");
+      if (!ok) comm->abort("could not write the figures next to " + output, 1);
       std::printf("wrote %s", output.c_str());
       for (const std::string& f : files) std::printf(", %s", f.c_str());
       std::printf("\n");

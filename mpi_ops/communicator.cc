@@ -75,16 +75,11 @@ Communicator::Communicator(std::unique_ptr<MpiComm> comm, std::string name)
   MPI_Comm_size(mpi_->comm, &size_);
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
   deadline_seconds_ = deadline_from_environment();
-  watchdog_ = std::thread([this] { watchdog_loop(); });
+  register_watch(this);
 }
 
 Communicator::~Communicator() {
-  {
-    std::lock_guard<std::mutex> lock(watch_mutex_);
-    watch_stop_ = true;
-  }
-  watch_wakeup_.notify_all();
-  if (watchdog_.joinable()) watchdog_.join();
+  unregister_watch(this);
   if (name_ == "world") remove_stop_report();
   int finalised = 0;
   MPI_Finalized(&finalised);

@@ -11,17 +11,16 @@
 //   adgraph: rank R: communication deadline of S s exceeded in node "n"
 //   (op, communication #k)
 // to stderr and exits with status 124, which makes mpirun end the job. The
-// watch runs on a helper thread, so blocking MPI calls cost nothing extra.
+// watch runs on one helper thread per process (whatever the number of
+// communicators), so blocking MPI calls cost nothing extra.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/comm_context.h"
@@ -200,7 +199,13 @@ class Communicator final : public CommContext {
   // The watched call: the node (or label), its communicator and missing
   // peers.
   std::string describe_watch() const;
-  void watchdog_loop();
+  // The process's one watchdog thread looks at every registered
+  // communicator's watched call (check_watch) every 50 ms.
+  static void register_watch(Communicator* comm);
+  static void unregister_watch(Communicator* comm);
+  // Ends the process when the watched call is past the deadline, or when
+  // mpirun's stop signal was caught; called by the watchdog thread.
+  void check_watch();
   // Watches a call described by `label`, or by the node being run.
   void start_watch(std::string label);
   void start_watch(const Node& node);
@@ -272,9 +277,8 @@ class Communicator final : public CommContext {
   static constexpr int kWatchedPeers = 8;
   std::atomic<int> watch_peers_[kWatchedPeers] = {
       -1, -1, -1, -1, -1, -1, -1, -1};
-  std::condition_variable watch_wakeup_;
-  bool watch_stop_ = false;
-  std::thread watchdog_;
+  // When the watchdog first saw mpirun's stop signal (0: not yet).
+  int64_t stop_seen_ns_ = 0;
 };
 
 // The MPI communicator bound to `graph`. A graph binds one when its first

@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -135,46 +138,96 @@ std::string Communicator::describe_watch() const {
   return out;
 }
 
-void Communicator::watchdog_loop() {
-  std::unique_lock<std::mutex> lock(watch_mutex_);
-  int64_t stop_seen_ns = 0;
-  while (!watch_stop_) {
-    watch_wakeup_.wait_for(lock, std::chrono::milliseconds(50));
-    const int64_t start = watch_start_ns_.load(std::memory_order_acquire);
-    if (const int signal = stop_signal.load(); signal != 0) {
-      // mpirun stops the job (another rank failed, or a host was lost):
-      // say what this rank was waiting for, then die of the signal. The
-      // world's watchdog also ends a rank that was not communicating,
-      // after giving the others a moment to report.
-      if (stop_seen_ns == 0) stop_seen_ns = now_ns();
-      const bool late = now_ns() - stop_seen_ns > 200'000'000;
-      if (start != 0 || (name_ == "world" && late)) {
-        if (start != 0) {
-          std::fprintf(stderr,
-                       "adgraph: rank %d: stopped by signal %d after %.1f s "
-                       "in %s\n",
-                       world_rank_,
-                       signal,
-                       (now_ns() - start) * 1e-9,
-                       describe_watch().c_str());
-          std::fflush(stderr);
-        }
-        std::signal(signal, SIG_DFL);
-        std::raise(signal);
-      }
-      continue;
+namespace {
+
+// The process's one watchdog thread and the communicators it watches. A
+// thread per communicator would put thousands of threads on a rank that
+// splits thousands of communicators; one thread looks at all of them every
+// 50 ms. Never destroyed: communicators in static storage (the world)
+// unregister during exit, after any other static could have gone.
+struct WatchRegistry {
+  std::mutex mutex;
+  std::condition_variable wakeup;
+  std::vector<Communicator*> watched;
+  std::thread thread;
+  // Bumped whenever the thread is told to end, so that a thread started
+  // later is not told the same.
+  int64_t generation = 0;
+};
+
+WatchRegistry& watch_registry() {
+  static auto* registry = new WatchRegistry;
+  return *registry;
+}
+
+}  // namespace
+
+void Communicator::register_watch(Communicator* comm) {
+  WatchRegistry& r = watch_registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.watched.push_back(comm);
+  if (r.thread.joinable()) return;
+  r.thread = std::thread([&r, mine = r.generation] {
+    std::unique_lock<std::mutex> held(r.mutex);
+    while (r.generation == mine) {
+      r.wakeup.wait_for(held, std::chrono::milliseconds(50));
+      if (r.generation != mine) break;
+      for (Communicator* c : r.watched) c->check_watch();
     }
-    if (start == 0 || deadline_seconds_ <= 0) continue;
-    if (now_ns() - start > static_cast<int64_t>(deadline_seconds_ * 1e9)) {
+  });
+}
+
+void Communicator::unregister_watch(Communicator* comm) {
+  WatchRegistry& r = watch_registry();
+  std::thread ending;
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    r.watched.erase(std::remove(r.watched.begin(), r.watched.end(), comm),
+                    r.watched.end());
+    if (r.watched.empty() && r.thread.joinable()) {
+      ++r.generation;
+      ending = std::move(r.thread);
+    }
+  }
+  r.wakeup.notify_all();
+  if (ending.joinable()) ending.join();
+}
+
+void Communicator::check_watch() {
+  std::lock_guard<std::mutex> lock(watch_mutex_);
+  const int64_t start = watch_start_ns_.load(std::memory_order_acquire);
+  if (const int signal = stop_signal.load(); signal != 0) {
+    // mpirun stops the job (another rank failed, or a host was lost): say
+    // what this rank was waiting for, then die of the signal. The world's
+    // watch also ends a rank that was not communicating, after giving the
+    // others a moment to report.
+    if (stop_seen_ns_ == 0) stop_seen_ns_ = now_ns();
+    const bool late = now_ns() - stop_seen_ns_ > 200'000'000;
+    if (start == 0 && !(name_ == "world" && late)) return;
+    if (start != 0) {
       std::fprintf(
           stderr,
-          "adgraph: rank %d: communication deadline of %g s exceeded in %s\n",
+          "adgraph: rank %d: stopped by signal %d after %.1f s in %s\n",
           world_rank_,
-          deadline_seconds_,
+          signal,
+          (now_ns() - start) * 1e-9,
           describe_watch().c_str());
       std::fflush(stderr);
-      std::_Exit(kDeadlineExitCode);
     }
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+    return;
+  }
+  if (start == 0 || deadline_seconds_ <= 0) return;
+  if (now_ns() - start > static_cast<int64_t>(deadline_seconds_ * 1e9)) {
+    std::fprintf(
+        stderr,
+        "adgraph: rank %d: communication deadline of %g s exceeded in %s\n",
+        world_rank_,
+        deadline_seconds_,
+        describe_watch().c_str());
+    std::fflush(stderr);
+    std::_Exit(kDeadlineExitCode);
   }
 }
 

@@ -276,7 +276,8 @@ LbfgsSummary lbfgsb(const Objective& objective,
     // A memory that breaks down is dropped and the iteration restarted.
     detail::CauchyPoint z;
     if (!constrained && bfgs.k() > 0) {
-      z.x = st.x;
+      z.x = st.x;  // with c = 0 the subspace step's residual is −g
+      z.c = Eigen::VectorXd::Zero(2 * bfgs.k());
     } else {
       z = detail::cauchy_point(st.x, st.g, box, where, bfgs, reduce);
     }

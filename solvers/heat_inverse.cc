@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <numbers>
 
@@ -27,15 +28,33 @@ HeatInverse::HeatInverse(HeatInverseOptions options, Communicator& comm)
   auto check = [](bool ok, const std::string& text, const char* field) {
     if (!ok) throw OptionsError(text, {}, {}, field);
   };
+  auto finite_weight = [&](double v, const char* field) {
+    check(std::isfinite(v) && v >= 0,
+          "must be a finite number >= 0, got " + std::to_string(v),
+          field);
+  };
   check(options_.sensors_every >= 0, "must be >= 0", "sensors_every");
-  check(options_.noise >= 0, "must be >= 0", "noise");
-  check(options_.reg_tikhonov >= 0, "must be >= 0", "reg_tikhonov");
-  check(options_.reg_smooth >= 0, "must be >= 0", "reg_smooth");
+  finite_weight(options_.noise, "noise");
+  finite_weight(options_.reg_tikhonov, "reg_tikhonov");
+  finite_weight(options_.reg_smooth, "reg_smooth");
+  // An open side is ±infinity; +inf as a lower bound (or −inf as an upper
+  // one) would leave no κ at all.
+  check(options_.kappa_min != std::numeric_limits<double>::infinity() &&
+            options_.kappa_max != -std::numeric_limits<double>::infinity(),
+        "a bound of kappa must be finite (or open)",
+        "kappa_min");
   check(!(options_.kappa_min > options_.kappa_max) &&
             !std::isnan(options_.kappa_min) && !std::isnan(options_.kappa_max),
         "kappa_min must be <= kappa_max",
         "kappa_min");
   if (const int k = options_.sensors_every; k > 0) {
+    // The sensors sit at k/2, k/2 + k, …: none when k/2 is past the grid.
+    check(k / 2 < c.nx && k / 2 < c.ny,
+          "every " + std::to_string(k) + "th point of a " +
+              std::to_string(c.nx) + " x " + std::to_string(c.ny) +
+              " grid selects no sensor (at most " +
+              std::to_string(2 * std::min(c.nx, c.ny) - 1) + " selects one)",
+          "sensors_every");
     for (int i = k / 2; i < c.nx; i += k)
       for (int j = k / 2; j < c.ny; j += k) options_.sensors.emplace_back(i, j);
   }

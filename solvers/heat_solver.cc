@@ -41,9 +41,10 @@ bool HeatConfig::is_valid(int ranks, std::string* error) const {
   if (px < 1 || py < 1) return bad("px and py must be >= 1");
   if (nt < 1) return bad("nt must be >= 1");
   if (!(dt >= 0)) return bad("dt must be >= 0 (0 selects the default rule)");
-  if (px * py != ranks) {
+  const int64_t patches = int64_t{px} * py;  // 65536 x 65536 overflows int
+  if (patches != ranks) {
     return bad("px x py = " + std::to_string(px) + " x " + std::to_string(py) +
-               " = " + std::to_string(px * py) +
+               " = " + std::to_string(patches) +
                " patches need as many ranks, but there are " +
                std::to_string(ranks));
   }

@@ -2,6 +2,8 @@
 // row/column communicators of a patch grid), opened with CommScope.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -247,6 +249,37 @@ TEST(SubCommunicator, RootsAndPeersAreCheckedAgainstTheirCommunicator) {
   NodeOptions options;
   options.comm = parity;
   EXPECT_THROW(g.add_node("square", {x}, {}, options), GraphError);
+}
+
+// Threads of this process, from /proc/self/status.
+int thread_count() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "Threads:") {
+      int n = 0;
+      status >> n;
+      return n;
+    }
+  }
+  return -1;
+}
+
+// One watchdog thread watches every communicator: a program that splits
+// hundreds of them keeps its thread count (a thread each once put
+// thousands of threads on a rank). Each still has its deadline watch.
+TEST(SubCommunicator, ManyCommunicatorsShareOneWatchdogThread) {
+  const int rank = world_rank();
+  auto world = Communicator::world();
+  const int before = thread_count();
+  ASSERT_GT(before, 0);
+  std::vector<std::shared_ptr<Communicator>> made;
+  for (int k = 0; k < 300; ++k) made.push_back(world->split(k % 3, rank));
+  EXPECT_LE(thread_count(), before + 1) << "threads before: " << before;
+  // They work: a sum on the last one is the sum over the world.
+  EXPECT_DOUBLE_EQ(made.back()->allreduce_sum(1.0), world_size());
+  made.clear();
+  EXPECT_LE(thread_count(), before + 1);
 }
 
 }  // namespace

@@ -182,6 +182,44 @@ TEST(LbfgsbMpi, Driver1ShardedReachesScipysPoint) {
   expect_scipy_point(x, slice.begin, kDriver1X);
 }
 
+// SciPy's result for driver1 without bounds (m = 5, SciPy defaults): 21
+// iterations, REL_REDUCTION_OF_F. Unbounded L-BFGS-B skips the Cauchy
+// point once it has curvature pairs (its subspace step is then −g's).
+constexpr int kOpenDriver1Iterations = 21;
+constexpr double kOpenDriver1F = 7.299499265388983e-09;
+const std::vector<double> kOpenDriver1X = {
+    0.999998761714963,  0.9999984345902513, 0.9999980877746615,
+    0.999999194209839,  1.0000022950094423, 1.0000053492364016,
+    1.0000108660701184, 1.0000157109565415, 1.0000223233647174,
+    1.0000364557088015, 1.00007006384186,   1.0001466679729123,
+    1.0003037497508875, 1.0006130308145698, 1.0012234085223366,
+    1.0024439434339198, 1.0048945466171602, 1.009818482294801,
+    1.0197438024740375, 1.0398897848625326, 1.0813724673377023,
+    1.1693740440592164, 1.3674381496812218, 1.8698716875058308,
+    3.4964483812973};
+
+// No bounds at all (empty sides): a legitimate L-BFGS-B problem.
+TEST(LbfgsbMpi, WithoutBoundsReachesScipysPoint) {
+  for (Layout layout : {Layout::kReplicated, Layout::kSharded}) {
+    const bool sharded_layout = layout == Layout::kSharded;
+    Slice slice(25);
+    if (!sharded_layout) slice.begin = 0, slice.end = 25;
+    Eigen::VectorXd x = Eigen::VectorXd::Constant(slice.size(), 3.0);
+    auto comm = Communicator::world();
+    LbfgsSummary s = lbfgsb(sharded_layout ? sharded(driver1, 25) : driver1,
+                            x,
+                            Bounds{},
+                            scipy_defaults(5),
+                            comm.get(),
+                            layout);
+    EXPECT_EQ(s.termination, Termination::kFunctionChange) << s.message;
+    EXPECT_LE(s.iterations, kIterationAllowance * kOpenDriver1Iterations);
+    EXPECT_NEAR(s.final_f, kOpenDriver1F, 1e-6 * kOpenDriver1F);
+    EXPECT_EQ(s.active_bounds, 0);
+    expect_scipy_point(x, slice.begin, kOpenDriver1X);
+  }
+}
+
 LbfgsOptions tight() {
   LbfgsOptions o;
   o.tolerance_gradient = 1e-12;
