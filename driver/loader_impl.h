@@ -1,8 +1,8 @@
 // The JSON loader's internals (driver/loader.h documents the format): one
-// Loader per document, its members in three files by concern:
+// Loader per document, its members in four files by concern:
 // json_fields.cc (typed field access and error messages), graph_nodes.cc
-// (node entries, their order, repeat blocks) and loader.cc (the document's
-// sections). Not installed.
+// (node entries, their order, repeat blocks), derivatives.cc (gradients and
+// tangents) and loader.cc (the other sections). Not installed.
 #pragma once
 
 #include <cstdint>
