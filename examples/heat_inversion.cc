@@ -282,15 +282,8 @@ int main(int argc, char** argv) {
     // The loss's parts at the result (misfit, regularization).
     const solvers::HeatLossTerms terms = problem.terms(kappa);
 
-    // Relative L2 error of κ over the whole grid.
+    const double relative_error = problem.relative_kappa_error(kappa);
     const Tensor truth = problem.kappa_true();
-    double err2 = (kappa.array() - truth.array()).square().sum();
-    double ref2 = truth.array().square().sum();
-    if (!replicated) {
-      err2 = comm->allreduce_sum(err2);
-      ref2 = comm->allreduce_sum(ref2);
-    }
-    const double relative_error = std::sqrt(err2 / ref2);
 
     std::vector<double> found, exact;
     if (replicated) {

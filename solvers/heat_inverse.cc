@@ -292,6 +292,17 @@ double HeatInverse::loss(const Tensor& kappa) {
   return global(session_->run(global_loss_, feeds_at(kappa)).item());
 }
 
+double HeatInverse::relative_kappa_error(const Tensor& kappa) {
+  const Tensor truth = kappa_true();
+  double err2 = (kappa.array() - truth.array()).square().sum();
+  double ref2 = truth.array().square().sum();
+  if (!options_.replicated) {
+    err2 = comm_.allreduce_sum(err2);
+    ref2 = comm_.allreduce_sum(ref2);
+  }
+  return std::sqrt(err2 / ref2);
+}
+
 double HeatInverse::global(double value) {
   // Replicated: rank 0 holds the mpi_sum; sharded: every rank its part.
   if (!options_.replicated) return comm_.allreduce_sum(value);

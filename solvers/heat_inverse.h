@@ -103,6 +103,8 @@ class HeatInverse final {
   double loss(const Tensor& kappa);
   // The parts of the global loss at κ. Collective.
   HeatLossTerms terms(const Tensor& kappa);
+  // ‖κ − κ_true‖₂ / ‖κ_true‖₂ over the whole grid. Collective.
+  double relative_kappa_error(const Tensor& kappa);
   // The global sensor points (row, column), sorted, without repeats.
   const std::vector<std::pair<int, int>>& sensors() const {
     return options_.sensors;

@@ -93,11 +93,24 @@ auto with_python_errors(F&& f) -> decltype(f()) {
 // Makes the communicator of graphs built without one (collective: at
 // import, on every rank).
 void start_python_world();
+// The communicator of graphs made without one: a duplicate of
+// MPI_COMM_WORLD, made at import (on every rank), so adgraph's messages
+// never match the program's own calls on MPI.COMM_WORLD.
+std::shared_ptr<Communicator> python_world();
 
 void bind_graph(py::module_& m);
 void bind_communicator(py::module_& m);
 void bind_session(py::module_& m);
 void bind_custom_op(py::module_& m);
+// LbfgsOptions from keyword arguments with the C++ field names; throws
+// OptionsError naming an unknown or invalid one.
+optim::LbfgsOptions lbfgs_options(const py::dict& options);
+// An optimisation's summary as a dict of the C++ fields, with "x": the
+// minimiser, one array per variable (`values` moved into them).
+py::dict summary_dict(const optim::LbfgsSummary& s,
+                      std::vector<Tensor>& values);
+
 void bind_optim(py::module_& m);
+void bind_solvers(py::module_& m);
 
 }  // namespace adgraph::python

@@ -17,9 +17,8 @@ std::shared_ptr<Communicator> with_program_deadline(
   return comm;
 }
 
-// The communicator of graphs made without one: a duplicate of
-// MPI_COMM_WORLD, made at import (on every rank), so adgraph's messages
-// never match the program's own calls on MPI.COMM_WORLD.
+}  // namespace
+
 std::shared_ptr<Communicator> python_world() {
   static std::shared_ptr<Communicator> world = [] {
     return with_program_deadline(
@@ -27,7 +26,6 @@ std::shared_ptr<Communicator> python_world() {
   }();
   return world;
 }
-}  // namespace
 
 void start_python_world() { python_world(); }
 

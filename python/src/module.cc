@@ -74,4 +74,5 @@ PYBIND11_MODULE(_adgraph, m) {
   bind_session(m);
   bind_custom_op(m);
   bind_optim(m);
+  bind_solvers(m);
 }

@@ -3,7 +3,6 @@
 #include "python/src/bindings.h"
 
 namespace adgraph::python {
-namespace {
 
 optim::LbfgsOptions lbfgs_options(const py::dict& options) {
   optim::LbfgsOptions o;
@@ -44,25 +43,6 @@ optim::LbfgsOptions lbfgs_options(const py::dict& options) {
   return o;
 }
 
-optim::Layout layout_of(const std::string& layout) {
-  if (layout == "replicated") return optim::Layout::kReplicated;
-  if (layout == "sharded") return optim::Layout::kSharded;
-  throw OptionsError(
-      "expected \"replicated\" or \"sharded\", got \"" + layout + "\"",
-      {},
-      {},
-      "layout");
-}
-
-std::vector<Tensor> tensors_of(py::handle list, const std::string& what) {
-  std::vector<Tensor> out;
-  if (list.is_none()) return out;
-  int k = 0;
-  for (py::handle item : list.cast<py::sequence>())
-    out.push_back(to_tensor(item, what + " " + std::to_string(k++)));
-  return out;
-}
-
 py::dict summary_dict(const optim::LbfgsSummary& s,
                       std::vector<Tensor>& values) {
   py::dict d;
@@ -82,6 +62,27 @@ py::dict summary_dict(const optim::LbfgsSummary& s,
   for (Tensor& t : values) x.append(to_array(std::move(t)));
   d["x"] = x;
   return d;
+}
+
+namespace {
+
+optim::Layout layout_of(const std::string& layout) {
+  if (layout == "replicated") return optim::Layout::kReplicated;
+  if (layout == "sharded") return optim::Layout::kSharded;
+  throw OptionsError(
+      "expected \"replicated\" or \"sharded\", got \"" + layout + "\"",
+      {},
+      {},
+      "layout");
+}
+
+std::vector<Tensor> tensors_of(py::handle list, const std::string& what) {
+  std::vector<Tensor> out;
+  if (list.is_none()) return out;
+  int k = 0;
+  for (py::handle item : list.cast<py::sequence>())
+    out.push_back(to_tensor(item, what + " " + std::to_string(k++)));
+  return out;
 }
 
 // f(x) and ∇f(x) of a graph's objective at a flat x, the same on every

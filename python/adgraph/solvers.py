@@ -1,0 +1,90 @@
+"""Solvers built on adgraph: the heat inverse problem (C++
+``solvers::HeatInverse``), its graph and its distributed L-BFGS(-B) fit,
+reached from Python without reimplementing anything."""
+
+import types as _types
+
+from . import _adgraph
+
+
+class HeatInverse:
+    """Recover the diffusivity kappa of a 2-D heat equation on ``px x py``
+    ranks (one patch each) from observations of the temperature.
+
+    Keyword arguments are the C++ ``HeatInverseOptions`` fields, with
+    ``HeatConfig``'s at the top level: ``nx``, ``ny`` (interior grid points),
+    ``px``, ``py`` (patch grid, ``px * py`` = ranks), ``nt`` (time steps),
+    ``overlap``, ``checkpoints`` (``"all"``, ``"auto"``: about sqrt(2 nt)
+    snapshots, the default, or a number of snapshots), ``replicated``,
+    ``sensors`` (global (row, column) pairs), ``sensors_every``,
+    ``observe_steps``, ``noise``, ``seed``, ``reg_tikhonov``,
+    ``reg_smooth``, ``kappa_min``, ``kappa_max`` (L-BFGS-B when either is
+    finite). Collective: every rank constructs it with the same options;
+    invalid options raise ``adgraph.OptionsError`` on every rank."""
+
+    def __init__(self, **options):
+        self._problem = _adgraph._HeatInverse(options)
+
+    def kappa_start(self):
+        """The start value (kappa = 1) in the variable's shape: this rank's
+        patch (sharded) or the whole grid (replicated)."""
+        return self._problem.kappa_start()
+
+    def kappa_true(self):
+        """The true kappa, in the variable's shape."""
+        return self._problem.kappa_true()
+
+    @property
+    def layout(self):
+        """``"sharded"`` (each rank's patch) or ``"replicated"``."""
+        return self._problem.layout()
+
+    @property
+    def patch(self):
+        """This rank's patch: ``{"row0", "col0", "n", "m"}``."""
+        return self._problem.patch()
+
+    @property
+    def sensors(self):
+        """The global sensor points (row, column), sorted."""
+        return self._problem.sensors()
+
+    @property
+    def dt(self):
+        """The time step."""
+        return self._problem.dt()
+
+    def loss_and_gradient(self, kappa):
+        """The global loss and this rank's gradient at kappa. Collective."""
+        return self._problem.loss_and_gradient(kappa)
+
+    def loss(self, kappa):
+        """The global loss at kappa (a forward run). Collective."""
+        return self._problem.loss(kappa)
+
+    def terms(self, kappa):
+        """The loss's parts at kappa: ``{"misfit", "tikhonov",
+        "smoothness"}``. Collective."""
+        return self._problem.terms(kappa)
+
+    def relative_kappa_error(self, kappa):
+        """|kappa - kappa_true| / |kappa_true| (L2, whole grid). Collective."""
+        return self._problem.relative_kappa_error(kappa)
+
+    def loop_stats(self):
+        """What the time loop's last forward run and its adjoint's last run
+        did: ``(forward, adjoint)``, dicts of the C++ ``LoopStats``."""
+        return self._problem.loop_forward_stats(), self._problem.loop_adjoint_stats()
+
+    def problem_description(self):
+        """What the objective depends on, as JSON text (recorded in
+        checkpoints)."""
+        return self._problem.problem_description()
+
+    def fit(self, kappa, **options):
+        """Minimises the loss from ``kappa`` with L-BFGS (L-BFGS-B when
+        kappa is bounded); ``options`` are ``LbfgsOptions`` fields by their
+        C++ names. Returns the summary's fields and ``x`` (the minimiser, one
+        array) as a ``types.SimpleNamespace``. Collective; the interpreter
+        is released while it runs."""
+        return _types.SimpleNamespace(**self._problem.fit(kappa, options))

@@ -1,0 +1,208 @@
+// solvers::HeatInverse (adgraph.solvers.HeatInverse) and the JSON driver's
+// loader (adgraph.load_json) from Python.
+#include "core/plan_checks.h"
+#include "driver/loader.h"
+#include "python/src/bindings.h"
+#include "solvers/heat_inverse.h"
+
+namespace adgraph::python {
+namespace {
+
+// HeatInverseOptions from the keyword arguments of HeatInverse(), by their
+// C++ names (HeatConfig's fields at the top level).
+solvers::HeatInverseOptions heat_options(const py::dict& options) {
+  solvers::HeatInverseOptions o;
+  solvers::HeatConfig& c = o.config;
+  for (auto item : options) {
+    const std::string key = py::str(item.first).cast<std::string>();
+    py::handle v = item.second;
+    if (key == "nx")
+      c.nx = v.cast<int>();
+    else if (key == "ny")
+      c.ny = v.cast<int>();
+    else if (key == "px")
+      c.px = v.cast<int>();
+    else if (key == "py")
+      c.py = v.cast<int>();
+    else if (key == "nt")
+      c.nt = v.cast<int>();
+    else if (key == "overlap")
+      c.overlap = v.cast<bool>();
+    else if (key == "checkpoints") {
+      // "all", "auto" (about sqrt(2 nt) snapshots) or a number of snapshots.
+      if (PyUnicode_Check(v.ptr()) && v.cast<std::string>() == "all") {
+        c.checkpoints = CheckpointSchedule::store_all();
+      } else if (PyUnicode_Check(v.ptr()) && v.cast<std::string>() == "auto") {
+        c.checkpoints = CheckpointSchedule();  // resolved below, with nt
+      } else if (PyLong_Check(v.ptr()) && v.cast<int64_t>() >= 1) {
+        c.checkpoints = CheckpointSchedule::binomial(v.cast<int64_t>());
+      } else {
+        throw OptionsError(
+            "expected \"all\", \"auto\" or a number of "
+            "snapshots >= 1, got " +
+                py::repr(v).cast<std::string>(),
+            {},
+            {},
+            "checkpoints");
+      }
+    } else if (key == "replicated")
+      o.replicated = v.cast<bool>();
+    else if (key == "sensors")
+      o.sensors = v.cast<std::vector<std::pair<int, int>>>();
+    else if (key == "sensors_every")
+      o.sensors_every = v.cast<int>();
+    else if (key == "observe_steps")
+      o.observe_steps = v.cast<std::vector<int64_t>>();
+    else if (key == "noise")
+      o.noise = v.cast<double>();
+    else if (key == "seed")
+      o.seed = v.cast<uint64_t>();
+    else if (key == "reg_tikhonov")
+      o.reg_tikhonov = v.cast<double>();
+    else if (key == "reg_smooth")
+      o.reg_smooth = v.cast<double>();
+    else if (key == "kappa_min")
+      o.kappa_min = v.cast<double>();
+    else if (key == "kappa_max")
+      o.kappa_max = v.cast<double>();
+    else
+      throw OptionsError(
+          "unknown option (HeatInverse takes nx, ny, px, py, nt, overlap, "
+          "checkpoints, replicated, sensors, sensors_every, observe_steps, "
+          "noise, seed, reg_tikhonov, reg_smooth, kappa_min, kappa_max)",
+          {},
+          {},
+          key);
+  }
+  if (c.checkpoints.kind == CheckpointSchedule::Kind::kDefault)
+    c.checkpoints = CheckpointSchedule::binomial(
+        binomial_two_sweep_snapshots(std::max(1, c.nt)));
+  return o;
+}
+
+py::dict stats_dict(const LoopStats& s) {
+  py::dict d;
+  d["forward_steps"] = s.forward_steps;
+  d["taped_steps"] = s.taped_steps;
+  d["max_snapshots"] = s.max_snapshots;
+  d["snapshot_bytes"] = s.snapshot_bytes;
+  d["schedule"] = s.schedule;
+  return d;
+}
+
+// A document loaded into a new graph on the Python world communicator.
+py::dict load_json(const std::string& text, const std::string& file) {
+  auto graph = std::make_shared<Graph>();
+  graph->set_comm(python_world());
+  graph->set_same_on_every_rank(true);
+  driver::Document d;
+  without_gil([&] {
+    d = driver::load_document(driver::parse_document(text, file), file, *graph);
+  });
+  py::dict values, feeds;
+  for (const auto& [name, v] : d.values)
+    values[py::str(name)] = PyValue{graph, v};
+  for (const auto& [v, t] : d.feeds)
+    feeds[py::cast(PyValue{graph, v})] = to_array(Tensor(t));
+  py::dict out;
+  out["graph"] = graph;
+  out["values"] = values;
+  out["feeds"] = feeds;
+  out["fetch"] = d.fetch;
+  out["fetch_values"] = wrap(graph, d.fetch_values);
+  if (d.has_optimize) {
+    const driver::Optimize& o = d.optimize;
+    py::dict opt;
+    opt["objective"] = PyValue{graph, o.objective};
+    opt["names"] = o.names;
+    opt["variables"] = wrap(graph, o.variables);
+    py::list start;
+    for (const Tensor& t : o.start) start.append(to_array(Tensor(t)));
+    opt["start"] = start;
+    opt["method"] = o.bounded ? "lbfgsb" : "lbfgs";
+    opt["layout"] =
+        o.layout == optim::Layout::kSharded ? "sharded" : "replicated";
+    out["optimize"] = opt;
+  } else {
+    out["optimize"] = py::none();
+  }
+  return out;
+}
+
+}  // namespace
+
+void bind_solvers(py::module_& m) {
+  using solvers::HeatInverse;
+  py::class_<HeatInverse>(m, "_HeatInverse")
+      .def(py::init([](py::dict options) {
+        solvers::HeatInverseOptions o = heat_options(options);
+        return without_gil([&] {
+          return std::make_unique<HeatInverse>(std::move(o), *python_world());
+        });
+      }))
+      .def("kappa_start",
+           [](const HeatInverse& h) { return to_array(h.kappa_start()); })
+      .def("kappa_true",
+           [](const HeatInverse& h) { return to_array(h.kappa_true()); })
+      .def("layout",
+           [](const HeatInverse& h) {
+             return h.layout() == optim::Layout::kSharded ? "sharded"
+                                                          : "replicated";
+           })
+      .def("patch",
+           [](const HeatInverse& h) {
+             const solvers::Patch& p = h.patch();
+             py::dict d;
+             d["row0"] = p.row0, d["col0"] = p.col0, d["n"] = p.n, d["m"] = p.m;
+             return d;
+           })
+      .def("sensors", &HeatInverse::sensors)
+      .def("dt",
+           [](const HeatInverse& h) { return solvers::heat_dt(h.config()); })
+      .def("loss_and_gradient",
+           [](HeatInverse& h, py::handle kappa) {
+             const Tensor k = to_tensor(kappa, "kappa");
+             std::pair<double, Tensor> r =
+                 without_gil([&] { return h.loss_and_gradient(k); });
+             return py::make_tuple(r.first, to_array(std::move(r.second)));
+           })
+      .def("loss",
+           [](HeatInverse& h, py::handle kappa) {
+             const Tensor k = to_tensor(kappa, "kappa");
+             return without_gil([&] { return h.loss(k); });
+           })
+      .def("terms",
+           [](HeatInverse& h, py::handle kappa) {
+             const Tensor k = to_tensor(kappa, "kappa");
+             const solvers::HeatLossTerms t =
+                 without_gil([&] { return h.terms(k); });
+             py::dict d;
+             d["misfit"] = t.misfit, d["tikhonov"] = t.tikhonov,
+             d["smoothness"] = t.smoothness;
+             return d;
+           })
+      .def("relative_kappa_error",
+           [](HeatInverse& h, py::handle kappa) {
+             const Tensor k = to_tensor(kappa, "kappa");
+             return without_gil([&] { return h.relative_kappa_error(k); });
+           })
+      .def("loop_forward_stats",
+           [](const HeatInverse& h) {
+             return stats_dict(h.loop_forward_stats());
+           })
+      .def("loop_adjoint_stats",
+           [](const HeatInverse& h) {
+             return stats_dict(h.loop_adjoint_stats());
+           })
+      .def("problem_description", &HeatInverse::problem_description)
+      .def("fit", [](HeatInverse& h, py::handle kappa, py::dict options) {
+        const optim::LbfgsOptions o = lbfgs_options(options);
+        std::vector<Tensor> values = {to_tensor(kappa, "kappa")};
+        const optim::LbfgsSummary s =
+            without_gil([&] { return h.fit(values[0], o); });
+        return summary_dict(s, values);
+      });
+  m.def("_load_json", &load_json, py::arg("text"), py::arg("file"));
+}
+
+}  // namespace adgraph::python
