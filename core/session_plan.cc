@@ -80,8 +80,8 @@ void Session::check_loop_steps(const Plan& plan) {
           "\" (more snapshots recompute fewer)";
   }
   throw RunError("this run would take " + figure(total) +
-                     " loop body steps, nested loops' steps included (" +
-                     why + "), beyond the bound of " + figure(limit) +
+                     " loop body steps, nested loops' steps included (" + why +
+                     "), beyond the bound of " + figure(limit) +
                      "; set ADGRAPH_MAX_LOOP_STEPS to a larger number (or "
                      "\"inf\") to run it anyway",
                  named->name,
