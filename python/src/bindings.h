@@ -102,6 +102,8 @@ void bind_graph(py::module_& m);
 void bind_communicator(py::module_& m);
 void bind_session(py::module_& m);
 void bind_custom_op(py::module_& m);
+// A loop's LoopStats as a dict of the C++ fields.
+py::dict stats_dict(const LoopStats& s);
 // LbfgsOptions from keyword arguments with the C++ field names; throws
 // OptionsError naming an unknown or invalid one.
 optim::LbfgsOptions lbfgs_options(const py::dict& options);

@@ -19,6 +19,16 @@ std::shared_ptr<Communicator> with_program_deadline(
 
 }  // namespace
 
+py::dict stats_dict(const LoopStats& s) {
+  py::dict d;
+  d["forward_steps"] = s.forward_steps;
+  d["taped_steps"] = s.taped_steps;
+  d["max_snapshots"] = s.max_snapshots;
+  d["snapshot_bytes"] = s.snapshot_bytes;
+  d["schedule"] = s.schedule;
+  return d;
+}
+
 std::shared_ptr<Communicator> python_world() {
   static std::shared_ptr<Communicator> world = [] {
     return with_program_deadline(
@@ -426,16 +436,7 @@ void bind_loop(py::module_& m) {
       py::arg("name") = "");
   m.def(
       "loop_stats",
-      [](const PyValue& node) {
-        LoopStats s = loop_stats(node.value);
-        py::dict d;
-        d["forward_steps"] = s.forward_steps;
-        d["taped_steps"] = s.taped_steps;
-        d["max_snapshots"] = s.max_snapshots;
-        d["snapshot_bytes"] = s.snapshot_bytes;
-        d["schedule"] = s.schedule;
-        return d;
-      },
+      [](const PyValue& node) { return stats_dict(loop_stats(node.value)); },
       py::arg("node"),
       "What the last run of a loop (or its adjoint) did.");
   m.def(

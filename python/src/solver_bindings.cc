@@ -80,16 +80,6 @@ solvers::HeatInverseOptions heat_options(const py::dict& options) {
   return o;
 }
 
-py::dict stats_dict(const LoopStats& s) {
-  py::dict d;
-  d["forward_steps"] = s.forward_steps;
-  d["taped_steps"] = s.taped_steps;
-  d["max_snapshots"] = s.max_snapshots;
-  d["snapshot_bytes"] = s.snapshot_bytes;
-  d["schedule"] = s.schedule;
-  return d;
-}
-
 // A document loaded into a new graph on the Python world communicator.
 py::dict load_json(const std::string& text, const std::string& file) {
   auto graph = std::make_shared<Graph>();
