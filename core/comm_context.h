@@ -75,6 +75,14 @@ class CommContext {
   // collective; not while a run uses the communicator.
   virtual void release_buffers() {}
 
+  // Called by Session::run on a rank whose run failed (a kernel threw) while
+  // later nodes of the run communicate, so other ranks may wait for this
+  // one's messages forever. Returns when every rank of the communicator
+  // failed too (each then throws its own error, as a run on one process
+  // would); otherwise ends the job with `message` rather than let the
+  // others hang. In-process implementations need not do anything.
+  virtual void agree_on_failure(const std::string& message) { (void)message; }
+
   // Non-blocking sends issued and not yet completed.
   virtual std::size_t pending_sends() const { return 0; }
   // Completes the pending sends after the first `first` ones (a loop body

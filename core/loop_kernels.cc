@@ -33,10 +33,12 @@ void run_loop(KernelContext& c) {
     if (c.output_used(nc + j)) wanted.push_back(nc + j);
   }
   std::unique_ptr<BodyRunner> runner = cache.take_runner(spec.forward, wanted);
-  // The carries live in the output buffers the session allocated.
+  // The carries live in the output buffers the session allocated, unless
+  // an output is the caller's (run_into), which must keep its buffer: the
+  // steps trade buffers with the body's runner, which outlives the run.
   std::vector<Tensor> cur(nc);
   for (int k = 0; k < nc; ++k) {
-    std::swap(cur[k], c.output(k));
+    if (c.output_replaceable(k)) std::swap(cur[k], c.output(k));
     cur[k] = c.input(k);
   }
   Tensor step = Tensor::scalar(0);
@@ -78,7 +80,13 @@ void run_loop(KernelContext& c) {
   }
   if (kept) copy_state(*kept, cur);  // the last step was kept
   cache.give_runner(std::move(runner), spec.forward, wanted);
-  for (int k = 0; k < nc; ++k) std::swap(c.output(k), cur[k]);
+  for (int k = 0; k < nc; ++k) {
+    if (c.output_replaceable(k)) {
+      std::swap(c.output(k), cur[k]);
+    } else {
+      c.output(k) = cur[k];
+    }
+  }
   c.output(nc + ny)[0] =
       taping
           ? static_cast<double>(cache.hand_over(std::move(snapshots), takers))
@@ -140,7 +148,13 @@ class Reversal final {
     } else {
       binomial(0, n, spec_.schedule.parameter);
     }
-    for (int k = 0; k < nr_; ++k) c_.output(k) = std::move(r_[k]);
+    for (int k = 0; k < nr_; ++k) {
+      if (c_.output_replaceable(k)) {
+        c_.output(k) = std::move(r_[k]);
+      } else {
+        c_.output(k) = r_[k];  // the caller's buffer (run_into) is kept
+      }
+    }
     spec_.stats.forward_steps = advances_;
     spec_.stats.taped_steps = taped_;
     spec_.stats.max_snapshots = max_snapshots_;

@@ -48,6 +48,13 @@ void Session::release_buffers() {
   }
 }
 
+void Session::recycle(Tensor&& tensor) {
+  if (tensor.borrowed() || !options_.recycle_buffers) return;
+  const int64_t n = tensor.size();
+  if (n < Plan::kMinRecycled) return;
+  pool_[n].push_back(std::move(tensor).take_storage());
+}
+
 std::size_t Session::recycled_bytes() const {
   std::size_t bytes = 0;
   for (const auto& [n, buffers] : pool_)
@@ -198,7 +205,9 @@ void Session::execute(Plan& plan) {
     stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, live);
   };
   auto recycle = [&](Tensor& t) {
-    if (t.size() < kMinRecycled) {
+    if (t.borrowed()) {
+      t = Tensor();  // a caller's memory: never pooled
+    } else if (t.size() < kMinRecycled) {
       // Small: kept in its slot for the next run, or freed.
       if (!plan.keep_small && t.size() > 0) std::move(t).take_storage();
     } else if (options_.recycle_buffers) {
@@ -223,6 +232,8 @@ void Session::execute(Plan& plan) {
       caller[slot] = nullptr;
     }
   };
+  // The first step that may not have run (for settle_failure).
+  std::size_t reached = 0;
   try {
     if (!options_.concurrent) {
       for (const auto& step : plan.steps) {
@@ -230,11 +241,14 @@ void Session::execute(Plan& plan) {
         run_kernel(step);
         account(step);
         release(step);
+        ++reached;
       }
     } else {
       const int threads = options_.num_threads > 0 ? options_.num_threads
                                                    : omp_get_max_threads();
       for (const auto& level : plan.levels) {
+        reached = static_cast<std::size_t>(
+            *std::min_element(level.begin(), level.end()));
         for (int s : level) allocate(plan.steps[s]);
         std::exception_ptr failure;
         const int n = static_cast<int>(level.size());
@@ -258,9 +272,30 @@ void Session::execute(Plan& plan) {
   } catch (...) {
     give_back();
     for (Tensor& t : slots) recycle(t);
+    settle_failure(plan, reached, std::current_exception());
     throw;
   }
   give_back();
+}
+
+void Session::settle_failure(const Plan& plan,
+                             std::size_t from,
+                             std::exception_ptr failure) {
+  for (std::size_t s = from; s < plan.steps.size(); ++s) {
+    const Plan::Step& step = plan.steps[s];
+    if (!step.node->communication) continue;
+    CommContext* comm = step.comm != nullptr ? step.comm : graph_.comm();
+    if (comm == nullptr) return;
+    std::string what = "unknown exception";
+    try {
+      std::rethrow_exception(failure);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    comm->agree_on_failure(what);
+    return;
+  }
 }
 
 void Session::clear_slots(Plan& plan) {

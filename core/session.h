@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <memory>
 #include <span>
@@ -110,6 +111,13 @@ class Session final {
   // is collective) and keeps the plan, without running anything.
   void check(const std::vector<Value>& fetches, const FeedMap& feeds = {});
 
+  // Gives the session `tensor`'s storage for later outputs of its size (a
+  // result the caller has finished with: Python's dropped arrays), as if
+  // one of its own intermediates had been released. Kept only with
+  // recycle_buffers and for sizes the session pools (512 elements or
+  // more); a borrowed tensor is ignored. Not during a run.
+  void recycle(Tensor&& tensor);
+
   const RunStats& stats() const { return stats_; }
   // Frees the buffers the session holds between runs (pooled and kept),
   // and those its communicators keep for later messages
@@ -141,6 +149,13 @@ class Session final {
   // Runs the plan; the fetched values are left in its slots (or the
   // caller's tensors, Plan::caller).
   void execute(Plan& plan);
+  // After a kernel threw on this rank: when a step from `from` on
+  // communicates, the other ranks may wait for this one, so they must all
+  // have failed too (CommContext::agree_on_failure) or the job ends with
+  // the failure's message.
+  void settle_failure(const Plan& plan,
+                      std::size_t from,
+                      std::exception_ptr failure);
   // Returns the plan's buffers to the pool, keeping small ones in place
   // when the plan does (Plan::keep_small).
   void clear_slots(Plan& plan);

@@ -62,9 +62,48 @@ void advise_huge_pages(double* data, std::size_t bytes) {
 }  // namespace
 
 void Tensor::allocate(int64_t n) {
-  if (data_.size() == n) return;
+  if (size() == n) return;
+  borrowed_ = nullptr;
+  borrowed_size_ = 0;
   data_.resize(n);
   advise_huge_pages(data_.data(), bytes());
+}
+
+Tensor Tensor::borrow(Shape shape, double* data) {
+  const int64_t n = checked_num_elements(shape);
+  for (int64_t d : shape) {
+    if (d < 0)
+      throw ShapeError("negative extent in shape " + shape_string(shape));
+  }
+  if (n < 0) {
+    throw ShapeError("shape " + shape_string(shape) + " has more than " +
+                     std::to_string(kMaxElements) + " elements");
+  }
+  ADGRAPH_CHECK(data != nullptr || n == 0) << "borrow of null data";
+  Tensor t{Empty{}};
+  t.shape_ = std::move(shape);
+  if (n > 0) {
+    t.borrowed_ = data;
+    t.borrowed_size_ = n;
+  }
+  return t;
+}
+
+Tensor::Tensor(Tensor&& other) noexcept
+    : shape_(std::move(other.shape_)),
+      data_(std::move(other.data_)),
+      borrowed_(other.borrowed_),
+      borrowed_size_(other.borrowed_size_) {
+  other.borrowed_ = nullptr;
+  other.borrowed_size_ = 0;
+}
+
+Tensor& Tensor::operator=(Tensor&& other) noexcept {
+  shape_.swap(other.shape_);
+  data_.swap(other.data_);
+  std::swap(borrowed_, other.borrowed_);
+  std::swap(borrowed_size_, other.borrowed_size_);
+  return *this;
 }
 
 Tensor::Tensor() : data_(1) { data_[0] = 0.0; }
@@ -79,14 +118,14 @@ Tensor::Tensor(Shape shape) : shape_(std::move(shape)) {
 
 Tensor::Tensor(const Tensor& other) : shape_(other.shape_) {
   allocate(other.size());
-  data_ = other.data_;
+  array() = other.array();
 }
 
 Tensor& Tensor::operator=(const Tensor& other) {
   if (this == &other) return *this;
   Shape shape = other.shape_;  // what may throw comes first
   allocate(other.size());
-  data_ = other.data_;
+  array() = other.array();
   shape_ = std::move(shape);
   return *this;
 }
@@ -97,7 +136,7 @@ Tensor::Tensor(Shape shape, double value) : Tensor(std::move(shape)) {
 
 Tensor::Tensor(Shape shape, std::vector<double> values)
     : Tensor(std::move(shape)) {
-  if (static_cast<int64_t>(values.size()) != data_.size()) {
+  if (static_cast<int64_t>(values.size()) != size()) {
     throw ShapeError(std::to_string(values.size()) +
                      " values do not fill shape " + shape_string(shape_));
   }
@@ -120,32 +159,48 @@ Tensor Tensor::adopt(Shape shape, Eigen::ArrayXd&& storage) {
 Eigen::ArrayXd Tensor::take_storage() && {
   Eigen::ArrayXd out = std::move(data_);
   data_ = Eigen::ArrayXd();
+  borrowed_ = nullptr;
+  borrowed_size_ = 0;
   shape_.assign(1, 0);  // [0], in the vector's own memory when it has some
   return out;
+}
+
+void Tensor::swap_storage(Eigen::ArrayXd& other) {
+  ADGRAPH_CHECK(!borrowed() && other.size() == data_.size())
+      << "swap_storage of " << (borrowed() ? "a borrowed view" : "a tensor")
+      << " of " << size() << " values with " << other.size();
+  data_.swap(other);
+}
+
+double sum_in_index_order(ConstArrayMap x) {
+  // A product with 1 is exact, and as an expression it has no address for
+  // Eigen to align its packets to: they start at element 0, as they do for
+  // an owned (64-byte aligned) array, wherever x lies.
+  return (x * 1.0).sum();
 }
 
 Tensor Tensor::scalar(double value) { return Tensor(Shape{}, value); }
 
 double Tensor::item() const {
-  if (data_.size() != 1) {
+  if (size() != 1) {
     throw ShapeError("item() needs one element, tensor has shape " +
                      shape_string(shape_));
   }
-  return data_[0];
+  return data()[0];
 }
 
 Eigen::Map<RowMajorMatrix> Tensor::matrix() {
   ADGRAPH_CHECK(rank() == 2) << "matrix() of shape " << shape_string(shape_);
-  return {data_.data(), shape_[0], shape_[1]};
+  return {data(), shape_[0], shape_[1]};
 }
 
 Eigen::Map<const RowMajorMatrix> Tensor::matrix() const {
   ADGRAPH_CHECK(rank() == 2) << "matrix() of shape " << shape_string(shape_);
-  return {data_.data(), shape_[0], shape_[1]};
+  return {data(), shape_[0], shape_[1]};
 }
 
 std::vector<double> Tensor::to_vector() const {
-  return {data_.data(), data_.data() + data_.size()};
+  return {data(), data() + size()};
 }
 
 Tensor Tensor::reshaped(Shape shape) const& {
@@ -154,13 +209,13 @@ Tensor Tensor::reshaped(Shape shape) const& {
 }
 
 void Tensor::set_shape(const Shape& shape) {
-  ADGRAPH_CHECK(num_elements(shape) == data_.size())
+  ADGRAPH_CHECK(num_elements(shape) == size())
       << shape_string(shape_) << " -> " << shape_string(shape);
   shape_ = shape;
 }
 
 Tensor Tensor::reshaped(Shape shape) && {
-  ADGRAPH_CHECK(num_elements(shape) == data_.size())
+  ADGRAPH_CHECK(num_elements(shape) == size())
       << shape_string(shape_) << " -> " << shape_string(shape);
   shape_ = std::move(shape);
   return std::move(*this);

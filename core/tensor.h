@@ -33,11 +33,17 @@ std::string shape_string(const Shape& shape);
 using RowMajorMatrix =
     Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-// A dense row-major tensor of doubles. Owns its storage (an Eigen array);
-// copying copies the data, moving is cheap. The whole 2 MiB pages inside a
-// new storage are offered to the kernel for transparent huge pages (Linux):
-// kernels that stream states of several MiB run faster on them
-// (docs/PERFORMANCE.md, session 19).
+// Element-wise views of a tensor's elements (Tensor::array()).
+using ArrayMap = Eigen::Map<Eigen::ArrayXd>;
+using ConstArrayMap = Eigen::Map<const Eigen::ArrayXd>;
+
+// A dense row-major tensor of doubles. It owns its storage (an Eigen
+// array), or borrows memory someone else owns (Tensor::borrow: a NumPy
+// array fed or written in place). Copying copies the data into storage of
+// the copy's own; moving is cheap and never copies, a borrowed view moving
+// as a view. The whole 2 MiB pages inside a new storage are offered to the
+// kernel for transparent huge pages (Linux): kernels that stream states of
+// several MiB run faster on them (docs/PERFORMANCE.md, session 19).
 class Tensor final {
  public:
   // A scalar holding 0.
@@ -54,31 +60,51 @@ class Tensor final {
   // Tensor(Shape{3}) for an uninitialised tensor of shape [3].
   Tensor(std::initializer_list<double> values);
 
+  // A copy owns its storage, whether `other` owns or borrows.
   Tensor(const Tensor& other);
+  // With as many elements as `other`, the values are written into this
+  // tensor's storage, borrowed or owned (a borrowed view stays one);
+  // otherwise the tensor gets storage of its own.
   Tensor& operator=(const Tensor& other);
-  Tensor(Tensor&&) noexcept = default;
-  Tensor& operator=(Tensor&&) noexcept = default;
+  // The moved-from tensor is empty (no elements, no view).
+  Tensor(Tensor&& other) noexcept;
+  // Swaps: `other` gets this tensor's storage (or view).
+  Tensor& operator=(Tensor&& other) noexcept;
   ~Tensor() = default;
 
   static Tensor scalar(double value);
   static Tensor zeros(Shape shape) { return Tensor(std::move(shape), 0.0); }
 
+  // A tensor of `shape` viewing num_elements(shape) doubles at `data`,
+  // which the caller owns and keeps alive while the view (or any tensor
+  // it is moved into) exists; nothing here frees it. Reads and writes go
+  // there, no copy is made. A view given as a feed is only read; given to
+  // Session::run_into it is written. `data` may be null only for an empty
+  // shape. Throws ShapeError for a negative extent or more than
+  // kMaxElements elements.
+  static Tensor borrow(Shape shape, double* data);
+  // True for a view made by borrow() (and what it was moved into).
+  bool borrowed() const { return borrowed_ != nullptr; }
+
   const Shape& shape() const { return shape_; }
   int rank() const { return static_cast<int>(shape_.size()); }
-  int64_t size() const { return data_.size(); }
-  std::size_t bytes() const { return sizeof(double) * data_.size(); }
+  int64_t size() const { return borrowed_ ? borrowed_size_ : data_.size(); }
+  std::size_t bytes() const { return sizeof(double) * size(); }
 
-  double* data() { return data_.data(); }
-  const double* data() const { return data_.data(); }
-  double& operator[](int64_t i) { return data_[i]; }
-  double operator[](int64_t i) const { return data_[i]; }
+  double* data() { return borrowed_ ? borrowed_ : data_.data(); }
+  const double* data() const { return borrowed_ ? borrowed_ : data_.data(); }
+  double& operator[](int64_t i) { return data()[i]; }
+  double operator[](int64_t i) const { return data()[i]; }
 
   // The single element of a one-element tensor (throws ShapeError otherwise).
   double item() const;
 
-  // Element-wise view of all elements.
-  Eigen::ArrayXd& array() { return data_; }
-  const Eigen::ArrayXd& array() const { return data_; }
+  // Element-wise view of all elements (owned or borrowed). Reductions of
+  // the view itself (array().sum()) start Eigen's packets at the first
+  // aligned element, so the same values at another address may round
+  // differently: sum_in_index_order() does not depend on the address.
+  ArrayMap array() { return {data(), size()}; }
+  ConstArrayMap array() const { return {data(), size()}; }
 
   // Row-major matrix view; rank-2 tensors only (ADGRAPH_CHECK).
   Eigen::Map<RowMajorMatrix> matrix();
@@ -90,8 +116,13 @@ class Tensor final {
   // A tensor of `shape` that adopts `storage` (whose size must match);
   // contents are left as they are. Used to recycle buffers.
   static Tensor adopt(Shape shape, Eigen::ArrayXd&& storage);
-  // Gives up the storage (the tensor becomes empty, shape [0]).
+  // Gives up the storage (the tensor becomes empty, shape [0]). A borrowed
+  // view has none to give: it is dropped and an empty array returned.
   Eigen::ArrayXd take_storage() &&;
+  // Trades this tensor's owned storage with `other` (same size), the
+  // message buffers' way of moving data without a copy. Owned tensors only
+  // (ADGRAPH_CHECK): a borrowed view's memory is not the runtime's to give.
+  void swap_storage(Eigen::ArrayXd& other);
 
   // Same data under a new shape with the same number of elements.
   Tensor reshaped(Shape shape) const&;
@@ -108,7 +139,15 @@ class Tensor final {
   void allocate(int64_t n);
 
   Shape shape_;
-  Eigen::ArrayXd data_;
+  Eigen::ArrayXd data_;  // the elements, unless borrowed_ is set
+  double* borrowed_ = nullptr;
+  int64_t borrowed_size_ = 0;
 };
+
+// Σ x, adding in an order set by the indices alone, so that the same values
+// give the same sum wherever they lie in memory (an owned buffer, or a
+// borrowed NumPy array with another alignment). Rounds as x.sum() of an
+// owned tensor does.
+double sum_in_index_order(ConstArrayMap x);
 
 }  // namespace adgraph

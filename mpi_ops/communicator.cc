@@ -3,10 +3,12 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <typeinfo>
 
@@ -27,8 +29,10 @@ std::shared_ptr<Communicator> Communicator::world() {
           "main()");
     }
     install_stop_report();
+    auto world_comm = std::make_unique<MpiComm>();
+    world_comm->failure = mpi_detail::world_failure_comm();
     auto made = std::shared_ptr<Communicator>(
-        new Communicator(std::make_unique<MpiComm>(), "world"));
+        new Communicator(std::move(world_comm), "world"));
     made->groups_.emplace_back(made->size_);
     std::iota(made->groups_[0].begin(), made->groups_[0].end(), 0);
     made->group_index_.assign(made->size_, 0);
@@ -46,6 +50,9 @@ std::shared_ptr<Communicator> Communicator::duplicate(int64_t handle,
   if (given == MPI_COMM_NULL) throw Error("duplicate: MPI_COMM_NULL given");
   auto made = std::make_unique<MpiComm>();
   mpi_detail::check_mpi(MPI_Comm_dup(given, &made->comm), "MPI_Comm_dup");
+  mpi_detail::check_mpi(MPI_Comm_dup(made->comm, &made->failure),
+                        "MPI_Comm_dup");
+  made->owns_failure = true;
   int same = MPI_UNEQUAL;
   MPI_Comm_compare(given, MPI_COMM_WORLD, &same);
   auto out = std::shared_ptr<Communicator>(
@@ -84,6 +91,31 @@ Communicator::~Communicator() {
   int finalised = 0;
   MPI_Finalized(&finalised);
   if (mpi_->comm != MPI_COMM_WORLD && !finalised) MPI_Comm_free(&mpi_->comm);
+  if (mpi_->owns_failure && !finalised) MPI_Comm_free(&mpi_->failure);
+}
+
+void Communicator::agree_on_failure(const std::string& message) {
+  if (size_ == 1) return;
+  constexpr double kAgreeSeconds = 3;
+  bool every_rank = false;
+  if (mpi_->failure != MPI_COMM_NULL) {
+    MPI_Request request;
+    MPI_Ibarrier(mpi_->failure, &request);
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::duration<double>(kAgreeSeconds);
+    int done = 0;
+    while (!done && std::chrono::steady_clock::now() < until) {
+      MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    every_rank = done != 0;
+  }
+  if (!every_rank) {
+    abort(message +
+          " (on this rank only, while the other ranks of "
+          "communicator " +
+          name_ + " wait for its messages: ending the job)");
+  }
 }
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key) {
@@ -96,6 +128,9 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
               std::to_string(color) + ")");
   mpi_detail::check_mpi(MPI_Comm_split(mpi_->comm, color, key, &made->comm),
                         "MPI_Comm_split");
+  mpi_detail::check_mpi(MPI_Comm_dup(made->comm, &made->failure),
+                        "MPI_Comm_dup");
+  made->owns_failure = true;
   // Of the world, every rank's color and key give every rank's group as
   // MPI_Comm_split forms it (by key, then by rank): for group_of().
   std::vector<int> colors_and_keys;

@@ -115,16 +115,18 @@ class Communicator final : public CommContext {
   void send(const double* data, int64_t n, int dest, int tag);
   // send() without the copy: takes `data`'s storage for the message and
   // leaves in `data` a buffer of the same size whose values are unspecified
-  // (a spare one, or a new one that has not been touched).
-  void send_buffer(Eigen::ArrayXd& data, int dest, int tag);
+  // (a spare one, or a new one that has not been touched). A borrowed
+  // tensor (Tensor::borrow) keeps its memory: it is sent as send() does.
+  void send_buffer(Tensor& data, int dest, int tag);
   void recv(double* data, int64_t n, int src, int tag);
 
   // Nonblocking point to point. isend() copies the data; both return a
   // handle that wait() completes exactly once.
   int64_t isend(const double* data, int64_t n, int dest, int tag);
   // isend() without the copy: takes `data`'s storage for the message and
-  // leaves in `data` a buffer of the same size whose values are unspecified.
-  int64_t isend_buffer(Eigen::ArrayXd& data, int dest, int tag);
+  // leaves in `data` a buffer of the same size whose values are unspecified
+  // (a borrowed tensor: as isend()).
+  int64_t isend_buffer(Tensor& data, int dest, int tag);
   int64_t irecv(int64_t n, int src, int tag);
   // Bytes send() and isend() have copied into message buffers so far (what
   // send_buffer() and isend_buffer() save).
@@ -137,11 +139,12 @@ class Communicator final : public CommContext {
   Eigen::ArrayXd take_spare(int64_t n);
   void keep_spare(Eigen::ArrayXd&& buffer);
   // Completes n requests at once (MPI_Waitall). A receive's counts[k]
-  // doubles (as posted) go to out[k]: when adopt[k] is true they arrive in
-  // out[k] without a copy (out[k] and the receive's buffer trade places),
-  // else they are copied into out[k]'s buffer. A send's out[k] is unused.
+  // doubles (as posted) go to out[k]: when adopt[k] is true and out[k]
+  // owns its storage they arrive without a copy (out[k] and the receive's
+  // buffer trade places), else they are copied into out[k]'s elements. A
+  // send's out[k] is unused.
   void wait(const int64_t* handles,
-            Eigen::ArrayXd* const* out,
+            Tensor* const* out,
             const int64_t* counts,
             const bool* adopt,
             int n);
@@ -182,6 +185,11 @@ class Communicator final : public CommContext {
   // Prints `message` (prefixed with the rank) to stderr and aborts the whole
   // job. For failures only this rank can see.
   [[noreturn]] void abort(const std::string& message, int code = 1);
+  // Waits up to 3 s for every rank to call it too (an MPI_Ibarrier on a
+  // duplicate of this communicator, made with it); returns when they all
+  // did, and otherwise ends the job with abort(message). Without such a
+  // duplicate (the world when adgraph did not start MPI) it aborts.
+  void agree_on_failure(const std::string& message) override;
 
  private:
   struct MpiComm;

@@ -155,9 +155,10 @@ void Communicator::send(const double* data, int64_t n, int dest, int tag) {
   post_send(spare_copy(data, n), dest, tag);
 }
 
-void Communicator::send_buffer(Eigen::ArrayXd& data, int dest, int tag) {
+void Communicator::send_buffer(Tensor& data, int dest, int tag) {
+  if (data.borrowed()) return send(data.data(), data.size(), dest, tag);
   Eigen::ArrayXd buffer = take_spare(data.size());
-  buffer.swap(data);
+  data.swap_storage(buffer);
   post_send(std::move(buffer), dest, tag);
 }
 
@@ -341,9 +342,10 @@ int64_t Communicator::isend(const double* data, int64_t n, int dest, int tag) {
   return post_isend(spare_copy(data, n), dest, tag);
 }
 
-int64_t Communicator::isend_buffer(Eigen::ArrayXd& data, int dest, int tag) {
+int64_t Communicator::isend_buffer(Tensor& data, int dest, int tag) {
+  if (data.borrowed()) return isend(data.data(), data.size(), dest, tag);
   Eigen::ArrayXd buffer = take_spare(data.size());
-  buffer.swap(data);
+  data.swap_storage(buffer);
   return post_isend(std::move(buffer), dest, tag);
 }
 
@@ -380,7 +382,7 @@ int64_t Communicator::irecv(int64_t n, int src, int tag) {
 }
 
 void Communicator::wait(const int64_t* handles,
-                        Eigen::ArrayXd* const* out,
+                        Tensor* const* out,
                         const int64_t* counts,
                         const bool* adopt,
                         int n) {
@@ -410,8 +412,9 @@ void Communicator::wait(const int64_t* handles,
               std::to_string(a.statuses[k].MPI_TAG) + "), expected " +
               std::to_string(counts[k]));
       }
-      if (adopt[k] && out[k]->size() == r.buffer.size()) {
-        r.buffer.swap(*out[k]);
+      if (adopt[k] && !out[k]->borrowed() &&
+          out[k]->size() == r.buffer.size()) {
+        out[k]->swap_storage(r.buffer);
       } else {
         std::copy(
             r.buffer.data(), r.buffer.data() + r.buffer.size(), out[k]->data());

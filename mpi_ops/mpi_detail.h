@@ -17,6 +17,9 @@ int count_of(int64_t n);
 // Aborts the job with MPI's message when `code` is not MPI_SUCCESS.
 void check_mpi(int code, const char* call);
 MPI_Op mpi_op(ReduceOp op);
+// The world's duplicate for every_rank_failed() (MpiEnvironment's), or
+// MPI_COMM_NULL when adgraph did not initialise MPI.
+MPI_Comm world_failure_comm();
 
 }  // namespace adgraph::mpi_detail
 
@@ -26,6 +29,12 @@ namespace adgraph {
 // MPI_COMM_WORLD.
 struct Communicator::MpiComm {
   MPI_Comm comm = MPI_COMM_WORLD;
+  // For agree_on_failure(): a duplicate of `comm` made with it (a
+  // duplicate's or split's own; the world's is MpiEnvironment's), so the
+  // failed ranks' barrier never meets the others' messages. MPI_COMM_NULL
+  // when there is none.
+  MPI_Comm failure = MPI_COMM_NULL;
+  bool owns_failure = false;
 };
 
 // A send in flight: its own copy of the data and its request.

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "mpi_ops/communicator.h"
+#include "mpi_ops/mpi_detail.h"
 
 namespace adgraph {
 namespace {
@@ -42,6 +43,8 @@ void size_openmp_threads() {
 MPI_Comm failure_comm = MPI_COMM_NULL;
 
 }  // namespace
+
+MPI_Comm mpi_detail::world_failure_comm() { return failure_comm; }
 
 bool every_rank_failed(double seconds) {
   if (failure_comm == MPI_COMM_NULL) return true;

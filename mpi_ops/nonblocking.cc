@@ -115,7 +115,7 @@ void register_nonblocking_ops() {
       Tensor* mine = c.consumable(0);
       const Tensor& x = c.input(0);
       c.output(0)[0] = static_cast<double>(
-          mine != nullptr ? comm.isend_buffer(mine->array(), dest, tag)
+          mine != nullptr ? comm.isend_buffer(*mine, dest, tag)
                           : comm.isend(x.data(), x.size(), dest, tag));
     });
   };
@@ -176,7 +176,7 @@ void register_nonblocking_ops() {
     def.bind = [](const Node& node) {
       struct Arrays {
         std::vector<int64_t> handles, counts;
-        std::vector<Eigen::ArrayXd*> out;
+        std::vector<Tensor*> out;
         std::unique_ptr<bool[]> adopt;
       };
       auto arrays = std::make_shared<Arrays>();
@@ -190,7 +190,7 @@ void register_nonblocking_ops() {
         const int n = static_cast<int>(a.handles.size());
         for (int i = 0; i < n; ++i) {
           a.handles[i] = handle_of(c.input(i));
-          a.out[i] = &c.output(i).array();
+          a.out[i] = &c.output(i);
           a.counts[i] = c.output(i).size();
           a.adopt[i] = c.output_replaceable(i);
         }

@@ -113,7 +113,7 @@ void register_point_to_point_ops() {
       Tensor& y = c.output(0);
       const bool in_place = &x == &y;
       if (in_place && !c.output_used(0)) {
-        comm.send_buffer(y.array(), dest, tag);
+        comm.send_buffer(y, dest, tag);
         return;
       }
       comm.send(x.data(), x.size(), dest, tag);

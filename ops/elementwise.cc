@@ -37,7 +37,7 @@ template <class F>
 void binary_kernel(KernelContext& c, F f) {
   const Tensor& a = c.input(0);
   const Tensor& b = c.input(1);
-  Eigen::ArrayXd& y = c.output(0).array();
+  ArrayMap y = c.output(0).array();
   if (a.size() == b.size()) {
     y = f(a.array(), b.array());
   } else if (a.size() == 1) {

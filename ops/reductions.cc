@@ -146,7 +146,7 @@ OpDef reduction(std::string name, std::string doc, bool mean) {
       const Tensor& x = c.input(0);
       Tensor& y = c.output(0);
       if (all) {
-        y[0] = x.array().sum();
+        y[0] = sum_in_index_order(x.array());
       } else {
         // y holds the kept shape's elements in the same order.
         sum_into(x, kept, y.data());

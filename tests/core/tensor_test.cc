@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "core/tensor_json.h"
@@ -90,6 +93,74 @@ TEST(Tensor, LargeStorageIsAdvisedForHugePages) {
   }
   EXPECT_EQ(copy[(int64_t{1} << 21) - 1], 1.0);
   EXPECT_EQ(assigned[0], 1.0);
+}
+
+TEST(Tensor, BorrowedViewReadsAndWritesTheCallersMemory) {
+  std::vector<double> memory = {1, 2, 3, 4, 5, 6};
+  Tensor view = Tensor::borrow({2, 3}, memory.data());
+  EXPECT_TRUE(view.borrowed());
+  EXPECT_EQ(view.data(), memory.data());
+  EXPECT_EQ(view.size(), 6);
+  EXPECT_EQ(view.matrix()(1, 2), 6.0);
+  view.array() *= 2.0;
+  EXPECT_EQ(memory, (std::vector<double>{2, 4, 6, 8, 10, 12}));
+  // Copying values of the same size in writes through the view.
+  const Tensor values({2, 3}, {6, 5, 4, 3, 2, 1});
+  view = values;
+  EXPECT_TRUE(view.borrowed());
+  EXPECT_EQ(view.data(), memory.data());
+  EXPECT_EQ(memory, (std::vector<double>{6, 5, 4, 3, 2, 1}));
+}
+
+TEST(Tensor, CopiesOfAViewOwnTheirStorageAndMovesStayViews) {
+  std::vector<double> memory = {1, 2, 3};
+  Tensor view = Tensor::borrow({3}, memory.data());
+  Tensor copy = view;
+  EXPECT_FALSE(copy.borrowed());
+  EXPECT_NE(copy.data(), memory.data());
+  copy[0] = 9;
+  EXPECT_EQ(memory[0], 1.0);
+  Tensor moved = std::move(view);
+  EXPECT_TRUE(moved.borrowed());
+  EXPECT_EQ(moved.data(), memory.data());
+  EXPECT_FALSE(view.borrowed());  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(view.size(), 0);      // NOLINT(bugprone-use-after-move)
+  // Assigning another size gives the tensor storage of its own; the
+  // caller's memory is left as it was.
+  moved = Tensor({2}, {7, 8});
+  EXPECT_FALSE(moved.borrowed());
+  EXPECT_EQ(memory, (std::vector<double>{1, 2, 3}));
+  // Giving up storage drops a view without touching its memory.
+  Tensor again = Tensor::borrow({3}, memory.data());
+  EXPECT_EQ(std::move(again).take_storage().size(), 0);
+  EXPECT_EQ(memory, (std::vector<double>{1, 2, 3}));
+}
+
+TEST(Tensor, BorrowRefusesBadShapes) {
+  double x = 0;
+  EXPECT_THROW(Tensor::borrow({-1}, &x), ShapeError);
+  EXPECT_THROW(Tensor::borrow({int64_t{1} << 31}, &x), ShapeError);
+  EXPECT_EQ(Tensor::borrow({0}, nullptr).size(), 0);
+}
+
+TEST(Tensor, IndexOrderSumDoesNotDependOnTheAddress) {
+  // The same values at every offset from a 64-byte boundary: Eigen's own
+  // sum of a mapped array starts its packets at the first aligned element,
+  // which moves with the offset; sum_in_index_order must not.
+  constexpr int64_t kSize = 1001;
+  Tensor owned(Shape{kSize});
+  for (int64_t i = 0; i < kSize; ++i)
+    owned[i] = std::ldexp(1.0 + 0.37 * i, static_cast<int>(i % 60) - 30) *
+               (i % 3 == 0 ? -1.0 : 1.0);
+  const double reference = owned.array().sum();  // owned: 64-byte aligned
+  EXPECT_EQ(sum_in_index_order(std::as_const(owned).array()), reference);
+  std::vector<double> memory(kSize + 8);
+  for (int offset = 0; offset < 8; ++offset) {
+    std::copy(owned.data(), owned.data() + kSize, memory.data() + offset);
+    Tensor view = Tensor::borrow({kSize}, memory.data() + offset);
+    EXPECT_EQ(sum_in_index_order(std::as_const(view).array()), reference)
+        << offset;
+  }
 }
 
 TEST(TensorJson, NestedListsRoundTrip) {

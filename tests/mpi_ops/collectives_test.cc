@@ -366,5 +366,37 @@ TEST(MpiRank, RankAndSizeNodes) {
   EXPECT_EQ(out[1].item(), world_size());
 }
 
+// Throws on every rank, whatever its input.
+void register_always_failing() {
+  if (OpRegistry::global().find("test_always_failing")) return;
+  OpDef def;
+  def.name = "test_always_failing";
+  def.inputs = {"x"};
+  def.shape = [](const ShapeContext& c) { return Shapes{c.input_shape(0)}; };
+  def.compute = [](KernelContext& c) {
+    throw RunError("fails on every rank", c.node().name, c.node().op_name());
+  };
+  def.gradient = [](const GradientContext& c) { return Values{c.grad()}; };
+  register_op(def);
+}
+
+TEST(Session, AFailureOnEveryRankBeforeAnAllreduceReachesEveryCaller) {
+  // Every rank fails before the run's allreduce: they agree that all failed
+  // (CommContext::agree_on_failure), so none ends the job and each caller
+  // gets its own error; the session then runs the allreduce as usual.
+  register_always_failing();
+  Graph g;
+  Value x = g.placeholder("x", {2});
+  Value y = mpi_allreduce(g.add_node("test_always_failing", {x}));
+  Value z = mpi_allreduce(x);
+  Session s(g);
+  const Tensor xv({1.0, 2.0});
+  EXPECT_THROW(s.run(y, {{x, xv}}), RunError);
+  Tensor out = s.run(z, {{x, xv}});
+  EXPECT_EQ(out[0], world_size());
+  EXPECT_EQ(out[1], 2.0 * world_size());
+  EXPECT_THROW(s.run(y, {{x, xv}}), RunError);
+}
+
 }  // namespace
 }  // namespace adgraph
