@@ -129,7 +129,7 @@ class SensorHeat(Heat):
 def report(name, r):
     print(f"{name}: nit={r.nit} nfev={r.nfev} f={r.fun!r} message={r.message}")
     print("  x =", np.array2string(r.x, precision=17, separator=", ",
-                                    max_line_width=1000))
+                                   max_line_width=1000))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ ADGRAPH_PACKAGES=(cmake ninja-build g++ make libopenmpi-dev openmpi-bin
   # The Python front end: Debian's interpreter (/usr/bin/python3) and its
   # packages, which CMake and the tests use.
   python3 python3-dev pybind11-dev python3-numpy python3-mpi4py python3-scipy
-  python3-pytest python3-matplotlib)
+  python3-pytest python3-matplotlib python3-flake8
+  # `pip install --no-build-isolation .` into a venv (tests/python/pip_install).
+  python3-venv python3-setuptools python3-wheel)
 
 # Open MPI refuses root and more ranks than cores unless told otherwise.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

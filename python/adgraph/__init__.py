@@ -138,7 +138,9 @@ def check_gradients(y, xs, feeds, **options):
     return _adgraph.check_gradients(y, list(xs), feeds, options)
 
 
-def custom_op(name, forward, vjp, jvp=None, shape=None, doc=None, num_inputs=None):
+# The keyword jvp= (the issue's API) shadows ag.jvp inside the function only.
+def custom_op(name, forward, vjp, jvp=None, shape=None, doc=None,  # noqa: F811
+              num_inputs=None):
     """Registers an op written in Python and returns the function that adds
     its nodes (also available as ``adgraph.<name>``).
 
@@ -170,11 +172,14 @@ def custom_op(name, forward, vjp, jvp=None, shape=None, doc=None, num_inputs=Non
         params = _inspect.signature(forward).parameters.values()
         if any(p.kind == p.VAR_POSITIONAL for p in params):
             raise OptionsError(f"custom_op {name!r}: forward takes *args; give num_inputs=")
-        num_inputs = _builtins.sum(1 for p in params
-                         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+        num_inputs = _builtins.sum(
+            1 for p in params
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
     _adgraph._register_python_op(name, num_inputs, forward, vjp, jvp, shape, doc or "")
     function = _ops.make_op_function(_adgraph.describe_op(name))
     globals()[name] = function
+    # Its derivative ops (name_vjp, name_jvp) are registered ops too.
+    _ops.generate(globals())
     return function
 
 

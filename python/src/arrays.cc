@@ -1,4 +1,5 @@
 // Conversions between Python objects and the library's types.
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -28,10 +29,49 @@ std::vector<py::ssize_t> extents(const Shape& shape) {
 }
 }  // namespace
 
-py::array to_array(Tensor&& tensor) {
-  auto* held = new Tensor(std::move(tensor));
-  py::capsule owner(held, [](void* p) { delete static_cast<Tensor*>(p); });
-  return py::array_t<double>(extents(held->shape()), held->data(), owner);
+namespace {
+
+// What an array made by to_array owns: the tensor, and where its storage
+// goes when the array is dropped.
+struct HeldTensor {
+  Tensor tensor;
+  std::weak_ptr<ReturnBin> bin;
+};
+
+}  // namespace
+
+void ReturnBin::expect(const std::vector<Tensor>& outputs) {
+  limit.clear();
+  for (const Tensor& t : outputs) {
+    if (t.size() >= kMinSize) ++limit[t.size()];
+  }
+}
+
+void ReturnBin::offer(Tensor&& tensor) {
+  const int64_t n = tensor.size();
+  if (tensor.borrowed() || n < kMinSize) return;
+  auto allowed = limit.find(n);
+  if (allowed == limit.end() || held[n] >= allowed->second) return;
+  ++held[n];
+  tensors.push_back(std::move(tensor));
+}
+
+void ReturnBin::empty_into(Session& session) {
+  for (Tensor& t : tensors) session.recycle(std::move(t));
+  tensors.clear();
+  held.clear();
+}
+
+py::array to_array(Tensor&& tensor, const std::shared_ptr<ReturnBin>& bin) {
+  auto* held = new HeldTensor{std::move(tensor), bin};
+  // Called with the GIL held, as every use of the bin is.
+  py::capsule owner(held, [](void* p) {
+    auto* h = static_cast<HeldTensor*>(p);
+    if (auto bin = h->bin.lock()) bin->offer(std::move(h->tensor));
+    delete h;
+  });
+  return py::array_t<double>(
+      extents(held->tensor.shape()), held->tensor.data(), owner);
 }
 
 py::array view_of(const Tensor& tensor, py::handle base) {
@@ -42,8 +82,15 @@ py::array view_of(const Tensor& tensor, py::handle base) {
   return view;
 }
 
-Tensor to_tensor(py::handle object, const std::string& what) {
-  py::array_t<double, py::array::c_style | py::array::forcecast> array;
+namespace {
+
+using Float64Array =
+    py::array_t<double, py::array::c_style | py::array::forcecast>;
+
+// `object` as a C-contiguous float64 array: itself when it is one, else a
+// converted copy. Throws ShapeError naming `what` when it cannot be.
+Float64Array as_float64(py::handle object, const std::string& what) {
+  Float64Array array;
   try {
     array =
         py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(
@@ -68,10 +115,37 @@ Tensor to_tensor(py::handle object, const std::string& what) {
         {},
         what);
   }
-  Tensor out(shape);
+  return array;
+}
+
+Shape shape_of(const py::array& array) {
+  return Shape(array.shape(), array.shape() + array.ndim());
+}
+
+}  // namespace
+
+Tensor to_tensor(py::handle object, const std::string& what) {
+  Float64Array array = as_float64(object, what);
+  Tensor out(shape_of(array));
   if (out.size() > 0)
     std::memcpy(out.data(), array.data(), sizeof(double) * out.size());
   return out;
+}
+
+Tensor to_tensor_view(py::handle object,
+                      const std::string& what,
+                      std::vector<py::object>& keep) {
+  Float64Array array = as_float64(object, what);
+  const auto address = reinterpret_cast<std::uintptr_t>(array.data());
+  if (address % alignof(double) != 0) return to_tensor(array, what);
+  keep.push_back(array);
+  // Never written: feeds are read-only to the runtime (Session::run).
+  return Tensor::borrow(shape_of(array), const_cast<double*>(array.data()));
+}
+
+Tensor to_tensor_view(py::array& array) {
+  return Tensor::borrow(shape_of(array),
+                        static_cast<double*>(array.mutable_data()));
 }
 
 nlohmann::json to_json(py::handle object, const std::string& what) {

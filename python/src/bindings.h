@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,15 +32,47 @@ std::vector<PyValue> wrap(const std::shared_ptr<Graph>& owner,
                           const std::vector<Value>& values);
 std::vector<Value> unwrap(const std::vector<PyValue>& values);
 
+// Where arrays returned by Session.run give their storage back when Python
+// drops them, for the session's next outputs (Session::recycle): a fresh
+// result then lands in memory that is already mapped, not in new pages
+// that fault in. It keeps at most as many buffers of each size as the last
+// run returned (so arrays a program kept and drops together do not pile
+// up), of Session's pooled sizes only. Used with the GIL held only.
+struct ReturnBin {
+  static constexpr int64_t kMinSize = 512;  // Session's smallest pooled
+  // The sizes the last run returned.
+  void expect(const std::vector<Tensor>& outputs);
+  // Keeps `tensor`'s storage if the limit allows.
+  void offer(Tensor&& tensor);
+  // Hands what it keeps to `session`'s pool.
+  void empty_into(Session& session);
+
+  std::map<int64_t, int> limit, held;
+  std::vector<Tensor> tensors;
+};
+
 // A numpy array that owns `tensor` (moved into it): no copy. float64, the
-// tensor's shape (0-d for a scalar), C-contiguous, writeable.
-py::array to_array(Tensor&& tensor);
+// tensor's shape (0-d for a scalar), C-contiguous, writeable. When the
+// array is dropped its storage goes to `bin` if that still exists.
+py::array to_array(Tensor&& tensor,
+                   const std::shared_ptr<ReturnBin>& bin = nullptr);
 // A read-only numpy view of `tensor`'s data, valid while `tensor` lives;
 // `base` is kept alive by the view.
 py::array view_of(const Tensor& tensor, py::handle base);
 // A tensor holding `object` (anything numpy.asarray takes) as float64.
 // Throws ShapeError naming `what` for a ragged or non-numeric object.
 Tensor to_tensor(py::handle object, const std::string& what);
+// As to_tensor, but a C-contiguous, aligned float64 array is not copied:
+// the tensor borrows its memory (Tensor::borrow), and the array is added to
+// `keep`, which the caller holds while the tensor is used. Other objects
+// are converted (once) and the converted array kept the same way. For
+// feeds, which the runtime only reads.
+Tensor to_tensor_view(py::handle object,
+                      const std::string& what,
+                      std::vector<py::object>& keep);
+// A borrowed tensor over `array`'s memory (C-contiguous float64, checked by
+// the caller), written in place by Session::run_into.
+Tensor to_tensor_view(py::array& array);
 
 // Python values as JSON attributes: bool, int, float, str, lists, dicts and
 // numpy scalars. Throws GraphError naming `what` for anything else.
@@ -54,8 +87,14 @@ PyValue as_value(py::handle object, const std::shared_ptr<Graph>& graph);
 // A fetch or feed key: a Value of `graph` or a node name. Throws RunError
 // (field "fetches") otherwise.
 Value fetch_of(const std::shared_ptr<Graph>& graph, py::handle fetch);
-// Feeds ({Value or name: array-like}, or None) as the session takes them.
+// Feeds ({Value or name: array-like}, or None) as the session takes them,
+// copied: for feeds kept beyond the call (the SciPy evaluator).
 FeedMap feeds_of(const std::shared_ptr<Graph>& graph, py::handle feeds);
+// Feeds read in place (to_tensor_view); `keep` holds the arrays they view
+// and must outlive every use of the map.
+FeedMap feeds_in_place(const std::shared_ptr<Graph>& graph,
+                       py::handle feeds,
+                       std::vector<py::object>& keep);
 
 // Python exceptions raised inside callbacks the runtime makes (a custom
 // op's kernel, shape rule, a loop body) cannot cross the runtime's C++

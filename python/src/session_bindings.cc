@@ -31,15 +31,30 @@ FeedMap feeds_of(const std::shared_ptr<Graph>& g, py::handle feeds) {
   return out;
 }
 
+FeedMap feeds_in_place(const std::shared_ptr<Graph>& g,
+                       py::handle feeds,
+                       std::vector<py::object>& keep) {
+  FeedMap out;
+  if (feeds.is_none()) return out;
+  for (auto item : feeds.cast<py::dict>()) {
+    Value target = fetch_of(g, item.first);
+    out[target] =
+        to_tensor_view(item.second, "feed of \"" + target.name() + "\"", keep);
+  }
+  return out;
+}
+
 namespace {
 
 // A Session with a reference to its graph.
 struct PySession {
   std::shared_ptr<Graph> graph;
   std::unique_ptr<Session> session;
-  // run_into's results before they are copied into the caller's arrays,
-  // kept so a repeated run allocates nothing.
-  std::vector<Tensor> scratch;
+  // Where dropped results of run() wait for the next run.
+  std::shared_ptr<ReturnBin> bin = std::make_shared<ReturnBin>();
+  // run_into outputs the last run wrote after the fact (a copy), because
+  // the kernel that made them could not write into the caller's array.
+  int64_t outputs_copied = 0;
 };
 
 std::vector<Value> fetches_of(const std::shared_ptr<Graph>& g,
@@ -75,6 +90,42 @@ py::array checked_output(py::handle array, Value fetch) {
   return a;
 }
 
+// The bytes of `array`.
+std::pair<const char*, const char*> extent_of(const py::array& array) {
+  const char* begin = static_cast<const char*>(array.data());
+  return {begin, begin + array.nbytes()};
+}
+
+bool overlap(std::pair<const char*, const char*> a,
+             std::pair<const char*, const char*> b) {
+  return a.first < b.second && b.first < a.second;
+}
+
+// The runtime writes outputs while it reads feeds and other outputs: an
+// output that shares memory with either is a ValueError naming the fetch.
+void check_no_overlap(const std::vector<Value>& values,
+                      const std::vector<py::array>& arrays,
+                      const FeedMap& feeds) {
+  for (std::size_t k = 0; k < arrays.size(); ++k) {
+    const auto mine = extent_of(arrays[k]);
+    if (mine.first == mine.second) continue;
+    auto fail = [&](const std::string& other) {
+      throw py::value_error("run_into: output for fetch \"" + values[k].name() +
+                            "\" shares memory with " + other +
+                            "; give it an array of its own");
+    };
+    for (std::size_t j = 0; j < k; ++j) {
+      if (overlap(mine, extent_of(arrays[j])))
+        fail("the output for fetch \"" + values[j].name() + "\"");
+    }
+    for (const auto& [value, tensor] : feeds) {
+      const char* begin = reinterpret_cast<const char*>(tensor.data());
+      if (overlap(mine, {begin, begin + tensor.bytes()}))
+        fail("the feed of \"" + value.name() + "\"");
+    }
+  }
+}
+
 void run_into(PySession& s,
               py::handle fetches,
               py::handle feeds,
@@ -96,20 +147,27 @@ void run_into(PySession& s,
     for (std::size_t k = 0; k < values.size(); ++k)
       arrays.push_back(checked_output(seq[k], values[k]));
   }
-  FeedMap feed_map = feeds_of(s.graph, feeds);
-  s.scratch.resize(values.size());
+  std::vector<py::object> keep;
+  FeedMap feed_map = feeds_in_place(s.graph, feeds, keep);
+  check_no_overlap(values, arrays, feed_map);
+  // The kernels write straight into the caller's arrays.
+  std::vector<Tensor> views;
   std::vector<Tensor*> targets;
-  for (std::size_t k = 0; k < values.size(); ++k) {
-    if (s.scratch[k].shape() != values[k].shape() || s.scratch[k].size() == 0)
-      s.scratch[k] = Tensor(values[k].shape());
-    targets.push_back(&s.scratch[k]);
+  views.reserve(arrays.size());
+  for (py::array& a : arrays) {
+    views.push_back(to_tensor_view(a));
+    targets.push_back(&views.back());
   }
+  s.bin->empty_into(*s.session);
+  s.outputs_copied = 0;
   without_gil([&] {
     s.session->run_into(values, feed_map, targets);
     for (std::size_t k = 0; k < values.size(); ++k) {
-      if (targets[k]->size() > 0)
-        std::memcpy(
-            arrays[k].mutable_data(), targets[k]->data(), targets[k]->bytes());
+      double* into = static_cast<double*>(arrays[k].mutable_data());
+      if (views[k].size() > 0 && views[k].data() != into) {
+        std::memcpy(into, views[k].data(), views[k].bytes());
+        ++s.outputs_copied;
+      }
     }
   });
 }
@@ -119,12 +177,15 @@ py::object run(PySession& s, py::handle fetches, py::handle feeds) {
   std::vector<Value> values =
       single ? std::vector<Value>{fetch_of(s.graph, fetches)}
              : fetches_of(s.graph, fetches);
-  FeedMap feed_map = feeds_of(s.graph, feeds);
+  std::vector<py::object> keep;
+  FeedMap feed_map = feeds_in_place(s.graph, feeds, keep);
+  s.bin->empty_into(*s.session);
   std::vector<Tensor> out =
       without_gil([&] { return s.session->run(values, feed_map); });
-  if (single) return to_array(std::move(out[0]));
+  s.bin->expect(out);
+  if (single) return to_array(std::move(out[0]), s.bin);
   py::list arrays;
-  for (Tensor& t : out) arrays.append(to_array(std::move(t)));
+  for (Tensor& t : out) arrays.append(to_array(std::move(t), s.bin));
   return arrays;
 }
 
@@ -186,7 +247,7 @@ void bind_session(py::module_& m) {
              o.num_threads = num_threads;
              o.recycle_buffers = recycle;
              auto session = std::make_unique<Session>(*g, o);
-             return PySession{std::move(g), std::move(session), {}};
+             return PySession{std::move(g), std::move(session)};
            }),
            py::arg("graph"),
            py::arg("concurrent") = false,
@@ -199,18 +260,21 @@ void bind_session(py::module_& m) {
           py::arg("feeds") = py::none(),
           "Runs what `fetches` (a Value or name, or a list of them) need, with "
           "`feeds` ({Value or name: array}) for the placeholders, and returns "
-          "numpy float64 arrays of the values' shapes (one, or a list). The "
-          "arrays own the results (no copy) and outlive the session. The GIL "
-          "is "
+          "numpy float64 arrays of the values' shapes (one, or a list). A "
+          "C-contiguous float64 feed is read in place (never written); other "
+          "array-likes are converted once. The arrays returned own the "
+          "results (no copy) and outlive the session; when one is dropped, "
+          "its memory is reused for the session's next results. The GIL is "
           "released while the runtime runs.")
       .def("run_into",
            &run_into,
            py::arg("fetches"),
            py::arg("feeds"),
            py::arg("outs"),
-           "Like run(), but writes each fetched value into the caller's array "
-           "(C-contiguous, writeable float64 of the fetch's shape); ValueError "
-           "naming the fetch otherwise.")
+           "Like run(), but each fetched value is written straight into the "
+           "caller's array (C-contiguous, writeable float64 of the fetch's "
+           "shape, sharing no memory with a feed or another output); "
+           "ValueError naming the fetch otherwise.")
       .def_property_readonly(
           "num_plans",
           [](const PySession& s) { return s.session->num_plans(); })
@@ -223,27 +287,49 @@ void bind_session(py::module_& m) {
             d["peak_live_bytes"] = r.peak_live_bytes;
             d["plan_cached"] = r.plan_cached;
             d["buffers_allocated"] = r.buffers_allocated;
+            d["outputs_copied"] = s.outputs_copied;
             return d;
           },
-          "Counters of the last run.")
+          "Counters of the last run: nodes_executed, peak_live_bytes, "
+          "plan_cached, buffers_allocated (outputs that needed new memory) "
+          "and outputs_copied (run_into outputs written after the run "
+          "instead of in place; 0 for every built-in op).")
       .def(
           "release_buffers",
           [](PySession& s) { s.session->release_buffers(); },
           "Frees the buffers the session keeps between runs.")
       // For bench/python_overhead.py: the same run made `reps` times from
-      // C++ (fresh outputs, as run() returns), seconds per run.
-      .def("_time_cpp_runs",
-           [](PySession& s, py::handle fetch, py::handle feeds, int reps) {
-             std::vector<Value> values{fetch_of(s.graph, fetch)};
-             FeedMap feed_map = feeds_of(s.graph, feeds);
-             return without_gil([&] {
-               const auto start = std::chrono::steady_clock::now();
-               for (int r = 0; r < reps; ++r) s.session->run(values, feed_map);
-               const std::chrono::duration<double> spent =
-                   std::chrono::steady_clock::now() - start;
-               return spent.count() / reps;
-             });
-           });
+      // C++, seconds per run: fresh outputs, as run() returns, or with
+      // `into` run_into one C++ tensor kept across the runs.
+      .def(
+          "_time_cpp_runs",
+          [](PySession& s,
+             py::handle fetch,
+             py::handle feeds,
+             int reps,
+             bool into) {
+            std::vector<Value> values{fetch_of(s.graph, fetch)};
+            std::vector<py::object> keep;
+            FeedMap feed_map = feeds_in_place(s.graph, feeds, keep);
+            Tensor out(values[0].shape());
+            return without_gil([&] {
+              const auto start = std::chrono::steady_clock::now();
+              for (int r = 0; r < reps; ++r) {
+                if (into) {
+                  s.session->run_into(values[0], feed_map, out);
+                } else {
+                  s.session->run(values, feed_map);
+                }
+              }
+              const std::chrono::duration<double> spent =
+                  std::chrono::steady_clock::now() - start;
+              return spent.count() / reps;
+            });
+          },
+          py::arg("fetch"),
+          py::arg("feeds"),
+          py::arg("reps"),
+          py::arg("into") = false);
 
   py::class_<GradientCheckResult>(
       m,
@@ -269,7 +355,8 @@ void bind_session(py::module_& m) {
          const std::vector<PyValue>& xs,
          py::handle feeds,
          const py::dict& options) {
-        FeedMap feed_map = feeds_of(y.owner, feeds);
+        std::vector<py::object> keep;
+        FeedMap feed_map = feeds_in_place(y.owner, feeds, keep);
         GradientCheckOptions o = check_options(options);
         std::vector<Value> x = unwrap(xs);
         return without_gil(

@@ -5,7 +5,6 @@ stderr only when they fail. Each rank exits with pytest's status, so a
 failure on any rank fails the test (mpirun returns non-zero)."""
 
 import io
-import os
 import sys
 
 import pytest

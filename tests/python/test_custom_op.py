@@ -118,11 +118,25 @@ def test_an_exception_in_a_kernel_reaches_the_caller_with_its_type():
     assert session.run(ag.sum(x), {x: [1.0, 2.0]}) == 3.0
 
 
+def test_an_exception_on_every_rank_before_communication_reaches_each_caller():
+    # Every rank fails before the allreduce the run still holds: they agree
+    # that all failed (no rank waits for another), so each gets its own
+    # exception and the session stays usable.
+    g = ag.Graph()
+    x = g.placeholder("x", (2,))
+    y = ag.mpi_allreduce(failing(x))
+    session = ag.Session(g)
+    with pytest.raises(ValueError, match="the kernel refused this input"):
+        session.run(y, {x: [1.0, 2.0]})
+    assert session.run(ag.mpi_allreduce(ag.sum(x)), {x: [1.0, 2.0]}) == 3.0 * SIZE
+
+
 def test_a_wrong_result_shape_is_a_run_error_naming_the_node():
     g = ag.Graph()
     x = g.placeholder("x", (2,))
     y = wrong_shape(x, name="w")
-    with pytest.raises(ag.RunError, match=r'node "w" \(py_wrong_shape\).*shape \[7\], expected \[2\]'):
+    with pytest.raises(ag.RunError,
+                       match=r'node "w" \(py_wrong_shape\).*shape \[7\], expected \[2\]'):
         ag.Session(g).run(y, {x: [1.0, 2.0]})
 
 

@@ -77,6 +77,80 @@ def test_run_into_writes_into_the_callers_array():
     np.testing.assert_array_equal(out, [-2.0, -8.0, 4.0])
 
 
+def test_run_into_writes_in_place_and_feeds_are_read_in_place():
+    g = ag.Graph()
+    x = g.placeholder("x", (4096,))
+    seen = []
+
+    def forward(v):
+        seen.append(v.__array_interface__["data"][0])
+        return v * 2.0
+
+    twice = ag.custom_op("py_twice_seen", forward=forward,
+                         vjp=lambda xs, y, ybar: [2.0 * ybar])
+    y = ag.sin(twice(x))
+    xv = np.linspace(-1.0, 1.0, 4096)
+    xv.flags.writeable = False  # a read-only feed is fine: never written
+    out = np.empty(4096)
+    session = ag.Session(g)
+    for _ in range(2):
+        session.run_into(y, {x: xv}, out)
+        # The op saw the caller's array itself, not a copy of it.
+        assert seen[-1] == xv.__array_interface__["data"][0]
+        assert session.stats["outputs_copied"] == 0
+        np.testing.assert_array_equal(out, np.sin(xv * 2.0))
+    # A feed of another dtype or layout is converted (once), not refused.
+    session.run_into(y, {x: xv.astype(np.float32)}, out)
+    np.testing.assert_array_equal(
+        out, np.sin(xv.astype(np.float32).astype(np.float64) * 2.0))
+    session.run_into(y, {x: list(xv)}, out)
+    np.testing.assert_array_equal(out, np.sin(xv * 2.0))
+
+
+def test_run_into_writes_a_loops_result_in_place():
+    # c_{t+1} = c_t / 2 + 1, 10 steps from x: c = 2 + (x - 2) / 1024.
+    g = ag.Graph()
+    x = g.placeholder("x", (600,))
+    carry = ag.loop(10, [x], [], lambda a: [a.carries[0] * 0.5 + 1.0]).carries[0]
+    xv = np.arange(600.0)
+    out = np.empty(600)
+    session = ag.Session(g)
+    session.run_into(carry, {x: xv}, out)
+    assert session.stats["outputs_copied"] == 0
+    np.testing.assert_array_equal(out, 2.0 + (xv - 2.0) / 1024.0)
+
+
+def test_run_into_refuses_outputs_that_share_memory():
+    g, x, loss = least_squares()
+    grad = ag.gradient(loss, x)
+    session = ag.Session(g)
+    feed = np.ones(3)
+    with pytest.raises(ValueError, match='shares memory with the feed of "x"'):
+        session.run_into(grad, {x: feed}, feed)
+    both = np.empty(6)
+    with pytest.raises(ValueError, match="shares memory with the output"):
+        session.run_into([grad, grad], {x: feed}, [both[:3], both[2:5]])
+
+
+def test_dropped_results_give_their_memory_to_the_next_run():
+    g = ag.Graph()
+    x = g.placeholder("x", (1 << 15,))
+    y = x * 3.0
+    session = ag.Session(g)
+    xv = np.ones(1 << 15)
+    first = session.run(y, {x: xv})
+    address = first.__array_interface__["data"][0]
+    del first
+    second = session.run(y, {x: xv})
+    assert second.__array_interface__["data"][0] == address
+    assert session.stats["buffers_allocated"] == 0
+    np.testing.assert_array_equal(second, np.full(1 << 15, 3.0))
+    # A result that is kept is never reused.
+    third = session.run(y, {x: xv})
+    assert third.__array_interface__["data"][0] != address
+    np.testing.assert_array_equal(second, np.full(1 << 15, 3.0))
+
+
 @pytest.mark.parametrize("bad, why", [
     (np.empty(3, dtype=np.float32), "dtype float32"),
     (np.empty(4), "shape [4], expected [3]"),

@@ -51,7 +51,8 @@ def test_scipy_lbfgsb_drives_a_distributed_graph_identically_on_every_rank():
 def test_minimize_finds_the_least_squares_solution():
     theta, loss = distributed_least_squares()
     result = ag.minimize(loss, [theta], [np.zeros(3)], tolerance_gradient=1e-10)
-    assert result.termination in ("gradient norm", "gradient_norm") or result.gradient_norm <= 1e-10
+    assert (result.termination in ("gradient norm", "gradient_norm")
+            or result.gradient_norm <= 1e-10)
     np.testing.assert_allclose(result.x[0], numpy_least_squares(), atol=1e-8)
     assert result.f_history[0] == result.initial_f
     assert len(result.f_history) == result.iterations + 1

@@ -58,7 +58,8 @@ def test_heat_gradient_matches_finite_differences():
     _, gradient = problem.loss_and_gradient(kappa)
     slope = WORLD.allreduce(float(np.sum(gradient * direction)))
     eps = 1e-5
-    fd = (problem.loss(kappa + eps * direction) - problem.loss(kappa - eps * direction)) / (2 * eps)
+    fd = (problem.loss(kappa + eps * direction)
+          - problem.loss(kappa - eps * direction)) / (2 * eps)
     assert abs(fd - slope) <= 1e-6 * abs(slope)
 
 
