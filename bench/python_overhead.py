@@ -1,7 +1,9 @@
 """Per-run overhead of Session.run from Python against the same run made
 from C++ in the same process (Session._time_cpp_runs), interleaved round by
 round; and a numpy custom op's per-call cost against the built-in op doing
-the same arithmetic. Prints one RESULT line per row (medians over rounds).
+the same arithmetic, next to torch.autograd.Function's against torch's own
+ops on the same 16 doubles (when torch imports: Debian's python3-torch, for
+this benchmark only). Prints one RESULT line per row (medians over rounds).
 
     PYTHONPATH=build/python /usr/bin/python3 bench/python_overhead.py [rounds]
 """
@@ -50,3 +52,40 @@ print(f"RESULT one_node python_run_us={med['python_run_us']:.2f} "
 print(f"RESULT custom_op_16 custom_run_us={med['custom_op_run_us']:.2f} "
       f"builtin_run_us={med['builtin_run_us']:.2f} "
       f"custom_op_overhead_us={med['custom_op_run_us'] - med['builtin_run_us']:.2f}")
+
+
+try:
+    import torch
+except ImportError:
+    torch = None
+if torch is not None:
+    class TorchCube(torch.autograd.Function):
+        """y = x^3 as a torch.autograd.Function (the custom op's twin)."""
+
+        @staticmethod
+        def forward(ctx, t):
+            ctx.save_for_backward(t)
+            return t * t * t
+
+        @staticmethod
+        def backward(ctx, ybar):
+            (t,) = ctx.saved_tensors
+            return 3 * t * t * ybar
+
+    t = torch.linspace(0, 1, 16, dtype=torch.float64, requires_grad=True)
+    torch_rows = {"function_us": [], "builtin_us": []}
+
+    def calls(function, n):
+        start = time.perf_counter()
+        for _ in range(n):
+            function()
+        return (time.perf_counter() - start) / n * 1e6
+
+    for _ in range(rounds):
+        torch_rows["function_us"].append(calls(lambda: TorchCube.apply(t), reps // 4))
+        torch_rows["builtin_us"].append(calls(lambda: t * t * t, reps // 4))
+    tmed = {k: statistics.median(v) for k, v in torch_rows.items()}
+    print(f"RESULT torch_function_16 function_call_us={tmed['function_us']:.2f} "
+          f"builtin_call_us={tmed['builtin_us']:.2f} "
+          f"function_overhead_us={tmed['function_us'] - tmed['builtin_us']:.2f} "
+          f"(torch {torch.__version__}, {torch.get_num_threads()} threads)")
