@@ -136,6 +136,22 @@ function(adgraph_add_python_test name)
   endforeach()
 endfunction()
 
+# Registers tests/python/<name>.py at each rank count in RANKS as
+# python/<name>.np<N>, a program that must fail within 30 s (far below the
+# communication deadline) with output matching REGEX.
+function(adgraph_add_python_failure_test name)
+  cmake_parse_arguments(ARG "" "REGEX" "RANKS" ${ARGN})
+  foreach(n IN LISTS ARG_RANKS)
+    adgraph_python_launch(command ${n} ${PROJECT_SOURCE_DIR}/tests/python/${name}.py PACKED)
+    add_test(NAME python/${name}.np${n}
+             COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${command}" "-DREGEX=${ARG_REGEX}"
+                     -P ${PROJECT_SOURCE_DIR}/cmake/ExpectFailure.cmake)
+    set_tests_properties(python/${name}.np${n} PROPERTIES
+      PROCESSORS ${n} LABELS "mpi;python" TIMEOUT 30
+      ENVIRONMENT "${ADGRAPH_PYTHON_TEST_ENV}")
+  endforeach()
+endfunction()
+
 # Registers the Python program examples/python/<name>.py with `ARGS` at
 # each rank count in RANKS as examples/python/<name>.np<N>; it passes when
 # it exits 0 (the examples check their own values) and, with PASS_REGEX,

@@ -206,7 +206,7 @@ void Session::execute(Plan& plan) {
   };
   auto recycle = [&](Tensor& t) {
     if (t.borrowed()) {
-      t = Tensor();  // a caller's memory: never pooled
+      std::move(t).take_storage();  // drops the view: a caller's memory
     } else if (t.size() < kMinRecycled) {
       // Small: kept in its slot for the next run, or freed.
       if (!plan.keep_small && t.size() > 0) std::move(t).take_storage();
@@ -300,7 +300,9 @@ void Session::settle_failure(const Plan& plan,
 
 void Session::clear_slots(Plan& plan) {
   for (Tensor& t : plan.slots) {
-    if (t.size() >= Plan::kMinRecycled && options_.recycle_buffers) {
+    if (t.borrowed()) {
+      std::move(t).take_storage();  // drops the view: a caller's memory
+    } else if (t.size() >= Plan::kMinRecycled && options_.recycle_buffers) {
       const int64_t n = t.size();
       pool_[n].push_back(std::move(t).take_storage());
     } else if (t.size() >= Plan::kMinRecycled || !plan.keep_small) {
