@@ -86,7 +86,12 @@ class Session final {
   // ADGRAPH_MAX_LOOP_STEPS allows (10^9 unless set; LoopSpec::body_steps),
   // and (with communication nodes) when ranks would
   // run different collective sequences or, for a graph the same on every
-  // rank, unpaired messages.
+  // rank, unpaired messages. A kernel's own exception (a RunError, or what
+  // a custom op throws) reaches the caller as it is, unless later nodes of
+  // the run communicate: then the other ranks may be waiting for this one,
+  // so it waits up to 3 s for every rank to fail too
+  // (CommContext::agree_on_failure) and, if they do not, ends the job with
+  // the error's message instead of leaving them waiting.
   std::vector<Tensor> run(const std::vector<Value>& fetches,
                           const FeedMap& feeds = {});
   Tensor run(Value fetch, const FeedMap& feeds = {});
