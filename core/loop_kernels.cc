@@ -38,7 +38,7 @@ void run_loop(KernelContext& c) {
   // steps trade buffers with the body's runner, which outlives the run.
   std::vector<Tensor> cur(nc);
   for (int k = 0; k < nc; ++k) {
-    if (c.output_replaceable(k)) std::swap(cur[k], c.output(k));
+    if (c.output_replaceable(k)) cur[k].swap(c.output(k));
     cur[k] = c.input(k);
   }
   Tensor step = Tensor::scalar(0);
@@ -82,7 +82,7 @@ void run_loop(KernelContext& c) {
   cache.give_runner(std::move(runner), spec.forward, wanted);
   for (int k = 0; k < nc; ++k) {
     if (c.output_replaceable(k)) {
-      std::swap(c.output(k), cur[k]);
+      c.output(k).swap(cur[k]);
     } else {
       c.output(k) = cur[k];
     }

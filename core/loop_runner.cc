@@ -146,13 +146,13 @@ void BodyRunner::run(const Tensor* const* inputs, Tensor* const* donated) {
     const Node& n = *step.node;
     for (const auto& [out, slot] : step.in_place) {
       // The kernel reads the input where it now is: in the output.
-      std::swap(slots_[step.first_slot + out], slots_[slot]);
+      slots_[step.first_slot + out].swap(slots_[slot]);
       views_[slot] = &slots_[step.first_slot + out];
     }
     if (donated != nullptr) {
       for (const auto& [out, i] : step.in_place_donated) {
         if (donated[i] == nullptr || donated[i] != inputs[i]) continue;
-        std::swap(slots_[step.first_slot + out], *donated[i]);
+        slots_[step.first_slot + out].swap(*donated[i]);
         views_[input_slot_[i]] = &slots_[step.first_slot + out];
       }
     }
@@ -210,10 +210,10 @@ void BodyRunner::move_outputs(int first, std::vector<Tensor>& into) {
     if (copied_[k]) scratch_[k] = *views_[output_slot_[first + k]];
   }
   for (int k = 0; k < count; ++k) {
-    if (!copied_[k]) std::swap(slots_[output_slot_[first + k]], into[k]);
+    if (!copied_[k]) slots_[output_slot_[first + k]].swap(into[k]);
   }
   for (int k = 0; k < count; ++k) {
-    if (copied_[k]) std::swap(scratch_[k], into[k]);
+    if (copied_[k]) scratch_[k].swap(into[k]);
   }
 }
 

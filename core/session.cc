@@ -125,7 +125,7 @@ void Session::execute(Plan& plan) {
       Tensor& t = slots[slot];
       if (caller[slot] != nullptr) {
         // The caller's buffer, given back after the run.
-        std::swap(t, *caller[slot]);
+        t.swap(*caller[slot]);
         live += t.bytes();
         continue;
       }
@@ -134,7 +134,7 @@ void Session::execute(Plan& plan) {
         const auto [out, input] = step.in_place[e];
         if (out != k) continue;
         // The input's bytes stay live, now as the output's.
-        std::swap(t, slots[input]);
+        t.swap(slots[input]);
         plan.foreign_shape[input] = 1;
         if (step.in_place_reshape[e]) t.set_shape(step.node->output_shapes[k]);
         views[input] = &t;
@@ -227,7 +227,7 @@ void Session::execute(Plan& plan) {
   auto give_back = [&] {
     for (int slot = 0; slot < plan.num_slots; ++slot) {
       if (caller[slot] == nullptr) continue;
-      std::swap(slots[slot], *caller[slot]);
+      slots[slot].swap(*caller[slot]);
       views[slot] = caller[slot];
       caller[slot] = nullptr;
     }

@@ -89,23 +89,6 @@ Tensor Tensor::borrow(Shape shape, double* data) {
   return t;
 }
 
-Tensor::Tensor(Tensor&& other) noexcept
-    : shape_(std::move(other.shape_)),
-      data_(std::move(other.data_)),
-      borrowed_(other.borrowed_),
-      borrowed_size_(other.borrowed_size_) {
-  other.borrowed_ = nullptr;
-  other.borrowed_size_ = 0;
-}
-
-Tensor& Tensor::operator=(Tensor&& other) noexcept {
-  shape_.swap(other.shape_);
-  data_.swap(other.data_);
-  std::swap(borrowed_, other.borrowed_);
-  std::swap(borrowed_size_, other.borrowed_size_);
-  return *this;
-}
-
 Tensor::Tensor() : data_(1) { data_[0] = 0.0; }
 
 Tensor::Tensor(Shape shape) : shape_(std::move(shape)) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace adgraph {
@@ -66,10 +67,27 @@ class Tensor final {
   // tensor's storage, borrowed or owned (a borrowed view stays one);
   // otherwise the tensor gets storage of its own.
   Tensor& operator=(const Tensor& other);
-  // The moved-from tensor is empty (no elements, no view).
-  Tensor(Tensor&& other) noexcept;
+  // The moved-from tensor is empty (no elements, no view). Inline, as the
+  // executor moves tensors between slots at every node.
+  Tensor(Tensor&& other) noexcept
+      : shape_(std::move(other.shape_)),
+        data_(std::move(other.data_)),
+        borrowed_(std::exchange(other.borrowed_, nullptr)),
+        borrowed_size_(std::exchange(other.borrowed_size_, 0)) {}
   // Swaps: `other` gets this tensor's storage (or view).
-  Tensor& operator=(Tensor&& other) noexcept;
+  Tensor& operator=(Tensor&& other) noexcept {
+    swap(other);
+    return *this;
+  }
+  // Trades everything with `other` (shape, storage or view), copying and
+  // freeing nothing: what the executor does to move values between slots,
+  // cheaper than std::swap's three moves.
+  void swap(Tensor& other) noexcept {
+    shape_.swap(other.shape_);
+    data_.swap(other.data_);
+    std::swap(borrowed_, other.borrowed_);
+    std::swap(borrowed_size_, other.borrowed_size_);
+  }
   ~Tensor() = default;
 
   static Tensor scalar(double value);
@@ -149,5 +167,8 @@ class Tensor final {
 // borrowed NumPy array with another alignment). Rounds as x.sum() of an
 // owned tensor does.
 double sum_in_index_order(ConstArrayMap x);
+
+// For `using std::swap; swap(a, b)`: Tensor::swap.
+inline void swap(Tensor& a, Tensor& b) noexcept { a.swap(b); }
 
 }  // namespace adgraph
