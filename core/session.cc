@@ -49,10 +49,22 @@ void Session::release_buffers() {
 }
 
 void Session::recycle(Tensor&& tensor) {
-  if (tensor.borrowed() || !options_.recycle_buffers) return;
   const int64_t n = tensor.size();
-  if (n < Plan::kMinRecycled) return;
-  pool_[n].push_back(std::move(tensor).take_storage());
+  if (!tensor.borrowed() && options_.recycle_buffers &&
+      n >= Plan::kMinRecycled) {
+    pool_[n].push_back(std::move(tensor).take_storage());
+  } else {
+    std::move(tensor).take_storage();  // freed, or a view dropped
+  }
+}
+
+void Session::release_slot(const Plan& plan, Tensor& t) {
+  if (!t.borrowed() && t.size() < Plan::kMinRecycled) {
+    // Small: kept in its slot for the next run, or freed.
+    if (!plan.keep_small && t.size() > 0) std::move(t).take_storage();
+  } else {
+    recycle(std::move(t));
+  }
 }
 
 std::size_t Session::recycled_bytes() const {
@@ -204,23 +216,10 @@ void Session::execute(Plan& plan) {
     }
     stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, live);
   };
-  auto recycle = [&](Tensor& t) {
-    if (t.borrowed()) {
-      std::move(t).take_storage();  // drops the view: a caller's memory
-    } else if (t.size() < kMinRecycled) {
-      // Small: kept in its slot for the next run, or freed.
-      if (!plan.keep_small && t.size() > 0) std::move(t).take_storage();
-    } else if (options_.recycle_buffers) {
-      const int64_t n = t.size();
-      pool_[n].push_back(std::move(t).take_storage());
-    } else {
-      std::move(t).take_storage();
-    }
-  };
   auto release = [&](const Plan::Step& step) {
     for (int slot : step.release) {
       live -= slots[slot].bytes();
-      recycle(slots[slot]);
+      release_slot(plan, slots[slot]);
     }
   };
   // The caller's tensors get their buffers back, holding the fetched values.
@@ -271,7 +270,7 @@ void Session::execute(Plan& plan) {
     for (CommContext* other : plan.comms) other->finish_run();
   } catch (...) {
     give_back();
-    for (Tensor& t : slots) recycle(t);
+    for (Tensor& t : slots) release_slot(plan, t);
     settle_failure(plan, reached, std::current_exception());
     throw;
   }
@@ -299,16 +298,7 @@ void Session::settle_failure(const Plan& plan,
 }
 
 void Session::clear_slots(Plan& plan) {
-  for (Tensor& t : plan.slots) {
-    if (t.borrowed()) {
-      std::move(t).take_storage();  // drops the view: a caller's memory
-    } else if (t.size() >= Plan::kMinRecycled && options_.recycle_buffers) {
-      const int64_t n = t.size();
-      pool_[n].push_back(std::move(t).take_storage());
-    } else if (t.size() >= Plan::kMinRecycled || !plan.keep_small) {
-      if (t.size() > 0) std::move(t).take_storage();
-    }
-  }
+  for (Tensor& t : plan.slots) release_slot(plan, t);
 }
 
 std::vector<Tensor> Session::run(const std::vector<Value>& fetches,

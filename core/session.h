@@ -120,7 +120,8 @@ class Session final {
   // result the caller has finished with: Python's dropped arrays), as if
   // one of its own intermediates had been released. Kept only with
   // recycle_buffers and for sizes the session pools (512 elements or
-  // more); a borrowed tensor is ignored. Not during a run.
+  // more), else freed; a borrowed tensor's view is dropped. `tensor` is
+  // left empty either way. Not during a run.
   void recycle(Tensor&& tensor);
 
   const RunStats& stats() const { return stats_; }
@@ -161,6 +162,10 @@ class Session final {
   void settle_failure(const Plan& plan,
                       std::size_t from,
                       std::exception_ptr failure);
+  // Lets go of a slot's tensor no one reads any more: a small one stays in
+  // its slot for the next run when the plan keeps small buffers
+  // (Plan::keep_small), anything else goes to recycle().
+  void release_slot(const Plan& plan, Tensor& t);
   // Returns the plan's buffers to the pool, keeping small ones in place
   // when the plan does (Plan::keep_small).
   void clear_slots(Plan& plan);

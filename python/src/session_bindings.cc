@@ -21,27 +21,33 @@ Value fetch_of(const std::shared_ptr<Graph>& g, py::handle fetch) {
   return v.value;
 }
 
-FeedMap feeds_of(const std::shared_ptr<Graph>& g, py::handle feeds) {
+namespace {
+
+// Feeds copied (keep null) or read in place (the viewed arrays into keep).
+FeedMap feed_map_of(const std::shared_ptr<Graph>& g,
+                    py::handle feeds,
+                    std::vector<py::object>* keep) {
   FeedMap out;
   if (feeds.is_none()) return out;
   for (auto item : feeds.cast<py::dict>()) {
     Value target = fetch_of(g, item.first);
-    out[target] = to_tensor(item.second, "feed of \"" + target.name() + "\"");
+    const std::string what = "feed of \"" + target.name() + "\"";
+    out[target] = keep ? to_tensor_view(item.second, what, *keep)
+                       : to_tensor(item.second, what);
   }
   return out;
+}
+
+}  // namespace
+
+FeedMap feeds_of(const std::shared_ptr<Graph>& g, py::handle feeds) {
+  return feed_map_of(g, feeds, nullptr);
 }
 
 FeedMap feeds_in_place(const std::shared_ptr<Graph>& g,
                        py::handle feeds,
                        std::vector<py::object>& keep) {
-  FeedMap out;
-  if (feeds.is_none()) return out;
-  for (auto item : feeds.cast<py::dict>()) {
-    Value target = fetch_of(g, item.first);
-    out[target] =
-        to_tensor_view(item.second, "feed of \"" + target.name() + "\"", keep);
-  }
-  return out;
+  return feed_map_of(g, feeds, &keep);
 }
 
 namespace {
