@@ -259,6 +259,7 @@ std::vector<Value> Graph::add_node_outputs(const std::string& op,
   }
 
   node->loop = std::move(options.loop);
+  node->resource = std::move(options.resource);
   node->communication = def->communication;
   node->every_rank = def->every_rank;
   if (node->loop) {

@@ -50,6 +50,17 @@ class Value final {
   int output_ = 0;
 };
 
+// What the nodes of an op may share beyond their attributes: an object too
+// large or too stateful for JSON (a sparse matrix's pattern and its
+// solver, sparse/). The core only carries it along: a node built with
+// NodeOptions::resource holds it from before its shape rule runs, and loop
+// bodies' clones keep it; an op's derivative builders pass it on to the
+// nodes they build.
+class NodeResource {
+ public:
+  virtual ~NodeResource() = default;
+};
+
 struct Node {
   int id = -1;
   std::string name;
@@ -78,6 +89,8 @@ struct Node {
   // The communicator of a node whose op needs one (OpDef::communicator);
   // null for other nodes. Its adjoint and tangent nodes use the same one.
   std::shared_ptr<CommContext> comm;
+  // The op's shared object (NodeResource); null for most nodes.
+  std::shared_ptr<NodeResource> resource;
 
   int num_outputs() const { return static_cast<int>(output_shapes.size()); }
 
@@ -105,6 +118,9 @@ struct NodeOptions {
   // use. Empty: the graph's CommScope if one is open, else the graph's
   // communicator (bound by the first such node).
   std::shared_ptr<CommContext> comm;
+  // The op's shared object, seen by its shape rule and kernel
+  // (Node::resource).
+  std::shared_ptr<NodeResource> resource;
 };
 
 // While it lives, communication nodes added to `graph` without

@@ -23,7 +23,11 @@ std::string every_rank_signature(const Graph& g) {
     const Node& n = g.node(id);
     if (!n.every_rank) continue;
     out += n.op_name() + n.attrs.dump();
-    for (const Value& in : n.inputs) out += shape_string(in.shape());
+    if (shapes_differ_by_rank(n)) {
+      out += kRankShapes;
+    } else {
+      for (const Value& in : n.inputs) out += shape_string(in.shape());
+    }
     if (n.loop) out += "{" + n.loop->signature() + "}";
     out += ";";
   }

@@ -16,6 +16,18 @@
 
 namespace adgraph::detail {
 
+// Marks, in a loop's signature, a body node whose input shapes may differ
+// by rank (JSON dumps escape control characters, so no attribute holds it).
+constexpr char kRankShapes = '\x1e';
+
+// A node whose input shapes may differ by rank (OpDef::shapes_differ_by_rank,
+// or a loop whose body holds one): the cross-rank sequence check compares
+// it without its shapes.
+inline bool shapes_differ_by_rank(const Node& n) {
+  return n.op->shapes_differ_by_rank ||
+         (n.loop && n.loop->signature().find(kRankShapes) != std::string::npos);
+}
+
 // Runs a body's plan again and again with cheap binding: the nodes its
 // requested outputs need plus every communication node of the body (so all
 // ranks run the same messages each step), in demand order, with one buffer

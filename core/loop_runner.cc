@@ -302,6 +302,7 @@ std::vector<Value> clone_body(const LoopBody& body,
     if (n.name != n.op_name() + "_" + std::to_string(id)) options.name = n.name;
     options.tensors = n.tensors;
     options.loop = n.loop;
+    options.resource = n.resource;
     // A node on a sub-communicator stays on it.
     if (n.comm && n.comm != g.shared_comm()) options.comm = n.comm;
     for (int c : n.control_inputs) options.after.push_back(copy[c][0]);

@@ -164,6 +164,7 @@ Values linear_tangent(const TangentContext& c) {
   }
   NodeOptions options;
   options.tensors = node.tensors;
+  options.resource = node.resource;
   return c.graph().add_node_outputs(
       node.op_name(), std::move(inputs), node.attrs, std::move(options));
 }
@@ -176,7 +177,11 @@ Values bilinear_tangent(const TangentContext& c) {
     if (!c.tangent(i).valid()) continue;
     std::vector<Value> inputs = {c.input(0), c.input(1)};
     inputs[i] = c.tangent(i);
-    Value term = g.add_node(node.op_name(), std::move(inputs), node.attrs);
+    NodeOptions options;
+    options.tensors = node.tensors;
+    options.resource = node.resource;
+    Value term = g.add_node(
+        node.op_name(), std::move(inputs), node.attrs, std::move(options));
     t = t.valid() ? accumulate(t, term) : term;
   }
   return {t};

@@ -247,6 +247,10 @@ struct OpDef {
   // exchanges such as mpi_sendrecv), so it joins the per-plan cross-rank
   // sequence check and runs whenever a plan runs a later communication node.
   bool every_rank = false;
+  // The input shapes of an every-rank node may differ from rank to rank (a
+  // distributed sparse matrix's rows and entries): the cross-rank sequence
+  // check then compares its op and attributes, not its shapes.
+  bool shapes_differ_by_rank = false;
   // Output 0 is a request that one later node completes (mpi_isend,
   // mpi_irecv: their wait). A plan that runs such a node must run exactly
   // one reader of that output, or Session throws RunError naming it; and

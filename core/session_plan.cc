@@ -14,6 +14,7 @@
 #include "core/comm_context.h"
 #include "core/error.h"
 #include "core/loop.h"
+#include "core/loop_impl.h"
 #include "core/loop_memory.h"
 #include "core/op.h"
 #include "core/plan_checks.h"
@@ -358,7 +359,9 @@ const Session::Plan& Session::plan_for(std::span<const Value> fetches) {
     plan->levels[level].push_back(index);
     if (n.every_rank) {
       std::string shapes;
-      for (const Value& in : n.inputs) shapes += shape_string(in.shape());
+      if (!detail::shapes_differ_by_rank(n)) {
+        for (const Value& in : n.inputs) shapes += shape_string(in.shape());
+      }
       CommContext* on = n.comm ? n.comm.get() : graph_.comm();
       auto group = std::find_if(collectives.begin(),
                                 collectives.end(),

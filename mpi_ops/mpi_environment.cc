@@ -61,6 +61,18 @@ bool every_rank_failed(double seconds) {
   return done != 0;
 }
 
+void at_mpi_finalize(void (*fn)()) {
+  // MPI_Finalize first frees MPI_COMM_SELF's attributes (MPI-3.1, 8.7.1),
+  // calling their delete functions.
+  auto on_delete = [](MPI_Comm, int, void* value, void*) {
+    reinterpret_cast<void (*)()>(value)();
+    return MPI_SUCCESS;
+  };
+  int key = MPI_KEYVAL_INVALID;
+  MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_delete, &key, nullptr);
+  MPI_Comm_set_attr(MPI_COMM_SELF, key, reinterpret_cast<void*>(fn));
+}
+
 void abort_job(int code) {
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);

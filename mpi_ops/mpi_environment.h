@@ -35,6 +35,12 @@ bool every_rank_failed(double seconds);
 // is aborted with `code`, so the ranks waiting for it do not hang.
 int report_failure(const char* program, const std::string& message, int code);
 
+// Runs `fn` once at the start of MPI_Finalize, whoever calls it (this
+// library, mpi4py, the program), while MPI still works: for a library
+// that must end before MPI does (PETSc, sparse/). Requires MPI to be
+// initialised.
+void at_mpi_finalize(void (*fn)());
+
 // The communication deadline of adgraph's programs (adgraph-run, the
 // examples) when ADGRAPH_COMM_DEADLINE is not set: long enough for any
 // honest wait, short enough that an unmatched message or a lost peer ends
