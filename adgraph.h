@@ -30,3 +30,4 @@
 #include "solvers/heat_inverse.h"
 #include "solvers/heat_solver.h"
 #include "solvers/heat_step.h"
+#include "sparse/sparse_matrix.h"

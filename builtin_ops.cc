@@ -11,6 +11,8 @@
 #include "ops/reductions.h"
 #include "ops/shape_ops.h"
 #include "solvers/heat_step.h"
+#include "solvers/patch_operators.h"
+#include "sparse/sparse_matrix.h"
 
 namespace adgraph {
 
@@ -23,7 +25,9 @@ void detail::register_library_ops() {
   register_point_to_point_ops();
   register_halo_ops();
   register_nonblocking_ops();
+  sparse::register_sparse_ops();
   solvers::register_heat_ops();
+  solvers::register_patch_operator_ops();
 }
 
 }  // namespace adgraph

@@ -1,0 +1,79 @@
+// The shared object behind a SparseMatrix's nodes (a NodeResource): the
+// pattern, its communicator and the engine that does the arithmetic. Not
+// installed; sparse/sparse_matrix.h is the interface.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/op.h"
+#include "sparse/sparse_matrix.h"
+
+namespace adgraph::sparse {
+
+// The arithmetic of one matrix. Each call is collective over the matrix's
+// communicator and throws RunError (without a node; the kernel adds it).
+class SparseEngine {
+ public:
+  virtual ~SparseEngine() = default;
+  // y = A·x, or Aᵀ·x when `transpose`.
+  virtual void multiply(const Tensor& values,
+                        const double* x,
+                        double* y,
+                        bool transpose) = 0;
+  // w_k = u_i·v_j for entry k at (i, j); v's entries on other ranks are
+  // gathered.
+  virtual void outer(const double* u, const double* v, double* w) = 0;
+  // x = A⁻¹·b, or A⁻ᵀ·b when `transpose`, from a zero guess.
+  virtual void solve(const SolverOptions& options,
+                     const Tensor& values,
+                     const double* b,
+                     double* x,
+                     bool transpose) = 0;
+};
+
+// The PETSc engine (sparse/petsc_engine.cc), or a stub that throws
+// (sparse/no_petsc.cc) in a build without PETSc. Collective.
+std::unique_ptr<SparseEngine> make_engine(const CsrPattern& pattern,
+                                          int64_t global_rows,
+                                          CommContext& comm,
+                                          SparseStats& stats);
+
+class SparseOperator final : public NodeResource {
+ public:
+  SparseOperator(CsrPattern pattern, std::shared_ptr<CommContext> comm)
+      : pattern_(std::move(pattern)), comm_(std::move(comm)) {}
+  ~SparseOperator() override;
+
+  const CsrPattern& pattern() const { return pattern_; }
+  // The communicator its nodes use: the one given, else the first node's.
+  const std::shared_ptr<CommContext>& comm() const { return comm_; }
+  int64_t global_rows() const { return global_rows_; }
+
+  // For a node's shape rule, collective: binds the node's communicator and
+  // checks the pattern (once) and that each input `i` has sizes[i]
+  // elements. Throws ShapeError, the same on every rank, naming the node
+  // and the first bad row (or input).
+  void check_node(const ShapeContext& c, const std::vector<int64_t>& sizes);
+
+  // The engine, made at first use (collective).
+  SparseEngine& engine();
+
+  SparseStats stats;
+
+ private:
+  CsrPattern pattern_;
+  std::shared_ptr<CommContext> comm_;
+  bool checked_ = false;
+  int64_t global_rows_ = 0;
+  std::unique_ptr<SparseEngine> engine_;
+};
+
+// What is wrong with this rank's pattern, given every rank's row count:
+// empty when nothing; else sets *bad_row to the first bad global row.
+std::string pattern_problem(const CsrPattern& pattern,
+                            int64_t expected_first_row,
+                            int64_t global_rows,
+                            int64_t* bad_row);
+
+}  // namespace adgraph::sparse

@@ -1,0 +1,204 @@
+// The pattern's collective check, the operator's life and SolverOptions.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "sparse/operator_impl.h"
+
+namespace adgraph::sparse {
+namespace {
+
+const std::vector<std::string> kKsps = {"cg", "gmres", "bcgs", "preonly"};
+const std::vector<std::string> kPcs = {
+    "none", "jacobi", "bjacobi", "ilu", "gamg", "hypre", "lu"};
+
+bool one_of(const std::string& s, const std::vector<std::string>& list) {
+  return std::find(list.begin(), list.end(), s) != list.end();
+}
+
+std::string joined(const std::vector<std::string>& list) {
+  std::string out;
+  for (const auto& s : list) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+// Every rank's `local` problem agreed on: the one with the smallest key
+// (a global row, or a large number for an input), the same text on every
+// rank; empty when no rank has one. Collective.
+std::string agree_on_problem(CommContext& comm,
+                             double key,
+                             const std::string& local) {
+  const double none = std::numeric_limits<double>::infinity();
+  const double mine = local.empty() ? none : key * comm.size() + comm.rank();
+  const double first = comm.allreduce_min(mine);
+  if (first == none) return {};
+  const int owner = static_cast<int>(std::fmod(first, comm.size()));
+  return comm.bcast(owner == comm.rank() ? local : std::string(), owner);
+}
+
+}  // namespace
+
+bool SolverOptions::is_valid(std::string* error) const {
+  auto fail = [&](const std::string& text) {
+    if (error) *error = text;
+    return false;
+  };
+  if (!one_of(ksp, kKsps)) {
+    return fail("ksp: \"" + ksp + "\" is not one of " + joined(kKsps));
+  }
+  if (!one_of(pc, kPcs)) {
+    return fail("pc: \"" + pc + "\" is not one of " + joined(kPcs));
+  }
+  if (!(rtol > 0 && rtol < 1)) return fail("rtol: must be in (0, 1)");
+  if (!(atol >= 0 && std::isfinite(atol))) return fail("atol: must be >= 0");
+  if (max_it < 1) return fail("max_it: must be >= 1");
+  if (ksp == "preonly" && pc != "lu") {
+    return fail(
+        "ksp: \"preonly\" applies the preconditioner once; it "
+        "solves only with pc \"lu\"");
+  }
+  if (ksp == "cg" && !symmetric) {
+    return fail("ksp: \"cg\" needs a symmetric matrix: set symmetric");
+  }
+  for (char ch : prefix) {
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_')) {
+      return fail("prefix: \"" + prefix +
+                  "\" may hold only letters, digits and '_'");
+    }
+  }
+  return true;
+}
+
+nlohmann::json SolverOptions::to_attrs() const {
+  return {{"ksp", ksp},
+          {"pc", pc},
+          {"rtol", rtol},
+          {"atol", atol},
+          {"max_it", max_it},
+          {"symmetric", symmetric},
+          {"prefix", prefix}};
+}
+
+SolverOptions SolverOptions::from_attrs(const nlohmann::json& attrs) {
+  SolverOptions o;
+  o.ksp = attrs.at("ksp").get<std::string>();
+  o.pc = attrs.at("pc").get<std::string>();
+  o.rtol = attrs.at("rtol").get<double>();
+  o.atol = attrs.at("atol").get<double>();
+  o.max_it = attrs.at("max_it").get<int>();
+  o.symmetric = attrs.at("symmetric").get<bool>();
+  o.prefix = attrs.at("prefix").get<std::string>();
+  return o;
+}
+
+std::string pattern_problem(const CsrPattern& p,
+                            int64_t expected_first_row,
+                            int64_t global_rows,
+                            int64_t* bad_row) {
+  const auto& off = p.row_offsets;
+  *bad_row = p.first_row;
+  if (off.empty() || off[0] != 0) {
+    return "row_offsets must start with 0 (rows + 1 offsets)";
+  }
+  if (p.first_row != expected_first_row) {
+    return "first_row is " + std::to_string(p.first_row) +
+           ", but the ranks before this one own " +
+           std::to_string(expected_first_row) + " rows";
+  }
+  if (off.back() != p.local_entries()) {
+    *bad_row = p.first_row + p.local_rows() - 1;
+    return "row_offsets ends at " + std::to_string(off.back()) + ", but " +
+           std::to_string(p.local_entries()) + " columns are given";
+  }
+  for (int64_t i = 0; i < p.local_rows(); ++i) {
+    *bad_row = p.first_row + i;
+    const std::string row = "row " + std::to_string(*bad_row) + ": ";
+    if (off[i + 1] < off[i]) return row + "row_offsets decrease";
+    for (int64_t k = off[i]; k < off[i + 1]; ++k) {
+      const int64_t j = p.columns[k];
+      if (j < 0 || j >= global_rows) {
+        return row + "column " + std::to_string(j) + " is outside [0, " +
+               std::to_string(global_rows) + ")";
+      }
+      if (k > off[i] && j <= p.columns[k - 1]) {
+        return row + "columns must be strictly increasing (" +
+               std::to_string(p.columns[k - 1]) + " then " + std::to_string(j) +
+               ")";
+      }
+    }
+  }
+  return {};
+}
+
+SparseOperator::~SparseOperator() = default;
+
+void SparseOperator::check_node(const ShapeContext& c,
+                                const std::vector<int64_t>& sizes) {
+  const Node& n = c.node();
+  if (!petsc_available()) {
+    c.fail("op",
+           "adgraph was built without PETSc; install Debian's "
+           "libpetsc-real-dev and configure with -DADGRAPH_PETSC=ON "
+           "(scripts/test and scripts/demo do both)");
+  }
+  if (!comm_) comm_ = n.comm;
+  if (n.comm != comm_) {
+    c.fail("comm",
+           "the matrix's nodes must all use one communicator (its first "
+           "node's, or the one it was made with)");
+  }
+  CommContext& comm = *comm_;
+  std::string problem;
+  double key = 0;
+  if (!checked_) {
+    // Every rank's row count, by a sum of one-hot vectors.
+    std::vector<double> rows(comm.size(), 0.0);
+    rows[comm.rank()] = static_cast<double>(std::max<int64_t>(
+        static_cast<int64_t>(pattern_.row_offsets.size()) - 1, 0));
+    comm.allreduce(rows.data(), rows.data(), comm.size(), ReduceOp::kSum);
+    int64_t total = 0, before = 0;
+    for (int r = 0; r < comm.size(); ++r) {
+      if (r < comm.rank()) before += static_cast<int64_t>(rows[r]);
+      total += static_cast<int64_t>(rows[r]);
+    }
+    int64_t bad = 0;
+    problem = pattern_problem(pattern_, before, total, &bad);
+    key = static_cast<double>(bad);
+    global_rows_ = total;
+  }
+  // Input sizes are ranked after every row (rows stay below 1e12).
+  for (std::size_t i = 0; problem.empty() && i < sizes.size(); ++i) {
+    const int64_t got = num_elements(c.input_shape(static_cast<int>(i)));
+    if (got != sizes[i]) {
+      problem = "input " + std::to_string(i) + " has " + std::to_string(got) +
+                " elements; the matrix's rows on rank " +
+                std::to_string(comm.rank()) + " need " +
+                std::to_string(sizes[i]);
+      key = 1e12 + static_cast<double>(i);
+    }
+  }
+  problem = agree_on_problem(comm, key, problem);
+  if (!problem.empty()) {
+    c.fail(problem.rfind("input ", 0) == 0 ? "inputs" : "pattern", problem);
+  }
+  checked_ = true;
+}
+
+SparseEngine& SparseOperator::engine() {
+  if (!engine_) engine_ = make_engine(pattern_, global_rows_, *comm_, stats);
+  return *engine_;
+}
+
+SparseMatrix::SparseMatrix(CsrPattern pattern,
+                           std::shared_ptr<CommContext> comm)
+    : op_(std::make_shared<SparseOperator>(std::move(pattern),
+                                           std::move(comm))) {}
+
+const CsrPattern& SparseMatrix::pattern() const { return op_->pattern(); }
+
+SparseStats SparseMatrix::stats() const { return op_->stats; }
+
+std::shared_ptr<NodeResource> SparseMatrix::resource() const { return op_; }
+
+}  // namespace adgraph::sparse

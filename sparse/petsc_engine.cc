@@ -1,0 +1,376 @@
+// The PETSc engine: the only code that calls PETSc.
+//
+// PETSc's own world is each process alone (PETSC_COMM_WORLD =
+// MPI_COMM_SELF), initialised when a rank first needs it, with its signal
+// handlers off and its errors returned (as RunError), not printed: the
+// initialisation then waits for no other rank, whichever ranks build a
+// sparse node first, and every PETSc object lives on its matrix's own
+// communicator. PETSc ends at the start of MPI_Finalize (at_mpi_finalize);
+// objects that outlive it are not destroyed.
+#include <petscksp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "core/error.h"
+#include "mpi_ops/communicator.h"
+#include "mpi_ops/mpi_environment.h"
+#include "sparse/operator_impl.h"
+
+namespace adgraph::sparse {
+namespace {
+
+bool petsc_ended = false;
+
+void check(PetscErrorCode code, const char* call) {
+  if (code == 0) return;
+  const char* text = nullptr;
+  PetscErrorMessage(code, &text, nullptr);
+  throw RunError(std::string("PETSc's ") + call +
+                 " failed: " + (text ? text : "error " + std::to_string(code)));
+}
+
+void end_petsc() {
+  if (petsc_ended) return;
+  petsc_ended = true;
+  PetscFinalize();
+}
+
+void start_petsc() {
+  PetscBool started = PETSC_FALSE;
+  PetscInitialized(&started);
+  if (started) return;
+  PETSC_COMM_WORLD = MPI_COMM_SELF;
+  static char arg0[] = "adgraph", arg1[] = "-no_signal_handler";
+  static char* args[] = {arg0, arg1, nullptr};
+  static int argc = 2;
+  static char** argv = args;
+  check(PetscInitialize(&argc, &argv, nullptr, nullptr), "PetscInitialize");
+  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+  at_mpi_finalize(end_petsc);
+}
+
+bool petsc_alive() { return !petsc_ended; }
+
+// A Vec viewing a tensor's memory for one call.
+class Placed final {
+ public:
+  Placed(Vec v, const double* data) : v_(v) {
+    check(VecPlaceArray(v_, const_cast<double*>(data)), "VecPlaceArray");
+  }
+  ~Placed() { VecResetArray(v_); }
+  Placed(const Placed&) = delete;
+  Placed& operator=(const Placed&) = delete;
+
+ private:
+  Vec v_;
+};
+
+bool all_finite(const double* x, int64_t n) {
+  bool ok = true;
+  for (int64_t i = 0; i < n; ++i) ok &= std::isfinite(x[i]);
+  return ok;
+}
+
+std::string format_double(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", x);
+  return text;
+}
+
+class PetscEngine final : public SparseEngine {
+ public:
+  PetscEngine(const CsrPattern& pattern,
+              int64_t global_rows,
+              CommContext& comm,
+              SparseStats& stats);
+  ~PetscEngine() override;
+
+  void multiply(const Tensor& values,
+                const double* x,
+                double* y,
+                bool transpose) override;
+  void outer(const double* u, const double* v, double* w) override;
+  void solve(const SolverOptions& options,
+             const Tensor& values,
+             const double* b,
+             double* x,
+             bool transpose) override;
+
+ private:
+  // One KSP per set of options; with BoomerAMG, whose transpose solve
+  // returns zero on Debian's PETSc, a second one on an explicit Aᵀ.
+  struct Solver {
+    KSP ksp = nullptr;
+    uint64_t ready = 0;  // the matrix version its preconditioner has
+    Mat at = nullptr;
+    KSP ksp_t = nullptr;
+    uint64_t ready_t = 0;
+  };
+
+  // Assembles `values` when they differ from the matrix's on any rank.
+  // With `rhs`, first throws the same RunError on every rank when any
+  // rank's values or right-hand side hold NaN or Inf.
+  void update(const Tensor& values, const double* rhs);
+  KSP make_ksp(const SolverOptions& options, Mat a);
+  KSP ready_ksp(const SolverOptions& options, bool transpose);
+
+  CommContext& comm_;
+  SparseStats& stats_;
+  const CsrPattern& pattern_;
+  MPI_Comm mpi_comm_ = MPI_COMM_NULL;
+  int64_t rows_ = 0, entries_ = 0;
+  std::vector<PetscInt> columns_;
+  Mat a_ = nullptr;
+  Vec in_ = nullptr, out_ = nullptr;
+  std::vector<double> assembled_;
+  uint64_t version_ = 0;  // 0: never assembled
+  VecScatter gather_ = nullptr;
+  Vec gathered_ = nullptr;
+  std::vector<PetscInt> gathered_index_;  // per entry, into gathered_
+  std::vector<PetscInt> row_of_;          // per entry, its local row
+  std::map<std::string, Solver> solvers_;
+};
+
+PetscEngine::PetscEngine(const CsrPattern& pattern,
+                         int64_t global_rows,
+                         CommContext& comm,
+                         SparseStats& stats)
+    : comm_(comm), stats_(stats), pattern_(pattern) {
+  start_petsc();
+  auto* mpi = dynamic_cast<Communicator*>(&comm);
+  if (mpi == nullptr)
+    throw RunError("a sparse matrix needs an MPI communicator");
+  mpi_comm_ = MPI_Comm_f2c(static_cast<MPI_Fint>(mpi->fortran_handle()));
+  rows_ = pattern.local_rows();
+  entries_ = pattern.local_entries();
+  const PetscInt n = static_cast<PetscInt>(rows_);
+  const PetscInt big_n = static_cast<PetscInt>(global_rows);
+  std::vector<PetscInt> offsets(pattern.row_offsets.begin(),
+                                pattern.row_offsets.end());
+  columns_.assign(pattern.columns.begin(), pattern.columns.end());
+  check(MatCreate(mpi_comm_, &a_), "MatCreate");
+  check(MatSetSizes(a_, n, n, big_n, big_n), "MatSetSizes");
+  check(MatSetType(a_, MATAIJ), "MatSetType");
+  check(MatSeqAIJSetPreallocationCSR(
+            a_, offsets.data(), columns_.data(), nullptr),
+        "MatSeqAIJSetPreallocationCSR");
+  check(MatMPIAIJSetPreallocationCSR(
+            a_, offsets.data(), columns_.data(), nullptr),
+        "MatMPIAIJSetPreallocationCSR");
+  check(MatSetOption(a_, MAT_NEW_NONZERO_LOCATION_ERR, PETSC_TRUE),
+        "MatSetOption");
+  check(VecCreateMPIWithArray(mpi_comm_, 1, n, big_n, nullptr, &in_),
+        "VecCreateMPIWithArray");
+  check(VecCreateMPIWithArray(mpi_comm_, 1, n, big_n, nullptr, &out_),
+        "VecCreateMPIWithArray");
+  // The gather of v at this rank's columns, for outer().
+  std::vector<PetscInt> unique = columns_;
+  std::sort(unique.begin(), unique.end());
+  unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
+  for (PetscInt j : columns_) {
+    gathered_index_.push_back(static_cast<PetscInt>(
+        std::lower_bound(unique.begin(), unique.end(), j) - unique.begin()));
+  }
+  for (int64_t i = 0; i < rows_; ++i) {
+    for (int64_t k = pattern.row_offsets[i]; k < pattern.row_offsets[i + 1];
+         ++k)
+      row_of_.push_back(static_cast<PetscInt>(i));
+  }
+  IS is = nullptr;
+  check(ISCreateGeneral(PETSC_COMM_SELF,
+                        static_cast<PetscInt>(unique.size()),
+                        unique.data(),
+                        PETSC_COPY_VALUES,
+                        &is),
+        "ISCreateGeneral");
+  check(VecCreateSeq(
+            PETSC_COMM_SELF, static_cast<PetscInt>(unique.size()), &gathered_),
+        "VecCreateSeq");
+  const PetscErrorCode made =
+      VecScatterCreate(in_, is, gathered_, nullptr, &gather_);
+  ISDestroy(&is);
+  check(made, "VecScatterCreate");
+}
+
+PetscEngine::~PetscEngine() {
+  if (!petsc_alive()) return;
+  for (auto& [key, s] : solvers_) {
+    KSPDestroy(&s.ksp);
+    KSPDestroy(&s.ksp_t);
+    MatDestroy(&s.at);
+  }
+  VecScatterDestroy(&gather_);
+  VecDestroy(&gathered_);
+  VecDestroy(&in_);
+  VecDestroy(&out_);
+  MatDestroy(&a_);
+}
+
+void PetscEngine::update(const Tensor& values, const double* rhs) {
+  const double* v = values.data();
+  double flags[3] = {
+      version_ == 0 ||
+              std::memcmp(v, assembled_.data(), entries_ * sizeof(double)) != 0
+          ? 1.0
+          : 0.0,
+      rhs && !all_finite(v, entries_) ? 1.0 : 0.0,
+      rhs && !all_finite(rhs, rows_) ? 1.0 : 0.0};
+  comm_.allreduce(flags, flags, 3, ReduceOp::kMax);
+  if (flags[1] != 0) {
+    throw RunError("the matrix values hold NaN or Inf (on some rank)");
+  }
+  if (flags[2] != 0) {
+    throw RunError("the right-hand side holds NaN or Inf (on some rank)");
+  }
+  if (flags[0] == 0) return;
+  const auto& off = pattern_.row_offsets;
+  for (int64_t i = 0; i < rows_; ++i) {
+    const PetscInt row = static_cast<PetscInt>(pattern_.first_row + i);
+    check(MatSetValues(a_,
+                       1,
+                       &row,
+                       static_cast<PetscInt>(off[i + 1] - off[i]),
+                       columns_.data() + off[i],
+                       v + off[i],
+                       INSERT_VALUES),
+          "MatSetValues");
+  }
+  check(MatAssemblyBegin(a_, MAT_FINAL_ASSEMBLY), "MatAssemblyBegin");
+  check(MatAssemblyEnd(a_, MAT_FINAL_ASSEMBLY), "MatAssemblyEnd");
+  assembled_.assign(v, v + entries_);
+  ++version_;
+  ++stats_.assemblies;
+}
+
+void PetscEngine::multiply(const Tensor& values,
+                           const double* x,
+                           double* y,
+                           bool transpose) {
+  update(values, nullptr);
+  Placed in(in_, x), out(out_, y);
+  if (transpose) {
+    check(MatMultTranspose(a_, in_, out_), "MatMultTranspose");
+  } else {
+    check(MatMult(a_, in_, out_), "MatMult");
+  }
+}
+
+void PetscEngine::outer(const double* u, const double* v, double* w) {
+  Placed in(in_, v);
+  check(
+      VecScatterBegin(gather_, in_, gathered_, INSERT_VALUES, SCATTER_FORWARD),
+      "VecScatterBegin");
+  check(VecScatterEnd(gather_, in_, gathered_, INSERT_VALUES, SCATTER_FORWARD),
+        "VecScatterEnd");
+  const double* g = nullptr;
+  check(VecGetArrayRead(gathered_, &g), "VecGetArrayRead");
+  for (int64_t k = 0; k < entries_; ++k) {
+    w[k] = u[row_of_[k]] * g[gathered_index_[k]];
+  }
+  VecRestoreArrayRead(gathered_, &g);
+}
+
+KSP PetscEngine::make_ksp(const SolverOptions& o, Mat a) {
+  KSP ksp = nullptr;
+  check(KSPCreate(mpi_comm_, &ksp), "KSPCreate");
+  static const std::map<std::string, KSPType> ksps = {{"cg", KSPCG},
+                                                      {"gmres", KSPGMRES},
+                                                      {"bcgs", KSPBCGS},
+                                                      {"preonly", KSPPREONLY}};
+  static const std::map<std::string, PCType> pcs = {{"none", PCNONE},
+                                                    {"jacobi", PCJACOBI},
+                                                    {"bjacobi", PCBJACOBI},
+                                                    {"ilu", PCBJACOBI},
+                                                    {"gamg", PCGAMG},
+                                                    {"hypre", PCHYPRE},
+                                                    {"lu", PCLU}};
+  check(KSPSetType(ksp, ksps.at(o.ksp)), "KSPSetType");
+  PC pc = nullptr;
+  check(KSPGetPC(ksp, &pc), "KSPGetPC");
+  check(PCSetType(pc, pcs.at(o.pc)), "PCSetType");
+  if (o.pc == "hypre") check(PCHYPRESetType(pc, "boomeramg"), "PCHYPRESetType");
+  if (o.pc == "lu") {
+    check(PCFactorSetMatSolverType(pc, MATSOLVERMUMPS),
+          "PCFactorSetMatSolverType");
+  }
+  check(KSPSetTolerances(ksp, o.rtol, o.atol, PETSC_DEFAULT, o.max_it),
+        "KSPSetTolerances");
+  check(KSPSetOperators(ksp, a, a), "KSPSetOperators");
+  if (!o.prefix.empty()) {
+    check(KSPSetOptionsPrefix(ksp, (o.prefix + "_").c_str()),
+          "KSPSetOptionsPrefix");
+    check(KSPSetFromOptions(ksp), "KSPSetFromOptions");
+  }
+  return ksp;
+}
+
+KSP PetscEngine::ready_ksp(const SolverOptions& o, bool transpose) {
+  Solver& s = solvers_[o.to_attrs().dump()];
+  if (!s.ksp) s.ksp = make_ksp(o, a_);
+  const bool explicit_transpose = transpose && o.pc == "hypre";
+  if (!explicit_transpose) {
+    if (s.ready != version_) {
+      check(KSPSetOperators(s.ksp, a_, a_), "KSPSetOperators");
+      check(KSPSetUp(s.ksp), "KSPSetUp");
+      s.ready = version_;
+      ++stats_.setups;
+    }
+    return s.ksp;
+  }
+  if (s.ready_t != version_) {
+    check(MatTranspose(a_, s.at ? MAT_REUSE_MATRIX : MAT_INITIAL_MATRIX, &s.at),
+          "MatTranspose");
+    if (!s.ksp_t) s.ksp_t = make_ksp(o, s.at);
+    check(KSPSetOperators(s.ksp_t, s.at, s.at), "KSPSetOperators");
+    check(KSPSetUp(s.ksp_t), "KSPSetUp");
+    s.ready_t = version_;
+    ++stats_.setups;
+  }
+  return s.ksp_t;
+}
+
+void PetscEngine::solve(const SolverOptions& o,
+                        const Tensor& values,
+                        const double* b,
+                        double* x,
+                        bool transpose) {
+  update(values, b);
+  KSP ksp = ready_ksp(o, transpose);
+  Placed in(in_, b), out(out_, x);
+  if (transpose && o.pc != "hypre") {
+    check(KSPSolveTranspose(ksp, in_, out_), "KSPSolveTranspose");
+    ++stats_.transpose_solves;
+  } else {
+    check(KSPSolve(ksp, in_, out_), "KSPSolve");
+    ++(transpose ? stats_.transpose_solves : stats_.solves);
+  }
+  KSPConvergedReason reason = KSP_CONVERGED_ITERATING;
+  PetscInt its = 0;
+  check(KSPGetConvergedReason(ksp, &reason), "KSPGetConvergedReason");
+  check(KSPGetIterationNumber(ksp, &its), "KSPGetIterationNumber");
+  stats_.last_iterations = its;
+  if (reason >= 0) return;
+  throw RunError(std::string(transpose ? "the transpose solve" : "the solve") +
+                 " did not converge: " + KSPConvergedReasons[reason] +
+                 " after " + std::to_string(its) +
+                 (its == 1 ? " iteration (ksp " : " iterations (ksp ") + o.ksp +
+                 ", pc " + o.pc + ", rtol " + format_double(o.rtol) +
+                 ", max_it " + std::to_string(o.max_it) + ")");
+}
+
+}  // namespace
+
+std::unique_ptr<SparseEngine> make_engine(const CsrPattern& pattern,
+                                          int64_t global_rows,
+                                          CommContext& comm,
+                                          SparseStats& stats) {
+  return std::make_unique<PetscEngine>(pattern, global_rows, comm, stats);
+}
+
+bool petsc_available() { return true; }
+
+}  // namespace adgraph::sparse

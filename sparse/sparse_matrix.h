@@ -1,0 +1,163 @@
+// Distributed sparse matrices as graph nodes, on PETSc.
+//
+// A SparseMatrix is a square matrix of N × N distributed by rows: each rank
+// owns the contiguous rows [first_row, first_row + n) and gives their
+// pattern in CSR form with global, strictly increasing column indices. The
+// pattern is static; the values are a graph input (one per stored entry, in
+// CSR order), so gradients flow to whatever assembled them. Vectors are
+// distributed like the rows: a rank's x, b and y hold its n entries (any
+// shape with n elements; a patch's n × m values, say).
+//
+//   sparse::SparseMatrix a(pattern);          // this rank's rows
+//   Value y = sparse::matvec(a, values, x);   // A·x
+//   Value u = sparse::solve(a, values, f, {.ksp = "cg", .pc = "gamg",
+//                                          .symmetric = true});
+//
+// Every node of a matrix is a communication node on the matrix's
+// communicator (chained by ghost dependencies, so PETSc, which is not
+// thread-safe, never runs in two nodes at once); every rank builds each one.
+// The pattern is checked collectively when the first node is built: a bad
+// one is a ShapeError, the same on every rank, naming the node and the
+// first bad row.
+//
+// Derivatives (ȳ, x̄: cotangents; ⊗ on the pattern: (u ⊗ v)_k = u_i·v_j for
+// entry k at row i, column j):
+//   matvec   y = A·x:     x̄ = Aᵀȳ,            Ā = ȳ ⊗ x
+//   solve    x = A⁻¹b:    λ = A⁻ᵀx̄, b̄ = λ,    Ā = −λ ⊗ x
+//            ẋ = A⁻¹(ḃ − Ȧ·x)
+// and the nodes the derivatives build (transpose products and solves, the
+// outer product on the pattern) have derivatives of their own, so
+// Hessian-vector products pass through a solve.
+//
+// A solve starts from a zero guess, so a recomputed solve (a checkpointed
+// loop's) is bitwise the same. The preconditioner is set up when the values
+// differ from the last ones the matrix saw (on any rank), and only then: a
+// loop whose matrix does not change sets it up once per run, and the
+// adjoint's transpose solves reuse the forward's set-up. A solve that does
+// not converge, or NaN/Inf in the values or the right-hand side on any
+// rank, throws the same RunError on every rank, naming the node, the
+// reason and the iteration count.
+//
+// Without PETSc (configured with -DADGRAPH_PETSC=OFF, or without
+// libpetsc-real-dev) the library still builds; building a sparse node
+// throws GraphError saying how to enable it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/comm_context.h"
+#include "core/graph.h"
+
+namespace adgraph::sparse {
+
+// One rank's rows of the matrix.
+struct CsrPattern {
+  // Global index of this rank's first row; rank r's first_row must be the
+  // number of rows of ranks 0..r−1.
+  int64_t first_row = 0;
+  // n + 1 offsets into `columns`, starting at 0, non-decreasing.
+  std::vector<int64_t> row_offsets = {0};
+  // Global column indices, strictly increasing within a row, in [0, N).
+  std::vector<int64_t> columns;
+
+  int64_t local_rows() const {
+    return static_cast<int64_t>(row_offsets.size()) - 1;
+  }
+  int64_t local_entries() const { return static_cast<int64_t>(columns.size()); }
+};
+
+// How a solve node solves. Each distinct set of options of one matrix gets
+// its own PETSc KSP.
+struct SolverOptions {
+  // Krylov method: "cg", "gmres", "bcgs" or "preonly" (with pc "lu").
+  std::string ksp = "gmres";
+  // Preconditioner: "none", "jacobi", "bjacobi" (ILU(0) on each rank's
+  // block), "ilu" (the same), "gamg", "hypre" (BoomerAMG) or "lu" (MUMPS).
+  std::string pc = "jacobi";
+  // Relative and absolute residual tolerances, and the iteration limit.
+  // The default rtol is tight enough for gradients (finite differences and
+  // the Taylor test see the solver's error, not its truncation).
+  double rtol = 1e-10;
+  double atol = 1e-50;
+  int max_it = 10000;
+  // The matrix is symmetric for every value of its inputs: the adjoint
+  // solves with A itself (KSPSolve) instead of Aᵀ.
+  bool symmetric = false;
+  // A PETSc options prefix: when set, the KSP also reads PETSc's options
+  // database under it (e.g. PETSC_OPTIONS="-heat_ksp_monitor").
+  std::string prefix;
+
+  // Checks the fields; returns false and names the first bad one.
+  bool is_valid(std::string* error) const;
+  // As node attributes (and back).
+  nlohmann::json to_attrs() const;
+  static SolverOptions from_attrs(const nlohmann::json& attrs);
+};
+
+// What a matrix's nodes have done so far on this rank (for tests and
+// benchmarks).
+struct SparseStats {
+  // Times the values were assembled into the matrix (they differed from
+  // the last ones on some rank).
+  int64_t assemblies = 0;
+  // Preconditioner set-ups (one per KSP per assembly that a solve used).
+  int64_t setups = 0;
+  int64_t solves = 0;
+  int64_t transpose_solves = 0;
+  // Krylov iterations of the last solve (forward or transpose).
+  int64_t last_iterations = 0;
+};
+
+class SparseOperator;
+
+// A handle to one distributed matrix: its pattern, its communicator and
+// the PETSc objects its nodes share. Copies share them.
+class SparseMatrix final {
+ public:
+  // `comm`: the communicator of its nodes; null: the graph's (the world's
+  // for a graph without one). Local: the pattern is checked when the first
+  // node is built.
+  explicit SparseMatrix(CsrPattern pattern,
+                        std::shared_ptr<CommContext> comm = nullptr);
+
+  const CsrPattern& pattern() const;
+  SparseStats stats() const;
+  const std::shared_ptr<SparseOperator>& shared_operator() const { return op_; }
+  // The same object as its nodes' NodeResource (NodeOptions::resource),
+  // for building a sparse node by name.
+  std::shared_ptr<NodeResource> resource() const;
+
+ private:
+  std::shared_ptr<SparseOperator> op_;
+};
+
+// A·x. `values`: the matrix's local entries (local_entries() elements);
+// `x`: local_rows() elements. The result has x's shape.
+Value matvec(const SparseMatrix& a, Value values, Value x);
+// Aᵀ·y.
+Value matvec_transpose(const SparseMatrix& a, Value values, Value y);
+// (u ⊗ v)_k = u_i·v_j for entry k at (i, j): u and v have local_rows()
+// elements; the result has local_entries().
+Value outer(const SparseMatrix& a, Value u, Value v);
+// A⁻¹·b and A⁻ᵀ·b with `options`. The result has b's shape.
+Value solve(const SparseMatrix& a,
+            Value values,
+            Value b,
+            const SolverOptions& options = {});
+Value solve_transpose(const SparseMatrix& a,
+                      Value values,
+                      Value b,
+                      const SolverOptions& options = {});
+
+// Whether this build has PETSc.
+bool petsc_available();
+
+// Registers sparse_matvec, sparse_matvec_transpose, sparse_outer,
+// sparse_solve and sparse_solve_transpose.
+void register_sparse_ops();
+
+}  // namespace adgraph::sparse

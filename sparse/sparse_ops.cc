@@ -1,0 +1,278 @@
+// The sparse ops: shape rules, kernels and derivative rules. The PETSc
+// calls are in petsc_engine.cc.
+#include <memory>
+
+#include "core/core_ops.h"
+#include "core/error.h"
+#include "mpi_ops/communicator.h"
+#include "ops/elementwise.h"
+#include "ops/shape_ops.h"
+#include "sparse/operator_impl.h"
+
+namespace adgraph::sparse {
+namespace {
+
+using OperatorPtr = std::shared_ptr<SparseOperator>;
+
+OperatorPtr operator_of(const Node& n) {
+  return std::dynamic_pointer_cast<SparseOperator>(n.resource);
+}
+
+// A node of `op` on the matrix: its resource and its communicator.
+Value sparse_node(const OperatorPtr& a,
+                  const std::string& op,
+                  std::vector<Value> inputs,
+                  nlohmann::json attrs = nlohmann::json::object()) {
+  NodeOptions options;
+  options.resource = a;
+  options.comm = a->comm();
+  Graph& g = inputs[0].graph();
+  return g.add_node(op, std::move(inputs), std::move(attrs), options);
+}
+
+Value solve_node(const OperatorPtr& a,
+                 Value values,
+                 Value b,
+                 const nlohmann::json& attrs,
+                 bool transpose) {
+  const bool symmetric = attrs.at("symmetric").get<bool>();
+  return sparse_node(
+      a,
+      transpose && !symmetric ? "sparse_solve_transpose" : "sparse_solve",
+      {values, b},
+      attrs);
+}
+
+// Checks the node (collectively) and returns output shapes: the shape of
+// input `like`, or the matrix's entries when `like` is -1.
+Shapes check(const ShapeContext& c, bool entries_in, int like) {
+  auto a = operator_of(c.node());
+  if (!a) {
+    c.fail("pattern",
+           "a " + c.node().op_name() +
+               " node needs a matrix: build it with sparse::" +
+               "matvec/solve/outer (C++), SparseMatrix (Python) or a JSON "
+               "\"stencil\"");
+  }
+  const int64_t rows = a->pattern().local_rows();
+  const int64_t entries = a->pattern().local_entries();
+  a->check_node(c, {entries_in ? entries : rows, rows});
+  if (like < 0) return {Shape{entries}};
+  return {c.input_shape(like)};
+}
+
+// The kernel of a node of `a`, watched as a communication call, with
+// engine errors named after the node.
+template <class Body>
+BindFn sparse_kernel(Body body) {
+  return [body](const Node& n) -> ComputeFn {
+    OperatorPtr a = operator_of(n);
+    return comm_kernel([a, body](KernelContext& c, Communicator&) {
+      try {
+        body(c, a->engine());
+      } catch (const RunError& e) {
+        if (!e.node().empty()) throw;
+        throw RunError(e.detail(), c.node().name, c.node().op_name());
+      }
+    });
+  };
+}
+
+// op(ȧ, b) + op(a, ḃ) for the bilinear sparse ops. Both terms are built
+// whatever is zero, so every rank builds the same communication nodes.
+Values sparse_bilinear_tangent(const TangentContext& c) {
+  OperatorPtr a = operator_of(c.node());
+  const std::string& op = c.node().op_name();
+  Value first = sparse_node(a, op, {c.tangent_or_zeros(0), c.input(1)});
+  Value second = sparse_node(a, op, {c.input(0), c.tangent_or_zeros(1)});
+  return Values{add(first, second)};
+}
+
+std::vector<AttrSpec> solver_attrs() {
+  const SolverOptions d;
+  return {{"ksp", AttrType::kString, d.ksp, "cg, gmres, bcgs or preonly"},
+          {"pc",
+           AttrType::kString,
+           d.pc,
+           "none, jacobi, bjacobi, ilu, gamg, hypre or lu (MUMPS)"},
+          {"rtol", AttrType::kFloat, d.rtol, "relative tolerance", 0.0, 1.0},
+          {"atol", AttrType::kFloat, d.atol, "absolute tolerance", 0.0},
+          {"max_it", AttrType::kInt, d.max_it, "iteration limit", 1.0},
+          {"symmetric",
+           AttrType::kBool,
+           d.symmetric,
+           "A is symmetric: the adjoint solves with A"},
+          {"prefix", AttrType::kString, d.prefix, "PETSc options prefix"}};
+}
+
+OpDef sparse_def(const std::string& name, const std::string& doc) {
+  OpDef def;
+  def.name = name;
+  def.doc = doc;
+  def.communication = true;
+  def.every_rank = true;
+  def.shapes_differ_by_rank = true;
+  def.communicator = world_communicator;
+  return def;
+}
+
+void register_matvec(bool transpose) {
+  OpDef def = sparse_def(
+      transpose ? "sparse_matvec_transpose" : "sparse_matvec",
+      transpose ? "y = Aᵀ·x for a distributed sparse A given by its values"
+                : "y = A·x for a distributed sparse A given by its values");
+  def.inputs = {"values", "x"};
+  def.shape = [](const ShapeContext& c) { return check(c, true, 1); };
+  def.bind = sparse_kernel([transpose](KernelContext& c, SparseEngine& e) {
+    e.multiply(c.input(0), c.input(1).data(), c.output(0).data(), transpose);
+  });
+  // y = A x: x̄ = Aᵀȳ, Ā = ȳ ⊗ x. y = Aᵀx: x̄ = Aȳ, Ā = x ⊗ ȳ.
+  def.gradient = [transpose](const GradientContext& c) {
+    OperatorPtr a = operator_of(c.node());
+    Values out(2);
+    if (c.needs_gradient(0)) {
+      Value u = transpose ? c.input(1) : c.grad();
+      Value v = transpose ? c.grad() : c.input(1);
+      out[0] =
+          reshape(sparse_node(a, "sparse_outer", {u, v}), c.input(0).shape());
+    }
+    if (c.needs_gradient(1)) {
+      out[1] =
+          sparse_node(a,
+                      transpose ? "sparse_matvec" : "sparse_matvec_transpose",
+                      {c.input(0), c.grad()});
+    }
+    return out;
+  };
+  def.tangent = sparse_bilinear_tangent;
+  register_op(std::move(def));
+}
+
+void register_outer() {
+  OpDef def = sparse_def("sparse_outer",
+                         "w_k = u_i·v_j for each entry k = (i, j) of the "
+                         "matrix's pattern (v gathered from other ranks)");
+  def.inputs = {"u", "v"};
+  def.shape = [](const ShapeContext& c) { return check(c, false, -1); };
+  def.bind = sparse_kernel([](KernelContext& c, SparseEngine& e) {
+    e.outer(c.input(0).data(), c.input(1).data(), c.output(0).data());
+  });
+  // ū = W̄·v, v̄ = W̄ᵀ·u (W̄ read as a matrix on the pattern).
+  def.gradient = [](const GradientContext& c) {
+    OperatorPtr a = operator_of(c.node());
+    Values out(2);
+    if (c.needs_gradient(0)) {
+      out[0] = reshape(sparse_node(a, "sparse_matvec", {c.grad(), c.input(1)}),
+                       c.input(0).shape());
+    }
+    if (c.needs_gradient(1)) {
+      out[1] = reshape(
+          sparse_node(a, "sparse_matvec_transpose", {c.grad(), c.input(0)}),
+          c.input(1).shape());
+    }
+    return out;
+  };
+  def.tangent = sparse_bilinear_tangent;
+  register_op(std::move(def));
+}
+
+void register_solve(bool transpose) {
+  OpDef def = sparse_def(
+      transpose ? "sparse_solve_transpose" : "sparse_solve",
+      transpose ? "x = A⁻ᵀ·b by a PETSc Krylov solve (zero initial guess)"
+                : "x = A⁻¹·b by a PETSc Krylov solve (zero initial guess)");
+  def.inputs = {"values", "b"};
+  def.attrs = solver_attrs();
+  def.shape = [](const ShapeContext& c) {
+    std::string error;
+    if (!SolverOptions::from_attrs(c.node().attrs).is_valid(&error)) {
+      const auto colon = error.find(':');
+      c.fail("attribute \"" + error.substr(0, colon) + "\"",
+             error.substr(colon + 2));
+    }
+    return check(c, true, 1);
+  };
+  def.bind = [transpose](const Node& n) {
+    const SolverOptions options = SolverOptions::from_attrs(n.attrs);
+    return sparse_kernel(
+        [transpose, options](KernelContext& c, SparseEngine& e) {
+          e.solve(options,
+                  c.input(0),
+                  c.input(1).data(),
+                  c.output(0).data(),
+                  transpose);
+        })(n);
+  };
+  // x = A⁻¹b: λ = A⁻ᵀx̄, b̄ = λ, Ā = −λ ⊗ x.
+  // x = A⁻ᵀb: λ = A⁻¹x̄, b̄ = λ, Ā = −x ⊗ λ.
+  def.gradient = [transpose](const GradientContext& c) {
+    OperatorPtr a = operator_of(c.node());
+    const auto& attrs = c.node().attrs;
+    Value lambda =
+        reshape(solve_node(a, c.input(0), c.grad(), attrs, !transpose),
+                c.input(1).shape());
+    Values out(2);
+    if (c.needs_gradient(0)) {
+      Value u = transpose ? c.output(0) : lambda;
+      Value v = transpose ? lambda : c.output(0);
+      out[0] = reshape(neg(sparse_node(a, "sparse_outer", {u, v})),
+                       c.input(0).shape());
+    }
+    out[1] = lambda;
+    return out;
+  };
+  // ẋ = A⁻¹(ḃ − Ȧx), and with Aᵀ for the transpose.
+  def.tangent = [transpose](const TangentContext& c) {
+    OperatorPtr a = operator_of(c.node());
+    Value rhs =
+        sparse_node(a,
+                    transpose ? "sparse_matvec_transpose" : "sparse_matvec",
+                    {c.tangent_or_zeros(0), c.output(0)});
+    rhs = sub(c.tangent_or_zeros(1), reshape(rhs, c.input(1).shape()));
+    return Values{solve_node(a, c.input(0), rhs, c.node().attrs, transpose)};
+  };
+  register_op(std::move(def));
+}
+
+}  // namespace
+
+Value matvec(const SparseMatrix& a, Value values, Value x) {
+  return sparse_node(a.shared_operator(), "sparse_matvec", {values, x});
+}
+
+Value matvec_transpose(const SparseMatrix& a, Value values, Value y) {
+  return sparse_node(
+      a.shared_operator(), "sparse_matvec_transpose", {values, y});
+}
+
+Value outer(const SparseMatrix& a, Value u, Value v) {
+  return sparse_node(a.shared_operator(), "sparse_outer", {u, v});
+}
+
+Value solve(const SparseMatrix& a,
+            Value values,
+            Value b,
+            const SolverOptions& options) {
+  return sparse_node(
+      a.shared_operator(), "sparse_solve", {values, b}, options.to_attrs());
+}
+
+Value solve_transpose(const SparseMatrix& a,
+                      Value values,
+                      Value b,
+                      const SolverOptions& options) {
+  return sparse_node(a.shared_operator(),
+                     "sparse_solve_transpose",
+                     {values, b},
+                     options.to_attrs());
+}
+
+void register_sparse_ops() {
+  register_matvec(false);
+  register_matvec(true);
+  register_outer();
+  register_solve(false);
+  register_solve(true);
+}
+
+}  // namespace adgraph::sparse

@@ -1,0 +1,251 @@
+// What every rank sees when a sparse node cannot do its work: a bad
+// pattern when the node is built, a solve that does not converge, NaN on
+// one rank, a singular matrix (forward, adjoint and inside a checkpointed
+// loop), and that the next run works. Also the preconditioner's set-up
+// count while the values do not change.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "sparse/sparse_matrix.h"
+#include "tests/mpi_ops/mpi_test_util.h"
+
+namespace adgraph {
+namespace {
+
+using namespace adgraph::testing;
+using sparse::CsrPattern;
+using sparse::SolverOptions;
+using sparse::SparseMatrix;
+
+// The 1-D Laplacian tridiag(−1, 2 + shift, −1) with 4 rows per rank.
+constexpr int64_t kRows = 4;
+
+CsrPattern tridiagonal() {
+  const int64_t global = kRows * world_size();
+  CsrPattern p;
+  p.first_row = kRows * world_rank();
+  for (int64_t i = p.first_row; i < p.first_row + kRows; ++i) {
+    for (int64_t j = i - 1; j <= i + 1; ++j) {
+      if (j >= 0 && j < global) p.columns.push_back(j);
+    }
+    p.row_offsets.push_back(p.local_entries());
+  }
+  return p;
+}
+
+Tensor tridiagonal_values(const CsrPattern& p, double shift) {
+  Tensor v{Shape{p.local_entries()}};
+  for (int64_t i = 0; i < p.local_rows(); ++i) {
+    for (int64_t k = p.row_offsets[i]; k < p.row_offsets[i + 1]; ++k) {
+      v[k] = p.columns[k] == p.first_row + i ? 2.0 + shift : -1.0;
+    }
+  }
+  return v;
+}
+
+// Runs `run`, which must throw RunError on every rank with a message that
+// contains each of `parts`; the messages must be the same on every rank.
+template <class Run>
+void expect_same_error(Run run, const std::vector<std::string>& parts) {
+  std::string message;
+  try {
+    run();
+  } catch (const RunError& e) {
+    message = e.what();
+  }
+  ASSERT_FALSE(message.empty()) << "no RunError";
+  for (const auto& part : parts)
+    EXPECT_NE(message.find(part), std::string::npos) << message;
+  auto comm = Communicator::world();
+  EXPECT_EQ(comm->bcast(message, 0), message);
+}
+
+TEST(SparseFailures, ANonConvergedSolveFailsOnEveryRankAndTheNextRunWorks) {
+  CsrPattern p = tridiagonal();
+  SparseMatrix a(p);
+  Graph g;
+  Value values = g.placeholder("values", {p.local_entries()});
+  Value b = g.placeholder("b", {kRows});
+  SolverOptions bad;
+  bad.max_it = 1;
+  bad.ksp = "cg";
+  bad.symmetric = true;
+  Value x_bad = g.add_node("sparse_solve",
+                           {values, b},
+                           bad.to_attrs(),
+                           {.name = "too_few", .resource = a.resource()});
+  SolverOptions good = bad;
+  good.max_it = 1000;
+  Value x = sparse::solve(a, values, b, good);
+  Session s(g);
+  const FeedMap feeds = {{values, tridiagonal_values(p, 0.0)},
+                         {b, Tensor(Shape{kRows}, 1.0)}};
+  // One CG step solves only when b is an eigenvector; 1 is not one.
+  expect_same_error(
+      [&] { s.run(x_bad, feeds); },
+      {"too_few", "sparse_solve", "DIVERGED_ITS", "after 1 iteration"});
+  // The solution of tridiag(-1, 2, -1) x = 1 is x_i = (i+1)(N-i)/2.
+  Tensor got = s.run(x, feeds);
+  const int64_t n = kRows * world_size();
+  for (int64_t i = 0; i < kRows; ++i) {
+    const int64_t gi = kRows * world_rank() + i;
+    EXPECT_NEAR(got[i], 0.5 * (gi + 1) * (n - gi), 1e-8 * n * n);
+  }
+}
+
+TEST(SparseFailures, NanOnOneRankFailsOnEveryRankForwardAndAdjoint) {
+  CsrPattern p = tridiagonal();
+  SparseMatrix a(p);
+  Graph g;
+  Value values = g.placeholder("values", {p.local_entries()});
+  Value b = g.placeholder("b", {kRows});
+  Value w = g.placeholder("w", {kRows});
+  Value x = sparse::solve(a, values, b);
+  Value loss = sum(w * x);
+  Value db = gradient(loss, b);
+  Session s(g);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const int last = world_size() - 1;
+  Tensor good_values = tridiagonal_values(p, 0.5);
+  Tensor nan_values = good_values;
+  if (world_rank() == last) nan_values[1] = nan;
+  Tensor ones(Shape{kRows}, 1.0), nan_w(Shape{kRows}, 1.0);
+  if (world_rank() == last) nan_w[2] = nan;
+  expect_same_error(
+      [&] {
+        s.run(x, {{values, nan_values}, {b, ones}, {w, ones}});
+      },
+      {"sparse_solve", "matrix values hold NaN or Inf"});
+  Tensor nan_b = ones;
+  if (world_rank() == 0) nan_b[0] = std::numeric_limits<double>::infinity();
+  expect_same_error(
+      [&] {
+        s.run(x, {{values, good_values}, {b, nan_b}, {w, ones}});
+      },
+      {"right-hand side holds NaN or Inf"});
+  // The forward converges; the adjoint's right-hand side is w.
+  expect_same_error(
+      [&] {
+        s.run(db, {{values, good_values}, {b, ones}, {w, nan_w}});
+      },
+      {"sparse_solve", "right-hand side holds NaN or Inf"});
+  // The session still works.
+  Tensor got = s.run(db, {{values, good_values}, {b, ones}, {w, ones}});
+  for (int64_t i = 0; i < kRows; ++i) EXPECT_TRUE(std::isfinite(got[i]));
+}
+
+TEST(SparseFailures, ASingularMatrixFailsOnEveryRankInsideACheckpointedLoop) {
+  CsrPattern p = tridiagonal();
+  SparseMatrix a(p);
+  Graph g;
+  Value values = g.placeholder("values", {p.local_entries()});
+  Value u0 = g.placeholder("u0", {kRows});
+  SolverOptions o;
+  o.max_it = 50;
+  LoopOptions lo;
+  lo.checkpoints = CheckpointSchedule::binomial(2);
+  LoopResult r = loop(
+      6,
+      {u0},
+      {values},
+      [&](const LoopArgs& l) {
+        return LoopStep{{sparse::solve(a, l.invariants[0], l.carries[0], o)},
+                        {}};
+      },
+      lo);
+  Value loss = sum(square(r.carries[0]));
+  Value dv = gradient(loss, values);
+  Session s(g);
+  Tensor zero(Shape{p.local_entries()}, 0.0);
+  Tensor ones(Shape{kRows}, 1.0);
+  expect_same_error(
+      [&] {
+        s.run(dv, {{values, zero}, {u0, ones}});
+      },
+      {"sparse_solve", "did not converge"});
+  // The next run, with a regular matrix, works: each step divides by about
+  // 3 on the interior rows.
+  Tensor got = s.run(dv, {{values, tridiagonal_values(p, 1.0)}, {u0, ones}});
+  for (int64_t k = 0; k < p.local_entries(); ++k)
+    EXPECT_TRUE(std::isfinite(got[k]));
+}
+
+TEST(SparseFailures, ThePreconditionerIsSetUpOnceWhileTheValuesStay) {
+  CsrPattern p = tridiagonal();
+  SparseMatrix a(p);
+  Graph g;
+  Value values = g.placeholder("values", {p.local_entries()});
+  Value u0 = g.placeholder("u0", {kRows});
+  SolverOptions o;
+  o.pc = "bjacobi";
+  LoopResult r = loop(5, {u0}, {values}, [&](const LoopArgs& l) {
+    return LoopStep{{sparse::solve(a, l.invariants[0], l.carries[0], o)}, {}};
+  });
+  Value loss = sum(square(r.carries[0]));
+  Value dv = gradient(loss, values);
+  Session s(g);
+  Tensor ones(Shape{kRows}, 1.0);
+  s.run(dv, {{values, tridiagonal_values(p, 1.0)}, {u0, ones}});
+  sparse::SparseStats st = a.stats();
+  EXPECT_EQ(st.assemblies, 1);
+  EXPECT_EQ(st.setups, 1);
+  // 5 forward steps, and each adjoint step recomputes its forward step
+  // from the stored carry (core/loop.h) before its transpose solve.
+  EXPECT_EQ(st.solves, 10);
+  EXPECT_EQ(st.transpose_solves, 5);
+  // The same values again: nothing is set up; new ones: once more.
+  s.run(dv, {{values, tridiagonal_values(p, 1.0)}, {u0, ones}});
+  EXPECT_EQ(a.stats().setups, 1);
+  s.run(dv, {{values, tridiagonal_values(p, 2.0)}, {u0, ones}});
+  EXPECT_EQ(a.stats().setups, 2);
+  EXPECT_EQ(a.stats().assemblies, 2);
+}
+
+TEST(SparseFailures, ABadPatternIsTheSameShapeErrorOnEveryRank) {
+  const int last = world_size() - 1;
+  auto expect_shape_error = [](CsrPattern p,
+                               int64_t value_count,
+                               const std::vector<std::string>& parts) {
+    SparseMatrix a(p);
+    Graph g;
+    Value values = g.placeholder("values", {value_count});
+    Value b = g.placeholder("b", {kRows});
+    std::string message;
+    try {
+      sparse::matvec(a, values, b);
+    } catch (const ShapeError& e) {
+      message = e.what();
+    }
+    ASSERT_FALSE(message.empty());
+    for (const auto& part : parts)
+      EXPECT_NE(message.find(part), std::string::npos) << message;
+    EXPECT_EQ(Communicator::world()->bcast(message, 0), message);
+  };
+  // Columns out of order on the last rank's second row.
+  CsrPattern swapped = tridiagonal();
+  if (world_rank() == last) {
+    std::swap(swapped.columns[swapped.row_offsets[1]],
+              swapped.columns[swapped.row_offsets[1] + 1]);
+  }
+  const std::string row = "row " + std::to_string(kRows * last + 1);
+  expect_shape_error(swapped,
+                     swapped.local_entries(),
+                     {"sparse_matvec", "pattern", row, "strictly increasing"});
+  // A column past the end on rank 0's first row.
+  CsrPattern outside = tridiagonal();
+  if (world_rank() == 0) outside.columns[0] = kRows * world_size() + 3;
+  expect_shape_error(
+      outside,
+      outside.local_entries(),
+      {"row 0", "outside [0, " + std::to_string(kRows * world_size())});
+  // Values of the wrong size on the last rank only.
+  CsrPattern fine = tridiagonal();
+  expect_shape_error(fine,
+                     fine.local_entries() + (world_rank() == last ? 1 : 0),
+                     {"inputs", "input 0 has"});
+}
+
+}  // namespace
+}  // namespace adgraph
