@@ -6,8 +6,11 @@
 
 #include "core/loop.h"
 #include "core/op.h"
+#include "mpi_ops/communicator.h"
 #include "mpi_ops/halo.h"
+#include "ops/elementwise.h"
 #include "solvers/heat_step.h"
+#include "solvers/patch_operators.h"
 
 namespace adgraph::solvers {
 namespace {
@@ -23,6 +26,49 @@ Tensor field(const HeatConfig& config, const Patch& patch, F f) {
     }
   }
   return t;
+}
+
+// The implicit time loop: one sparse solve per step (and one sparse
+// product for Crank–Nicolson) with the matrices' values assembled from κ
+// once, outside the loop, so the preconditioner is set up once per run.
+HeatSolution implicit_heat_solve(Value u0,
+                                 Value kappa,
+                                 Value f,
+                                 const HeatConfig& config,
+                                 LoopOptions options) {
+  const int rank = bind_communicator(u0.graph()).rank();
+  const double dt = heat_dt(config);
+  const bool crank_nicolson = config.scheme == HeatScheme::kCrankNicolson;
+  const double theta = crank_nicolson ? 0.5 : 1.0;
+  const sparse::CsrPattern pattern = five_point_pattern(config, rank);
+  sparse::SparseMatrix lhs(pattern), rhs(pattern);
+  std::vector<Value> invariants = {
+      heat_matrix_values(config, rank, kappa, -theta * dt), dt * f};
+  if (crank_nicolson) {
+    invariants.push_back(
+        heat_matrix_values(config, rank, kappa, (1 - theta) * dt));
+  }
+  const bool observing = !options.output_steps.empty();
+  LoopResult r = loop(
+      config.nt,
+      {u0},
+      invariants,
+      [&](const LoopArgs& a) {
+        const Values& in = a.invariants;
+        Value u = a.carries[0];
+        Value b =
+            crank_nicolson ? sparse::matvec(rhs, in[2], u) + in[1] : u + in[1];
+        LoopStep step;
+        step.carries = {sparse::solve(lhs, in[0], b, config.implicit_solver)};
+        if (observing) step.outputs = {step.carries[0]};
+        return step;
+      },
+      std::move(options));
+  HeatSolution s;
+  s.u = r.carries[0];
+  if (observing) s.observed = r.outputs[0];
+  s.loop = r.node;
+  return s;
 }
 
 double kappa_true_at(double x, double y) {
@@ -51,6 +97,13 @@ bool HeatConfig::is_valid(int ranks, std::string* error) const {
   if (nx % px != 0) {
     return bad("nx = " + std::to_string(nx) +
                " is not divisible by px = " + std::to_string(px));
+  }
+  std::string solver_error;
+  if (!implicit_solver.is_valid(&solver_error)) {
+    return bad("implicit_solver." + solver_error);
+  }
+  if (overlap && scheme != HeatScheme::kExplicit) {
+    return bad("overlap applies to the explicit scheme only");
   }
   if (ny % py != 0) {
     return bad("ny = " + std::to_string(ny) +
@@ -99,6 +152,30 @@ double heat_dt(const HeatConfig& config) {
   return config.dt > 0 ? config.dt : heat_default_dt(config);
 }
 
+const char* heat_scheme_name(HeatScheme scheme) {
+  switch (scheme) {
+    case HeatScheme::kExplicit:
+      return "explicit";
+    case HeatScheme::kBackwardEuler:
+      return "backward_euler";
+    case HeatScheme::kCrankNicolson:
+      return "crank_nicolson";
+  }
+  return "?";
+}
+
+bool parse_heat_scheme(const std::string& name, HeatScheme* scheme) {
+  for (HeatScheme s : {HeatScheme::kExplicit,
+                       HeatScheme::kBackwardEuler,
+                       HeatScheme::kCrankNicolson}) {
+    if (name == heat_scheme_name(s)) {
+      *scheme = s;
+      return true;
+    }
+  }
+  return false;
+}
+
 HeatSolution heat_solve(Value u0,
                         Value kappa,
                         Value f,
@@ -111,6 +188,9 @@ HeatSolution heat_solve(Value u0,
   options.checkpoints = config.checkpoints;
   // Level t is the carry after loop step t − 1.
   for (int64_t t : observe_steps) options.output_steps.push_back(t - 1);
+  if (config.scheme != HeatScheme::kExplicit) {
+    return implicit_heat_solve(u0, kappa, f, config, std::move(options));
+  }
   // What each neighbour needs of a patch: its edge rows and columns. Each
   // step produces its state's edges; the first come from patch_edges.
   std::array<Value, 4> edges = patch_edges(u0);

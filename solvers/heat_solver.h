@@ -3,8 +3,10 @@
 // Nx × Ny interior points, h = 1/(Nx + 1) in both directions, zero values
 // outside; point (i, j) sits at x = (i+1)h, y = (j+1)h. P = N·M ranks; rank r
 // owns patch (I, J) = (r / M, r % M) of n × m points (Nx = N·n, Ny = M·m):
-// global rows [I·n, (I+1)·n), columns [J·m, (J+1)·m). Each time step is one
-// data_exchange and one heat_step (solvers/heat_step.h).
+// global rows [I·n, (I+1)·n), columns [J·m, (J+1)·m). An explicit time step
+// is one data_exchange and one heat_step (solvers/heat_step.h); an implicit
+// one (backward Euler, Crank–Nicolson) a distributed sparse solve
+// (sparse/, solvers/patch_operators.h).
 #pragma once
 
 #include <string>
@@ -13,8 +15,20 @@
 #include "core/checkpoint_schedule.h"
 #include "core/graph.h"
 #include "core/tensor.h"
+#include "sparse/sparse_matrix.h"
 
 namespace adgraph::solvers {
+
+// How a time step advances u (Δ_h: the 5-point Laplacian, diag(κ) = K):
+//   explicit        u⁺ = u + dt·(KΔ_h u + f)
+//   backward Euler  (I − dt·KΔ_h) u⁺ = u + dt·f
+//   Crank–Nicolson  (I − dt/2·KΔ_h) u⁺ = (I + dt/2·KΔ_h) u + dt·f
+enum class HeatScheme { kExplicit, kBackwardEuler, kCrankNicolson };
+
+// "explicit", "backward_euler", "crank_nicolson".
+const char* heat_scheme_name(HeatScheme scheme);
+// False for an unknown name.
+bool parse_heat_scheme(const std::string& name, HeatScheme* scheme);
 
 struct HeatConfig {
   // Interior grid points per direction. Range >= 1; divisible by px (py).
@@ -37,6 +51,12 @@ struct HeatConfig {
   // split kernels cost more than the overlap saves (docs/PERFORMANCE.md);
   // turn it on where messages are slow (across hosts).
   bool overlap = false;
+  // The time scheme. Implicit schemes are stable for any dt, which is then
+  // free (dt = 0 still selects the explicit rule).
+  HeatScheme scheme = HeatScheme::kExplicit;
+  // The sparse solve of an implicit step. I − θ·dt·KΔ_h is not symmetric
+  // unless κ is constant: the default is GMRES with Jacobi, rtol 1e-10.
+  sparse::SolverOptions implicit_solver;
 
   double h() const { return 1.0 / (nx + 1); }
   // Checks the fields and that px·py equals `ranks`; returns false and
