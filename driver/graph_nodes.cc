@@ -61,6 +61,9 @@ void Loader::create(const json& entry,
           after_scope, list[i], name, op, "after[" + std::to_string(i) + "]"));
     }
   }
+  if (entry.contains("stencil")) {
+    apply_stencil(entry.at("stencil"), name, op, attrs, options);
+  }
   try {
     std::vector<Value> out = target_->add_node_outputs(
         op, std::move(inputs), attrs, std::move(options));
@@ -94,7 +97,15 @@ void Loader::check_entry(const json& entry, const std::string& where) {
           .get<std::string>();
   check_name(name, "name");
   only(entry,
-       {"name", "op", "inputs", "attrs", "shape", "after", "comm", "doc"},
+       {"name",
+        "op",
+        "inputs",
+        "attrs",
+        "shape",
+        "after",
+        "comm",
+        "doc",
+        "stencil"},
        name,
        "");
   require(entry, "op", &json::is_string, "a string", name, "");

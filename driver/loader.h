@@ -32,7 +32,11 @@
 // A node is {"name", "op", "inputs": [refs], "attrs": {..}, "shape": [..]
 // (placeholders), "after": [names] (control inputs), "comm": name (a
 // communication node on a declared communicator; its peers and roots are
-// ranks of that communicator)}. A reference is a node
+// ranks of that communicator), "stencil": {"nx", "ny", "px", "py"} (the
+// 5-point operator of that patch grid, solvers/patch_operators.h: a
+// sparse_* node's matrix, one per stencil and communicator and shared by
+// the document's nodes; five_point_values' grid and this rank)}. A
+// reference is a node
 // name, or "name:k" for output k; gradients and tangents are referenced by
 // their key, and
 // "g:k" is the k-th of a list of "wrt". Inputs must name earlier nodes;

@@ -68,6 +68,16 @@ class Loader final {
               std::map<std::string, Value>& scope,
               const std::string& graph_name,
               const std::map<std::string, Value>& after_scope);
+  // A node entry's "stencil" ({"nx", "ny", "px", "py"}): the 5-point
+  // operator of that patch grid (solvers/patch_operators.h). On a sparse
+  // op it gives the node its matrix (one per stencil and communicator,
+  // shared by the document's nodes); on five_point_values(_adjoint) it
+  // gives the grid attributes and this rank.
+  void apply_stencil(const json& stencil,
+                     const std::string& name,
+                     const std::string& op,
+                     json& attrs,
+                     NodeOptions& options);
   // A node name, gradient or tangent key: non-empty, neither ':' nor '@'.
   void check_name(const std::string& name, const std::string& field) const;
   // Checks the form of a plain node entry.
@@ -127,6 +137,7 @@ class Loader final {
   // The graph nodes are created in: g_, or a repeat block's body.
   Graph* target_;
   std::map<std::string, std::shared_ptr<CommContext>> communicators_;
+  std::map<std::string, std::shared_ptr<NodeResource>> stencils_;
 };
 
 }  // namespace adgraph::driver::detail

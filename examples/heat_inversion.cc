@@ -27,59 +27,12 @@
 #include "adgraph.h"
 #include "core/output_file.h"
 #include "examples/command_line.h"
+#include "examples/grid_output.h"
 #include "examples/heat_figures.h"
 
 using namespace adgraph;
 
 namespace {
-
-// The whole grid on rank 0 (row-major, index i·ny + j); empty elsewhere.
-std::vector<double> gather_grid(Communicator& comm,
-                                const solvers::HeatConfig& c,
-                                const Tensor& local) {
-  std::vector<double> stacked(comm.rank() == 0 ? local.size() * comm.size()
-                                               : 0);
-  comm.gather(local.data(), stacked.data(), local.size(), 0);
-  if (comm.rank() != 0) return {};
-  std::vector<double> grid(static_cast<std::size_t>(c.nx) * c.ny);
-  for (int r = 0; r < comm.size(); ++r) {
-    const solvers::Patch q = solvers::patch_of(c, r);
-    for (int64_t i = 0; i < q.n; ++i) {
-      for (int64_t j = 0; j < q.m; ++j) {
-        grid[(q.row0 + i) * c.ny + q.col0 + j] =
-            stacked[r * local.size() + i * q.m + j];
-      }
-    }
-  }
-  return grid;
-}
-
-// VTK ImageData (ASCII) with the named point fields.
-bool write_vti(
-    const std::string& path,
-    int nx,
-    int ny,
-    double h,
-    const std::vector<std::pair<std::string, const std::vector<double>*>>&
-        fields) {
-  std::ofstream out(path);
-  out << "<?xml version=\"1.0\"?>\n<VTKFile type=\"ImageData\" "
-         "version=\"0.1\">\n"
-      << "<ImageData WholeExtent=\"0 " << ny - 1 << " 0 " << nx - 1
-      << " 0 0\" Origin=\"" << h << " " << h << " 0\" Spacing=\"" << h << " "
-      << h << " 1\">\n"
-      << "<Piece Extent=\"0 " << ny - 1 << " 0 " << nx - 1
-      << " 0 0\">\n<PointData>\n";
-  out.precision(17);
-  for (const auto& [name, values] : fields) {
-    out << "<DataArray type=\"Float64\" Name=\"" << name
-        << "\" format=\"ascii\">\n";
-    for (double v : *values) out << v << "\n";
-    out << "</DataArray>\n";
-  }
-  out << "</PointData>\n</Piece>\n</ImageData>\n</VTKFile>\n";
-  return static_cast<bool>(out);
-}
 
 // A bound for JSON: the number, or null when open.
 nlohmann::json bound_text(double b) {
@@ -114,6 +67,18 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--py", c.py, "patch columns M")->capture_default_str();
   app.add_option("--nt", c.nt, "time steps")->capture_default_str();
+  std::string scheme = "explicit";
+  app.add_option("--scheme",
+                 scheme,
+                 "time scheme: explicit, backward_euler or crank_nicolson "
+                 "(implicit steps solve a sparse system with PETSc)")
+      ->check(CLI::IsMember({"explicit", "backward_euler", "crank_nicolson"}))
+      ->capture_default_str();
+  app.add_option("--dt",
+                 c.dt,
+                 "time step; 0 selects 0.2 h^2 / max kappa_true (the explicit "
+                 "stability rule); implicit schemes take any dt > 0")
+      ->capture_default_str();
   app.add_flag("--overlap",
                c.overlap,
                "overlap each step's halo exchange with the interior update "
@@ -194,6 +159,7 @@ int main(int argc, char** argv) {
     }
     c.checkpoints = CheckpointSchedule::binomial(snapshots);
   }
+  solvers::parse_heat_scheme(scheme, &c.scheme);  // checked by CLI11
   if (!std::isfinite(tol) || tol < 0) {
     if (root)
       std::fprintf(stderr,
@@ -230,7 +196,7 @@ int main(int argc, char** argv) {
       Tensor grad = problem.loss_and_gradient(kappa).second;
       if (replicated) grad = grad.reshaped({c.nx, c.ny});
       const std::vector<double> grid =
-          replicated ? grad.to_vector() : gather_grid(*comm, c, grad);
+          replicated ? grad.to_vector() : examples::gather_grid(*comm, c, grad);
       if (root) {
         std::ofstream out(dump_gradient, std::ios::binary);
         out.write(reinterpret_cast<const char*>(grid.data()),
@@ -252,14 +218,15 @@ int main(int argc, char** argv) {
     if (root) {
       std::printf(
           "heat inversion: %d x %d grid, %d x %d patches on %d ranks, %d "
-          "steps, dt = %.6g\n",
+          "steps, dt = %.6g, %s\n",
           c.nx,
           c.ny,
           c.px,
           c.py,
           comm->size(),
           c.nt,
-          solvers::heat_dt(c));
+          solvers::heat_dt(c),
+          solvers::heat_scheme_name(c.scheme));
     }
     optim::LbfgsOptions options;
     options.max_iterations = max_iter;
@@ -290,8 +257,8 @@ int main(int argc, char** argv) {
       found = kappa.to_vector();
       exact = truth.to_vector();
     } else {
-      found = gather_grid(*comm, c, kappa);
-      exact = gather_grid(*comm, c, truth);
+      found = examples::gather_grid(*comm, c, kappa);
+      exact = examples::gather_grid(*comm, c, truth);
     }
     if (root) {
       std::printf("relative L2 error of kappa: %.6e\n", relative_error);
@@ -356,13 +323,13 @@ int main(int argc, char** argv) {
                                                   ? "projected gradient norm"
                                                   : "gradient norm") &&
            ok;
-      ok = write_vti(files[4],
-                     c.nx,
-                     c.ny,
-                     c.h(),
-                     {{"kappa_true", &exact},
-                      {"kappa", &found},
-                      {"difference", &difference}}) &&
+      ok = examples::write_vti(files[4],
+                               c.nx,
+                               c.ny,
+                               c.h(),
+                               {{"kappa_true", &exact},
+                                {"kappa", &found},
+                                {"difference", &difference}}) &&
            ok;
       nlohmann::json result = {
           {"loss_history", summary.f_history},

@@ -46,6 +46,7 @@ from ._adgraph import (  # noqa: E402  (MPI must be up first)
     jvp,
     loop_adjoints,
     loop_stats,
+    petsc_available,
 )
 from ._optimize import minimize, scipy_objective  # noqa: E402
 from ._documents import load_json  # noqa: E402

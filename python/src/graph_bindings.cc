@@ -322,6 +322,9 @@ void bind_graph_class(py::module_& m) {
 }
 
 void bind_derivatives(py::module_& m) {
+  m.def("petsc_available",
+        &sparse::petsc_available,
+        "Whether this build has the sparse layer's PETSc (sparse_* ops).");
   m.def(
       "gradients",
       [](const PyValue& y, const std::vector<PyValue>& xs, py::object grad_y) {

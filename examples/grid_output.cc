@@ -1,0 +1,53 @@
+#include "examples/grid_output.h"
+
+#include <fstream>
+
+namespace adgraph::examples {
+
+std::vector<double> gather_grid(Communicator& comm,
+                                const solvers::HeatConfig& c,
+                                const Tensor& local) {
+  std::vector<double> stacked(comm.rank() == 0 ? local.size() * comm.size()
+                                               : 0);
+  comm.gather(local.data(), stacked.data(), local.size(), 0);
+  if (comm.rank() != 0) return {};
+  std::vector<double> grid(static_cast<std::size_t>(c.nx) * c.ny);
+  for (int r = 0; r < comm.size(); ++r) {
+    const solvers::Patch q = solvers::patch_of(c, r);
+    for (int64_t i = 0; i < q.n; ++i) {
+      for (int64_t j = 0; j < q.m; ++j) {
+        grid[(q.row0 + i) * c.ny + q.col0 + j] =
+            stacked[r * local.size() + i * q.m + j];
+      }
+    }
+  }
+  return grid;
+}
+
+bool write_vti(
+    const std::string& path,
+    int nx,
+    int ny,
+    double h,
+    const std::vector<std::pair<std::string, const std::vector<double>*>>&
+        fields) {
+  std::ofstream out(path);
+  out << "<?xml version=\"1.0\"?>\n<VTKFile type=\"ImageData\" "
+         "version=\"0.1\">\n"
+      << "<ImageData WholeExtent=\"0 " << ny - 1 << " 0 " << nx - 1
+      << " 0 0\" Origin=\"" << h << " " << h << " 0\" Spacing=\"" << h << " "
+      << h << " 1\">\n"
+      << "<Piece Extent=\"0 " << ny - 1 << " 0 " << nx - 1
+      << " 0 0\">\n<PointData>\n";
+  out.precision(17);
+  for (const auto& [name, values] : fields) {
+    out << "<DataArray type=\"Float64\" Name=\"" << name
+        << "\" format=\"ascii\">\n";
+    for (double v : *values) out << v << "\n";
+    out << "</DataArray>\n";
+  }
+  out << "</PointData>\n</Piece>\n</ImageData>\n</VTKFile>\n";
+  return static_cast<bool>(out);
+}
+
+}  // namespace adgraph::examples
