@@ -51,6 +51,7 @@ from ._adgraph import (  # noqa: E402  (MPI must be up first)
 from ._optimize import minimize, scipy_objective  # noqa: E402
 from ._documents import load_json  # noqa: E402
 from . import solvers  # noqa: E402
+from . import sparse  # noqa: E402
 from . import _ops  # noqa: E402
 
 # numpy defers to Value's reflected operators (array + value, array * value).

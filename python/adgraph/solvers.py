@@ -14,6 +14,8 @@ class HeatInverse:
     Keyword arguments are the C++ ``HeatInverseOptions`` fields, with
     ``HeatConfig``'s at the top level: ``nx``, ``ny`` (interior grid points),
     ``px``, ``py`` (patch grid, ``px * py`` = ranks), ``nt`` (time steps),
+    ``dt`` (0: the explicit stability rule), ``scheme`` (``"explicit"``,
+    ``"backward_euler"`` or ``"crank_nicolson"``: a sparse solve per step),
     ``overlap``, ``checkpoints`` (``"all"``, ``"auto"``: about sqrt(2 nt)
     snapshots, the default, or a number of snapshots), ``replicated``,
     ``sensors`` (global (row, column) pairs), ``sensors_every``,
@@ -88,3 +90,24 @@ class HeatInverse:
         array) as a ``types.SimpleNamespace``. Collective; the interpreter
         is released while it runs."""
         return _types.SimpleNamespace(**self._problem.fit(kappa, options))
+
+
+def five_point_matrix(nx, ny, px, py, rank):
+    """The 5-point pattern of this rank's patch on the heat problem's grid
+    (``nx x ny`` points, ``px x py`` patches, rows numbered patch by patch)
+    as an ``adgraph.sparse.SparseMatrix``."""
+    return _adgraph._five_point_matrix(nx, ny, px, py, rank)
+
+
+def conservative_values(kappa, nx, ny, px, py, rank):
+    """The conservative operator's entries, (A u)_P = sum_Q c_PQ (u_P -
+    u_Q) / h^2 with c_PQ = (kappa_P + kappa_Q) / 2 (kappa_P across the
+    boundary), as a function of this rank's ``kappa`` patch (one
+    data_exchange; every rank calls it)."""
+    return _adgraph._conservative_values(kappa, nx, ny, px, py, rank)
+
+
+def heat_matrix_values(kappa, s, nx, ny, px, py, rank):
+    """The entries of I + s diag(kappa) Laplacian_h (s = -dt: backward
+    Euler's matrix)."""
+    return _adgraph._heat_matrix_values(kappa, s, nx, ny, px, py, rank)

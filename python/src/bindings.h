@@ -153,5 +153,6 @@ py::dict summary_dict(const optim::LbfgsSummary& s,
 
 void bind_optim(py::module_& m);
 void bind_solvers(py::module_& m);
+void bind_sparse(py::module_& m);
 
 }  // namespace adgraph::python

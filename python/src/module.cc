@@ -75,4 +75,5 @@ PYBIND11_MODULE(_adgraph, m) {
   bind_custom_op(m);
   bind_optim(m);
   bind_solvers(m);
+  bind_sparse(m);
 }

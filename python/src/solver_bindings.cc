@@ -28,7 +28,19 @@ solvers::HeatInverseOptions heat_options(const py::dict& options) {
       c.nt = v.cast<int>();
     else if (key == "overlap")
       c.overlap = v.cast<bool>();
-    else if (key == "checkpoints") {
+    else if (key == "dt")
+      c.dt = v.cast<double>();
+    else if (key == "scheme") {
+      if (!solvers::parse_heat_scheme(v.cast<std::string>(), &c.scheme)) {
+        throw OptionsError(
+            "expected \"explicit\", \"backward_euler\" or "
+            "\"crank_nicolson\", got " +
+                py::repr(v).cast<std::string>(),
+            {},
+            {},
+            "scheme");
+      }
+    } else if (key == "checkpoints") {
       // "all", "auto" (about sqrt(2 nt) snapshots) or a number of snapshots.
       if (PyUnicode_Check(v.ptr()) && v.cast<std::string>() == "all") {
         c.checkpoints = CheckpointSchedule::store_all();
@@ -67,7 +79,8 @@ solvers::HeatInverseOptions heat_options(const py::dict& options) {
       o.kappa_max = v.cast<double>();
     else
       throw OptionsError(
-          "unknown option (HeatInverse takes nx, ny, px, py, nt, overlap, "
+          "unknown option (HeatInverse takes nx, ny, px, py, nt, dt, "
+          "scheme, overlap, "
           "checkpoints, replicated, sensors, sensors_every, observe_steps, "
           "noise, seed, reg_tikhonov, reg_smooth, kappa_min, kappa_max)",
           {},
