@@ -58,14 +58,7 @@ int main(int argc, char** argv) {
   std::string output = "heat_inversion.json", dump_gradient, checkpoint;
   std::string checkpoints = "auto";
   bool resume = false, replicated = false;
-  app.add_option("--nx", c.nx, "interior grid points along x (rows)")
-      ->capture_default_str();
-  app.add_option("--ny", c.ny, "interior grid points along y (columns)")
-      ->capture_default_str();
-  app.add_option(
-         "--px", c.px, "patch rows N (px * py must equal the rank count)")
-      ->capture_default_str();
-  app.add_option("--py", c.py, "patch columns M")->capture_default_str();
+  examples::add_grid_options(app, c);
   app.add_option("--nt", c.nt, "time steps")->capture_default_str();
   std::string scheme = "explicit";
   app.add_option("--scheme",

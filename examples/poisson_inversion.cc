@@ -284,14 +284,7 @@ void add_options(CLI::App& app, Settings& s) {
   s.solver.ksp = "cg";
   s.solver.pc = "gamg";
   s.solver.symmetric = true;
-  app.add_option("--nx", c.nx, "interior grid points along x (rows)")
-      ->capture_default_str();
-  app.add_option("--ny", c.ny, "interior grid points along y (columns)")
-      ->capture_default_str();
-  app.add_option(
-         "--px", c.px, "patch rows N (px * py must equal the rank count)")
-      ->capture_default_str();
-  app.add_option("--py", c.py, "patch columns M")->capture_default_str();
+  examples::add_grid_options(app, c);
   app.add_option(
          "--param", s.param, "what is fitted: field (kappa per point) or nn")
       ->check(CLI::IsMember({"field", "nn"}))
