@@ -67,6 +67,19 @@ int main(int argc, char** argv) {
                  "(implicit steps solve a sparse system with PETSc)")
       ->check(CLI::IsMember({"explicit", "backward_euler", "crank_nicolson"}))
       ->capture_default_str();
+  app.add_option("--implicit-ksp",
+                 c.implicit_solver.ksp,
+                 "Krylov method of an implicit step: gmres, bcgs or preonly "
+                 "(with --implicit-pc lu)")
+      ->check(CLI::IsMember({"gmres", "bcgs", "preonly"}))
+      ->capture_default_str();
+  app.add_option("--implicit-pc",
+                 c.implicit_solver.pc,
+                 "preconditioner of an implicit step: jacobi, bjacobi, gamg, "
+                 "hypre or lu (MUMPS)")
+      ->check(CLI::IsMember(
+          {"none", "jacobi", "bjacobi", "ilu", "gamg", "hypre", "lu"}))
+      ->capture_default_str();
   app.add_option("--dt",
                  c.dt,
                  "time step; 0 selects 0.2 h^2 / max kappa_true (the explicit "
