@@ -36,6 +36,10 @@ adgraph_install_packages() {
   fi
 }
 
+# ccache reuses objects compiled with a precompiled header
+# (cmake/AdgraphPch.cmake) only with these sloppinesses.
+export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+
 adgraph_build() {
   local launcher=()
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
