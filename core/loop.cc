@@ -371,7 +371,7 @@ void register_loop_ops() {
     check_spec_inputs(c,
                       spec ? spec->num_carries + spec->num_invariants +
                                  spec->num_reverse + spec->num_step_cotangents +
-                                 spec->taped
+                                 as_int(spec->next_carries.size()) + spec->taped
                            : 0);
     Shapes out;
     const int first = spec->num_carries + spec->num_invariants;

@@ -33,7 +33,11 @@
 // in the same Session::run, the forward node hands over the snapshots of the
 // schedule's first sweep (its "tape" output is a ticket for them, issued
 // only when something reads it), so the adjoint recomputes t(n, s) − (n − 1)
-// body steps instead of t(n, s). Handed-over snapshots, spare state buffers
+// body steps instead of t(n, s). A taped step t reads c_{t+1} too, where
+// the step before it in reverse order (or the forward node, for n − 1) left
+// it: a carry that a node of the step makes by itself (say a linear solve,
+// whose adjoint reads its solution) is not made again
+// (LoopSpec::next_carries). Handed-over snapshots, spare state buffers
 // and the bodies' buffers are kept with the loop between runs (like a
 // Session's recycled buffers) and are not counted in RunStats. Recomputation is
 // deterministic: every schedule gives bitwise the same gradient, and every rank
@@ -169,10 +173,15 @@ struct LoopSpec {
   // forward: inputs carries, invariants, step; outputs carries, y.
   LoopBody forward;
   // kAdjoint: inputs carries, invariants, step, reverse carries, step
-  // cotangents; outputs reverse carries.
+  // cotangents, next carries; outputs reverse carries.
   LoopBody reverse;
   int num_reverse = 0;
   int num_step_cotangents = 0;
+  // kAdjoint: carries whose next value c_{t+1} the reverse body reads
+  // (inputs after the step cotangents, in this order) instead of computing
+  // again the node that made it, a linear solve say. The node then takes
+  // c_n of these carries as inputs, after the step cotangents.
+  std::vector<int> next_carries;
   // kAdjoint: reads the forward node's tape (a ticket for the snapshots
   // its run handed over) as its last input.
   bool taped = false;

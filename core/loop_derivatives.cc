@@ -1,5 +1,7 @@
 // The derivative rules of loop and loop_adjoint (core/loop.h): the adjoint
 // loop a loop's gradient builds, and the tangent loops.
+#include <map>
+#include <set>
 #include <utility>
 
 #include "core/error.h"
@@ -30,7 +32,61 @@ std::vector<Value> add_loop_node(Graph& g,
       std::move(options));
 }
 
-// y = loop(c₀, p); (c̄₀, p̄) = loop_adjoint(c₀, p, c̄ₙ, 0, ȳ, tape)
+namespace {
+
+// The carries whose node in the reverse body `reverse` the adjoint would
+// compute again only to read c_{t+1} (a linear solve reads its solution):
+// made of carries only, needed, not a body input, and not point-to-point
+// (every rank skips the node together, so a collective may go; half of a
+// send-receive pair may not).
+std::vector<int> next_carries(const LoopBody& reverse, const Values& carries) {
+  const Graph& g = *reverse.graph;
+  std::vector<int> roots;
+  for (const Value& v : reverse.outputs) roots.push_back(v.node_id());
+  const std::vector<char> needed = needed_nodes(g, roots);
+  std::vector<char> is_input(g.num_nodes(), 0);
+  for (const Value& v : reverse.inputs) is_input[v.node_id()] = 1;
+  std::map<int, std::set<int>> carried;  // node → its outputs that are carries
+  for (const Value& v : carries) carried[v.node_id()].insert(v.output());
+  std::vector<int> out;
+  std::set<std::pair<int, int>> taken;
+  for (int k = 0; k < as_int(carries.size()); ++k) {
+    const int id = carries[k].node_id();
+    const Node& n = g.node(id);
+    const bool whole = as_int(carried[id].size()) == n.num_outputs();
+    const bool collective =
+        !n.communication || (n.every_rank && !n.op->request);
+    if (needed[id] && !is_input[id] && whole && collective &&
+        taken.insert({id, carries[k].output()}).second)
+      out.push_back(k);
+  }
+  return out;
+}
+
+// `reverse` with c_{t+1} of `next` (indices into `carries`, its values of
+// c_{t+1}) read from new inputs after its own instead of computed.
+LoopBody reading_next_carries(const LoopBody& reverse,
+                              const Values& carries,
+                              const std::vector<int>& next) {
+  auto g = new_body_graph(*reverse.graph);
+  Values inputs;
+  for (const Value& in : reverse.inputs)
+    inputs.push_back(g->placeholder(in.name(), in.shape()));
+  Replaced replaced;
+  Values next_inputs;
+  for (int k : next) {
+    next_inputs.push_back(g->placeholder(
+        "next_carry[" + std::to_string(k) + "]", carries[k].shape()));
+    replaced[{carries[k].node_id(), carries[k].output()}] = next_inputs.back();
+  }
+  Values outputs = clone_body(reverse, *g, inputs, reverse.outputs, replaced);
+  return {g, join({inputs, next_inputs}), outputs};
+}
+
+}  // namespace
+
+// y = loop(c₀, p);
+// (c̄₀, p̄) = loop_adjoint(c₀, p, c̄ₙ, 0, ȳ, cₙ of next_carries, tape)
 Values loop_gradient(const GradientContext& c) {
   const Node& node = c.node();
   const LoopSpec& spec = *node.loop;
@@ -93,6 +149,11 @@ Values loop_gradient(const GradientContext& c) {
   adj->schedule = spec.schedule;
   adj->forward = fwd;
   adj->reverse = {ag, join({ct, p, {step}, ct_bar, p_bar, y_bar}), grads};
+  adj->next_carries = next_carries(adj->reverse, take(outs, 0, nc));
+  if (!adj->next_carries.empty()) {
+    adj->reverse = reading_next_carries(
+        adj->reverse, take(outs, 0, nc), adj->next_carries);
+  }
   adj->num_reverse = nc + as_int(wanted.size());
   adj->num_step_cotangents = as_int(present.size());
   adj->taped = true;
@@ -102,6 +163,7 @@ Values loop_gradient(const GradientContext& c) {
   for (int j : wanted)
     inputs.push_back(zeros_like(g, node.inputs[nc + j].shape()));
   for (int j : present) inputs.push_back(c.grad(nc + j));
+  for (int k : adj->next_carries) inputs.push_back(c.output(k));
   inputs.push_back(c.output(nc + ny));  // the tape
   Values r = add_loop_node(g, "loop_adjoint", inputs, adj, {});
   spec.adjoints.emplace_back(&g, r[0].node_id());
@@ -238,6 +300,8 @@ Values loop_adjoint_tangent(const TangentContext& c) {
   for (int j : p_sel) rwith.push_back(nc + j);
   for (int k = 0; k < nr; ++k) rwith.push_back(nc + ni + 1 + k);
   for (int j : y_sel) rwith.push_back(nc + ni + 1 + nr + j);
+  const int nn = as_int(spec.next_carries.size());
+  for (int j = 0; j < nn; ++j) rwith.push_back(nc + ni + 1 + nr + ns + j);
   TangentBody a = tangent_body(spec.reverse, rwith, nr);
 
   auto ta = std::make_shared<LoopSpec>();
@@ -260,10 +324,15 @@ Values loop_adjoint_tangent(const TangentContext& c) {
                        take(a.inputs, nc + ni + 1, nr),
                        take(a.tangents, nc + np, nr),
                        take(a.inputs, nc + ni + 1 + nr, ns),
-                       take(a.tangents, nc + np + nr, nys)}),
+                       take(a.tangents, nc + np + nr, nys),
+                       take(a.inputs, nc + ni + 1 + nr + ns, nn),
+                       take(a.tangents, nc + np + nr + nys, nn)}),
                  join({a.outputs, a.out_tangents})};
   ta->num_reverse = 2 * nr;
   ta->num_step_cotangents = ns + nys;
+  // The next carries, then their tangents (carries nc … 2nc − 1).
+  ta->next_carries = spec.next_carries;
+  for (int k : spec.next_carries) ta->next_carries.push_back(nc + k);
   ta->taped = false;
 
   Values inputs = take(node.inputs, 0, nc);
@@ -275,6 +344,10 @@ Values loop_adjoint_tangent(const TangentContext& c) {
     inputs.push_back(tangent_or_zeros(c, nc + ni + k));
   for (int j = 0; j < ns; ++j) inputs.push_back(node.inputs[nc + ni + nr + j]);
   for (int j : y_sel) inputs.push_back(c.tangent(nc + ni + nr + j));
+  for (int j = 0; j < nn; ++j)
+    inputs.push_back(node.inputs[nc + ni + nr + ns + j]);
+  for (int j = 0; j < nn; ++j)
+    inputs.push_back(tangent_or_zeros(c, nc + ni + nr + ns + j));
   Values out = add_loop_node(c.graph(), "loop_adjoint", inputs, ta, {});
   return take(out, nr, nr);
 }

@@ -193,19 +193,29 @@ std::vector<Value> add_loop_node(Graph& g,
                                  std::shared_ptr<LoopSpec> spec,
                                  const std::string& name);
 
+// Values of a body graph, by (node id, output), that a copy reads from
+// given values of the destination graph instead.
+using Replaced = std::map<std::pair<int, int>, Value>;
+
 // Copies into `dst` the nodes of `body` needed for `wanted` plus every
 // communication node, with body.inputs[i] replaced by inputs[i], and
 // returns the copies of `wanted`. Copies keep their names (names made up
 // from the op and id are made up again), attributes, tensors, loops and
-// control edges.
+// control edges. A node all of whose outputs are in `replaced` is not
+// copied (communication node or not): its readers read the replacements.
 std::vector<Value> clone_body(const LoopBody& body,
                               Graph& dst,
                               const std::vector<Value>& inputs,
-                              const std::vector<Value>& wanted);
+                              const std::vector<Value>& wanted,
+                              const Replaced& replaced = {});
 
 // Nodes of `g` that `roots` need through data, control and ghost edges, plus
 // every communication node and what it needs: what a BodyRunner runs.
-std::vector<char> needed_nodes(const Graph& g, const std::vector<int>& roots);
+// Nodes marked in `skipped` are neither needed nor followed (a ghost edge to
+// one leads on to its own ghost input).
+std::vector<char> needed_nodes(const Graph& g,
+                               const std::vector<int>& roots,
+                               const std::vector<char>& skipped = {});
 
 // A new body graph sharing `comm_source`'s communicator, if it has one.
 std::shared_ptr<Graph> new_body_graph(const Graph& comm_source);

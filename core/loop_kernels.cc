@@ -109,6 +109,7 @@ class Reversal final {
         ni_(spec.num_invariants),
         nr_(spec.num_reverse),
         ns_(spec.num_step_cotangents),
+        nn_(static_cast<int>(spec.next_carries.size())),
         cache_(*spec.cache),
         forward_wanted_(first(spec.num_carries)),
         reverse_wanted_(first(spec.num_reverse)),
@@ -124,8 +125,11 @@ class Reversal final {
     ybar_zero_.assign(ns_, 1);
     for (int k = 0; k < nc_; ++k) cur_.push_back(c.input(k));
     cur_t_ = 0;
+    // c_{t+1} of the next carries for step t = n − 1: the inputs c_n.
+    for (int j = 0; j < nn_; ++j)
+      next_.push_back(c.input(first_r + nr_ + ns_ + j));
     if (spec.taped) {
-      const double ticket = c.input(first_r + nr_ + ns_)[0];
+      const double ticket = c.input(first_r + nr_ + ns_ + nn_)[0];
       store_ = cache_.take_over(static_cast<int64_t>(ticket));
     }
     keep(0);
@@ -237,6 +241,10 @@ class Reversal final {
     in.push_back(&step_);
     for (Tensor& x : r_) in.push_back(&x);
     for (Tensor& x : ybar_) in.push_back(&x);
+    // Steps are taped from n − 1 down to 0, so next_ holds c_{t+1}.
+    ADGRAPH_CHECK(nn_ == 0 || next_t_ == t + 1)
+        << "step " << t << " taped after step " << next_t_;
+    for (Tensor& x : next_) in.push_back(&x);
     // r_ is replaced by the step's results below: its buffers are given to
     // the body, so an accumulating adjoint (κ̄ += …) works in place.
     if (donated_.empty()) {
@@ -246,6 +254,8 @@ class Reversal final {
     reverse_->run(in.data(), donated_.data());
     reverse_->move_outputs(0, r_);
     ++taped_;
+    for (int j = 0; j < nn_; ++j) next_[j] = ct[spec_.next_carries[j]];
+    next_t_ = t;
     // No state at or after t is needed again.
     release(t);
     if (cur_t_ >= t) cur_t_ = -1;
@@ -287,7 +297,7 @@ class Reversal final {
 
   KernelContext& c_;
   const LoopSpec& spec_;
-  const int nc_, ni_, nr_, ns_;
+  const int nc_, ni_, nr_, ns_, nn_;
   detail::LoopCache& cache_;
   const std::vector<int> forward_wanted_, reverse_wanted_;
   std::unique_ptr<BodyRunner> forward_, reverse_;
@@ -299,6 +309,9 @@ class Reversal final {
   std::vector<Tensor*> donated_;  // per reverse-body input: &r_[k] or null
   std::vector<Tensor> ybar_;
   std::vector<char> ybar_zero_;
+  // c_{next_t_} of the next carries (LoopSpec::next_carries).
+  std::vector<Tensor> next_;
+  int64_t next_t_ = spec_.trips;
   Tensor step_ = Tensor::scalar(0);
   int64_t advances_ = 0, taped_ = 0, max_snapshots_ = 0;
 };

@@ -11,7 +11,10 @@
 
 namespace adgraph::detail {
 
-std::vector<char> needed_nodes(const Graph& g, const std::vector<int>& roots) {
+std::vector<char> needed_nodes(const Graph& g,
+                               const std::vector<int>& roots,
+                               const std::vector<char>& skipped) {
+  auto skip = [&](int id) { return !skipped.empty() && skipped[id]; };
   std::vector<char> needed(g.num_nodes(), 0);
   std::vector<int> stack = roots;
   for (int id = 0; id < g.num_nodes(); ++id) {
@@ -20,12 +23,14 @@ std::vector<char> needed_nodes(const Graph& g, const std::vector<int>& roots) {
   while (!stack.empty()) {
     const int id = stack.back();
     stack.pop_back();
-    if (needed[id]) continue;
+    if (needed[id] || skip(id)) continue;
     needed[id] = 1;
     const Node& n = g.node(id);
     for (const Value& in : n.inputs) stack.push_back(in.node_id());
     for (int c : n.control_inputs) stack.push_back(c);
-    if (n.ghost_input >= 0) stack.push_back(n.ghost_input);
+    int ghost = n.ghost_input;
+    while (ghost >= 0 && skip(ghost)) ghost = g.node(ghost).ghost_input;
+    if (ghost >= 0) stack.push_back(ghost);
   }
   return needed;
 }
@@ -284,19 +289,35 @@ std::map<int64_t, LoopCache::State> LoopCache::take_over(int64_t ticket) {
 std::vector<Value> clone_body(const LoopBody& body,
                               Graph& dst,
                               const std::vector<Value>& inputs,
-                              const std::vector<Value>& wanted) {
+                              const std::vector<Value>& wanted,
+                              const Replaced& replaced) {
   const Graph& g = *body.graph;
+  std::vector<std::vector<Value>> copy(g.num_nodes());
+  // Body inputs and nodes replaced whole are not copied; the latter are not
+  // needed either.
+  std::vector<char> given(g.num_nodes(), 0), skipped(g.num_nodes(), 0);
+  for (std::size_t i = 0; i < body.inputs.size(); ++i) {
+    copy[body.inputs[i].node_id()] = {inputs[i]};
+    given[body.inputs[i].node_id()] = 1;
+  }
+  std::vector<int> replaced_outputs(g.num_nodes(), 0);
+  for (const auto& entry : replaced) ++replaced_outputs[entry.first.first];
+  for (int id = 0; id < g.num_nodes(); ++id) {
+    if (replaced_outputs[id] == g.node(id).num_outputs())
+      given[id] = skipped[id] = 1;
+  }
   std::vector<int> roots;
   for (const Value& w : wanted) roots.push_back(w.node_id());
-  const std::vector<char> needed = needed_nodes(g, roots);
-  std::vector<std::vector<Value>> copy(g.num_nodes());
-  for (std::size_t i = 0; i < body.inputs.size(); ++i)
-    copy[body.inputs[i].node_id()] = {inputs[i]};
+  const std::vector<char> needed = needed_nodes(g, roots, skipped);
+  auto read = [&](int node, int output) {
+    auto found = replaced.find({node, output});
+    return found != replaced.end() ? found->second : copy[node][output];
+  };
   for (int id = 0; id < g.num_nodes(); ++id) {
-    if (!needed[id] || !copy[id].empty()) continue;
+    if (!needed[id] || given[id]) continue;
     const Node& n = g.node(id);
     std::vector<Value> in;
-    for (const Value& v : n.inputs) in.push_back(copy[v.node_id()][v.output()]);
+    for (const Value& v : n.inputs) in.push_back(read(v.node_id(), v.output()));
     NodeOptions options;
     // Made-up names ("add_7") are made up again: ids differ in `dst`.
     if (n.name != n.op_name() + "_" + std::to_string(id)) options.name = n.name;
@@ -305,11 +326,11 @@ std::vector<Value> clone_body(const LoopBody& body,
     options.resource = n.resource;
     // A node on a sub-communicator stays on it.
     if (n.comm && n.comm != g.shared_comm()) options.comm = n.comm;
-    for (int c : n.control_inputs) options.after.push_back(copy[c][0]);
+    for (int c : n.control_inputs) options.after.push_back(read(c, 0));
     copy[id] = dst.add_node_outputs(n.op_name(), in, n.attrs, options);
   }
   std::vector<Value> out;
-  for (const Value& w : wanted) out.push_back(copy[w.node_id()][w.output()]);
+  for (const Value& w : wanted) out.push_back(read(w.node_id(), w.output()));
   return out;
 }
 
