@@ -69,9 +69,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--implicit-ksp",
                  c.implicit_solver.ksp,
-                 "Krylov method of an implicit step: gmres, bcgs or preonly "
-                 "(with --implicit-pc lu)")
-      ->check(CLI::IsMember({"gmres", "bcgs", "preonly"}))
+                 "Krylov method of an implicit step: cg, gmres, bcgs or "
+                 "preonly (with --implicit-pc lu); the step's matrix is "
+                 "symmetric positive definite")
+      ->check(CLI::IsMember({"cg", "gmres", "bcgs", "preonly"}))
       ->capture_default_str();
   app.add_option("--implicit-pc",
                  c.implicit_solver.pc,

@@ -31,6 +31,10 @@ Tensor field(const HeatConfig& config, const Patch& patch, F f) {
 // The implicit time loop: one sparse solve per step (and one sparse
 // product for Crank–Nicolson) with the matrices' values assembled from κ
 // once, outside the loop, so the preconditioner is set up once per run.
+// Each row P is divided by κ_P: (diag(1/κ) − θ·dt·Δ_h) u⁺ =
+// (diag(1/κ) + (1 − θ)·dt·Δ_h) u + dt·f/κ is the same system, symmetric
+// positive definite, so CG solves it and the adjoint solves with the
+// matrix itself.
 HeatSolution implicit_heat_solve(Value u0,
                                  Value kappa,
                                  Value f,
@@ -42,11 +46,17 @@ HeatSolution implicit_heat_solve(Value u0,
   const double theta = crank_nicolson ? 0.5 : 1.0;
   const sparse::CsrPattern pattern = five_point_pattern(config, rank);
   sparse::SparseMatrix lhs(pattern), rhs(pattern);
+  sparse::SolverOptions solver = config.implicit_solver;
+  solver.symmetric = true;
+  Value inv_kappa = 1.0 / kappa;
   std::vector<Value> invariants = {
-      heat_matrix_values(config, rank, kappa, -theta * dt), dt * f};
+      scaled_heat_matrix_values(config, rank, inv_kappa, -theta * dt),
+      dt * f * inv_kappa};
   if (crank_nicolson) {
     invariants.push_back(
-        heat_matrix_values(config, rank, kappa, (1 - theta) * dt));
+        scaled_heat_matrix_values(config, rank, inv_kappa, (1 - theta) * dt));
+  } else {
+    invariants.push_back(inv_kappa);
   }
   const bool observing = !options.output_steps.empty();
   LoopResult r = loop(
@@ -56,10 +66,10 @@ HeatSolution implicit_heat_solve(Value u0,
       [&](const LoopArgs& a) {
         const Values& in = a.invariants;
         Value u = a.carries[0];
-        Value b =
-            crank_nicolson ? sparse::matvec(rhs, in[2], u) + in[1] : u + in[1];
+        Value b = crank_nicolson ? sparse::matvec(rhs, in[2], u) + in[1]
+                                 : u * in[2] + in[1];
         LoopStep step;
-        step.carries = {sparse::solve(lhs, in[0], b, config.implicit_solver)};
+        step.carries = {sparse::solve(lhs, in[0], b, solver)};
         if (observing) step.outputs = {step.carries[0]};
         return step;
       },

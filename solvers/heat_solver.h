@@ -54,9 +54,12 @@ struct HeatConfig {
   // The time scheme. Implicit schemes are stable for any dt, which is then
   // free (dt = 0 still selects the explicit rule).
   HeatScheme scheme = HeatScheme::kExplicit;
-  // The sparse solve of an implicit step. I − θ·dt·KΔ_h is not symmetric
-  // unless κ is constant: the default is GMRES with Jacobi, rtol 1e-10.
-  sparse::SolverOptions implicit_solver;
+  // The sparse solve of an implicit step. Its rows are divided by κ, which
+  // makes the matrix diag(1/κ) − θ·dt·Δ_h symmetric positive definite
+  // (solved as symmetric whatever the flag says): the default is CG with
+  // BoomerAMG (hypre), rtol 1e-10.
+  sparse::SolverOptions implicit_solver = {
+      .ksp = "cg", .pc = "hypre", .symmetric = true};
 
   double h() const { return 1.0 / (nx + 1); }
   // Checks the fields and that px·py equals `ranks`; returns false and

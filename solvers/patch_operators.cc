@@ -247,6 +247,16 @@ Value heat_matrix_values(const HeatConfig& config,
       config, rank, 1.0 - 4.0 * side, {side, side, side, side});
 }
 
+Value scaled_heat_matrix_values(const HeatConfig& config,
+                                int rank,
+                                Value inv_kappa,
+                                double s) {
+  const double c = s / (config.h() * config.h());
+  Value side = inv_kappa.graph().constant(Tensor(inv_kappa.shape(), c));
+  return five_point_values(
+      config, rank, inv_kappa - 4.0 * c, {side, side, side, side});
+}
+
 Value conservative_values(const HeatConfig& config, int rank, Value kappa) {
   const double inv_h2 = 1.0 / (config.h() * config.h());
   std::array<Value, 4> near = neighbour_kappa(config, rank, kappa);

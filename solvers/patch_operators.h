@@ -38,6 +38,14 @@ Value heat_matrix_values(const HeatConfig& config,
                          Value kappa,
                          double s);
 
+// diag(1/κ) + s·Δ_h from inv_kappa = 1/κ: I + s·diag(κ)Δ_h with row P
+// divided by κ_P. Symmetric, and positive definite for s ≤ 0: the form of
+// an implicit heat step that CG solves.
+Value scaled_heat_matrix_values(const HeatConfig& config,
+                                int rank,
+                                Value inv_kappa,
+                                double s);
+
 // The conservative operator (A u)_P = Σ_Q c_PQ (u_P − u_Q)/h² over P's four
 // neighbours, c_PQ = (κ_P + κ_Q)/2 between interior points and c = κ_P
 // across the boundary. κ of the neighbouring patches comes through one
