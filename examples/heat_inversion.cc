@@ -81,6 +81,12 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(
           {"none", "jacobi", "bjacobi", "ilu", "gamg", "hypre", "lu"}))
       ->capture_default_str();
+  app.add_option("--implicit-prefix",
+                 c.implicit_solver.prefix,
+                 "PETSc options prefix of an implicit step's solver: with "
+                 "'heat', its KSP also reads PETSC_OPTIONS such as "
+                 "-heat_ksp_monitor or -heat_ksp_rtol 1e-6")
+      ->capture_default_str();
   app.add_option("--dt",
                  c.dt,
                  "time step; 0 selects 0.2 h^2 / max kappa_true (the explicit "
