@@ -1,1 +1,2 @@
-// The translation unit that carries a precompiled header (cmake/AdgraphPch.cmake).
+// The translation unit that carries a precompiled header
+// (cmake/AdgraphPch.cmake).
