@@ -223,7 +223,7 @@ int main(int argc, char** argv) {
     }
   }
   if (impl != "handwritten") {
-    solvers::HeatInverse problem(o, *comm);
+    solvers::HeatInverse problem(o, comm);
     const Tensor kappa = problem.kappa_start();
     double loss = 0;
     Tensor grad;

@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
   heat.config.py = ranks == 4 ? 2 : 1;
   heat.kappa_min = 1.0;
   heat.kappa_max = 1.3;
-  solvers::HeatInverse problem(heat, *comm);
+  solvers::HeatInverse problem(heat, comm);
   Tensor kappa = problem.kappa_start();
   const optim::LbfgsSummary heat_summary = problem.fit(kappa, scipy_defaults);
   if (comm->rank() != 0) return 0;

@@ -77,9 +77,10 @@ int main(int argc, char** argv) {
   app.add_option("--implicit-pc",
                  c.implicit_solver.pc,
                  "preconditioner of an implicit step: jacobi, bjacobi, gamg, "
-                 "hypre or lu (MUMPS)")
+                 "hypre, lu (MUMPS) or mg (geometric multigrid on the patch "
+                 "grid)")
       ->check(CLI::IsMember(
-          {"none", "jacobi", "bjacobi", "ilu", "gamg", "hypre", "lu"}))
+          {"none", "jacobi", "bjacobi", "ilu", "gamg", "hypre", "lu", "mg"}))
       ->capture_default_str();
   app.add_option("--implicit-prefix",
                  c.implicit_solver.prefix,
@@ -203,7 +204,7 @@ int main(int argc, char** argv) {
     unwritable = comm->bcast(unwritable, 0);
     if (!unwritable.empty())
       return report_failure("heat_inversion", unwritable, 2);
-    solvers::HeatInverse problem(problem_options, *comm);
+    solvers::HeatInverse problem(problem_options, comm);
     Tensor kappa = problem.kappa_start();
     if (!dump_gradient.empty()) {
       Tensor grad = problem.loss_and_gradient(kappa).second;

@@ -19,11 +19,14 @@
 
 namespace adgraph::solvers {
 
-HeatInverse::HeatInverse(HeatInverseOptions options, Communicator& comm)
-    : options_(std::move(options)), comm_(comm) {
+HeatInverse::HeatInverse(HeatInverseOptions options,
+                         std::shared_ptr<Communicator> comm)
+    : options_(std::move(options)),
+      shared_comm_(std::move(comm)),
+      comm_(*shared_comm_) {
   const HeatConfig& c = options_.config;
   std::string error;
-  if (!c.is_valid(comm.size(), &error))
+  if (!c.is_valid(comm_.size(), &error))
     throw OptionsError(error, {}, {}, "HeatConfig");
   auto check = [](bool ok, const std::string& text, const char* field) {
     if (!ok) throw OptionsError(text, {}, {}, field);
@@ -73,10 +76,10 @@ HeatInverse::HeatInverse(HeatInverseOptions options, Communicator& comm)
                          "sensors");
     }
   }
-  patch_ = patch_of(c, comm.rank());
+  patch_ = patch_of(c, comm_.rank());
   graph_ = std::make_unique<Graph>();
   Graph& g = *graph_;
-  g.set_comm(Communicator::world());
+  g.set_comm(shared_comm_);
 
   Value kappa_patch;
   if (options_.replicated) {

@@ -80,9 +80,10 @@ struct HeatLossTerms {
 class HeatInverse final {
  public:
   // Validates the options against the communicator (throws OptionsError,
-  // identically on every rank), builds the graph and computes u_obs.
-  // Collective.
-  HeatInverse(HeatInverseOptions options, Communicator& comm);
+  // identically on every rank), builds the graph on it and computes u_obs.
+  // Collective over `comm`, which may be a sub-communicator: its ranks are
+  // the patches, and no other rank takes part.
+  HeatInverse(HeatInverseOptions options, std::shared_ptr<Communicator> comm);
   ~HeatInverse();
   HeatInverse(const HeatInverse&) = delete;
   HeatInverse& operator=(const HeatInverse&) = delete;
@@ -141,6 +142,7 @@ class HeatInverse final {
   const FeedMap& feeds_at(const Tensor& kappa);
 
   HeatInverseOptions options_;
+  std::shared_ptr<Communicator> shared_comm_;
   Communicator& comm_;
   Patch patch_;
   std::unique_ptr<Graph> graph_;

@@ -140,7 +140,7 @@ void bind_solvers(py::module_& m) {
       .def(py::init([](py::dict options) {
         solvers::HeatInverseOptions o = heat_options(options);
         return without_gil([&] {
-          return std::make_unique<HeatInverse>(std::move(o), *python_world());
+          return std::make_unique<HeatInverse>(std::move(o), python_world());
         });
       }))
       .def("kappa_start",

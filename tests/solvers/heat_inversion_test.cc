@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "tests/mpi_ops/mpi_test_util.h"
 
@@ -17,7 +19,7 @@ TEST(HeatInversion, RecoversKappaOnA32GridWithin50Iterations) {
   o.config.px = size == 4 ? 2 : size;
   o.config.py = size == 4 ? 2 : 1;
   auto comm = Communicator::world();
-  HeatInverse problem(o, *comm);
+  HeatInverse problem(o, comm);
   Tensor kappa = problem.kappa_start();
   const Tensor truth = problem.kappa_true();
   auto relative_error = [&] {
@@ -56,7 +58,7 @@ TEST(HeatInversion, BoundedFitMatchesScipysLbfgsb) {
     o.kappa_max = 1.3;
     o.replicated = replicated;
     auto comm = Communicator::world();
-    HeatInverse problem(o, *comm);
+    HeatInverse problem(o, comm);
     Tensor kappa = problem.kappa_start();
     optim::LbfgsOptions options;
     options.tolerance_gradient = 1e-5;
@@ -99,7 +101,7 @@ TEST(HeatInversion, NoisySparseRegularizedFitMatchesScipysError) {
   o.kappa_min = 1.0;
   o.kappa_max = 1.6;
   auto comm = Communicator::world();
-  HeatInverse problem(o, *comm);
+  HeatInverse problem(o, comm);
   Tensor kappa = problem.kappa_start();
   optim::LbfgsOptions options;
   options.tolerance_gradient = 1e-5;
@@ -145,7 +147,7 @@ TEST(HeatInversion, NoisySparseRegularizedProblemIsDecompositionInvariant) {
   // Loss and whole-grid gradient (patches assembled exactly: an allreduce
   // of zero-padded patches) for one decomposition.
   auto solve = [&](int px, int py) {
-    HeatInverse problem(options_for(px, py), *comm);
+    HeatInverse problem(options_for(px, py), comm);
     const Patch p = problem.patch();
     auto [loss, grad] = problem.loss_and_gradient(kappa_on(p));
     std::vector<double> whole(32 * 32, 0.0);
@@ -166,6 +168,66 @@ TEST(HeatInversion, NoisySparseRegularizedProblemIsDecompositionInvariant) {
   }
   EXPECT_GT(scale, 0.0);
   EXPECT_LE(worst, 1e-12 * scale);
+}
+
+// The graph lives on the communicator it is given. Ranks 0 and 1 solve a
+// 2 × 1 problem on a communicator of their own while every other rank
+// solves it alone (1 × 1); every rank also solves it alone on a second
+// one. The 2 × 1 patches match the 1 × 1 gradient to round-off (the
+// layouts add in different orders); one layout on two communicators gives
+// bitwise the same numbers, and on 2 ranks the pair's communicator gives
+// what the world gives.
+TEST(HeatInversion, BuildsItsGraphOnTheCommunicatorItIsGiven) {
+  auto world = Communicator::world();
+  const int rank = world->rank();
+  auto pair = world->split(rank < 2 ? 0 : 1 + rank, rank);
+  auto alone = world->split(rank, 0);
+  struct Result {
+    double loss;
+    std::vector<double> grad;
+    Patch patch;
+  };
+  auto solve = [](const std::shared_ptr<Communicator>& comm) {
+    HeatInverseOptions o;
+    o.config.nx = o.config.ny = 12;
+    o.config.nt = 30;
+    o.config.px = comm->size();
+    HeatInverse problem(o, comm);
+    const Patch p = problem.patch();
+    // κ = 1 + 0.1·sin(i + 2j) on global indices.
+    Tensor kappa(Shape{p.n, p.m});
+    for (int64_t i = 0; i < p.n; ++i)
+      for (int64_t j = 0; j < p.m; ++j)
+        kappa[i * p.m + j] =
+            1 + 0.1 * std::sin(double(p.row0 + i) + 2.0 * (p.col0 + j));
+    auto [loss, grad] = problem.loss_and_gradient(kappa);
+    return Result{loss, grad.to_vector(), p};
+  };
+  const Result two = solve(pair);
+  const Result one = solve(alone);
+  ASSERT_EQ(one.patch.n, 12);
+  ASSERT_EQ(two.patch.n, pair->size() == 1 ? 12 : 6);
+  EXPECT_GT(one.loss, 0.0);
+  EXPECT_NEAR(two.loss, one.loss, 1e-13 * one.loss);
+  double worst = 0, scale = 0;
+  for (int64_t i = 0; i < two.patch.n; ++i) {
+    for (int64_t j = 0; j < 12; ++j) {
+      const double whole = one.grad[(two.patch.row0 + i) * 12 + j];
+      worst = std::max(worst, std::fabs(two.grad[i * 12 + j] - whole));
+      scale = std::max(scale, std::fabs(whole));
+    }
+  }
+  EXPECT_GT(scale, 0.0);
+  EXPECT_LE(worst, 1e-12 * scale);
+  if (pair->size() == 1) {
+    EXPECT_EQ(two.loss, one.loss);
+    EXPECT_EQ(two.grad, one.grad);
+  }
+  if (world->size() == 2) {
+    const Result on_world = solve(world);
+    EXPECT_EQ(on_world.loss, two.loss);
+    EXPECT_EQ(on_world.grad, two.grad);
+  }
 }
 
 }  // namespace

@@ -330,7 +330,7 @@ TEST(HeatInverse, ReplicatedShardedAndSensorLossesAgreeWithTheReference) {
       HeatInverseOptions oo = o;
       oo.replicated = replicated;
       if (!sensors) oo.sensors.clear();
-      HeatInverse problem(oo, *Communicator::world());
+      HeatInverse problem(oo, Communicator::world());
       auto [loss, grad] = problem.loss_and_gradient(problem.kappa_start());
       const HeatReference& ref = sensors ? sensed : full;
       EXPECT_NEAR(loss, ref.loss, kInvariance * ref.loss);
@@ -359,7 +359,7 @@ TEST(HeatInverse, AKappaOfTheWrongShapeIsRefusedAndChangesNothing) {
   HeatInverseOptions o;
   o.config.nx = 12, o.config.ny = 8, o.config.nt = 6;
   o.config.px = size == 4 ? 2 : size, o.config.py = size == 4 ? 2 : 1;
-  HeatInverse problem(o, *Communicator::world());
+  HeatInverse problem(o, Communicator::world());
   const Tensor observed = problem.observations();
   const Tensor start = problem.kappa_start();
   const auto [loss, grad] = problem.loss_and_gradient(start);
@@ -399,7 +399,7 @@ TEST(HeatInverse, ObservationTimesAddUpTheSingleTimeProblems) {
   o.sensors = {{0, 0}, {5, 3}, {11, 7}};
   HeatInverseOptions timed = o;
   timed.observe_steps = {4, 9, 15};
-  HeatInverse problem(timed, *Communicator::world());
+  HeatInverse problem(timed, Communicator::world());
   auto [loss, grad] = problem.loss_and_gradient(problem.kappa_start());
   double want_loss = 0;
   Tensor want_grad(grad.shape(), 0.0);
@@ -407,7 +407,7 @@ TEST(HeatInverse, ObservationTimesAddUpTheSingleTimeProblems) {
     HeatInverseOptions single = o;
     single.config.nt = nt;
     // Same time step as the 15-step problem (dt does not depend on nt).
-    HeatInverse part(single, *Communicator::world());
+    HeatInverse part(single, Communicator::world());
     auto [l, g] = part.loss_and_gradient(part.kappa_start());
     want_loss += l;
     want_grad.array() += g.array();
@@ -419,7 +419,7 @@ TEST(HeatInverse, ObservationTimesAddUpTheSingleTimeProblems) {
   // Out of range or unsorted times are refused, naming the field.
   timed.observe_steps = {4, 16};
   try {
-    HeatInverse bad(timed, *Communicator::world());
+    HeatInverse bad(timed, Communicator::world());
     ADD_FAILURE();
   } catch (const OptionsError& e) {
     EXPECT_EQ(std::string(e.what()),
@@ -437,7 +437,7 @@ TEST(HeatInverse, MemoryOfGradientAndForwardRuns) {
     o.config.checkpoints = snapshots == 0
                                ? CheckpointSchedule::store_all()
                                : CheckpointSchedule::binomial(snapshots);
-    HeatInverse problem(o, *Communicator::world());
+    HeatInverse problem(o, Communicator::world());
     const int64_t n = problem.patch().n, m = problem.patch().m;
     const double patch_bytes = sizeof(double) * n * m;
     // A state of the time loop: u and its four edges.
@@ -468,7 +468,7 @@ TEST(HeatInverse, ConfigurationErrorsAreClearOnEveryRank) {
   o.config.nx = 12, o.config.ny = 12;
   o.config.px = size + 1;
   try {
-    HeatInverse problem(o, *Communicator::world());
+    HeatInverse problem(o, Communicator::world());
     ADD_FAILURE();
   } catch (const OptionsError& e) {
     EXPECT_EQ(std::string(e.what()),
@@ -479,11 +479,11 @@ TEST(HeatInverse, ConfigurationErrorsAreClearOnEveryRank) {
   }
   o.config.nx = 13, o.config.px = size, o.config.py = 1;
   if (size > 1) {
-    EXPECT_THROW(HeatInverse(o, *Communicator::world()), OptionsError);
+    EXPECT_THROW(HeatInverse(o, Communicator::world()), OptionsError);
   }
   o.config.nx = 12;
   o.sensors = {{12, 0}};
-  EXPECT_THROW(HeatInverse(o, *Communicator::world()), OptionsError);
+  EXPECT_THROW(HeatInverse(o, Communicator::world()), OptionsError);
 }
 
 }  // namespace
