@@ -45,8 +45,13 @@ HeatSolution implicit_heat_solve(Value u0,
   const bool crank_nicolson = config.scheme == HeatScheme::kCrankNicolson;
   const double theta = crank_nicolson ? 0.5 : 1.0;
   const sparse::CsrPattern pattern = five_point_pattern(config, rank);
-  sparse::SparseMatrix lhs(pattern), rhs(pattern);
   sparse::SolverOptions solver = config.implicit_solver;
+  sparse::SparseMatrix rhs(pattern);
+  sparse::SparseMatrix lhs(pattern,
+                           nullptr,
+                           solver.pc == "mg"
+                               ? patch_prolongations(config, rank)
+                               : std::vector<sparse::Prolongation>{});
   solver.symmetric = true;
   Value inv_kappa = 1.0 / kappa;
   std::vector<Value> invariants = {
@@ -118,6 +123,14 @@ bool HeatConfig::is_valid(int ranks, std::string* error) const {
   if (ny % py != 0) {
     return bad("ny = " + std::to_string(ny) +
                " is not divisible by py = " + std::to_string(py));
+  }
+  if (scheme != HeatScheme::kExplicit && implicit_solver.pc == "mg" &&
+      ((nx / px) % 2 != 0 || (ny / py) % 2 != 0 || nx < 16 || ny < 16)) {
+    return bad(
+        "implicit_solver.pc: \"mg\" halves every patch, so its rows "
+        "and columns (nx/px = " +
+        std::to_string(nx / px) + ", ny/py = " + std::to_string(ny / py) +
+        ") must be even, and nx and ny at least 16");
   }
   return true;
 }

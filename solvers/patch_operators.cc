@@ -82,6 +82,51 @@ Layout layout(const HeatConfig& config, int rank) {
   return out;
 }
 
+// Fine point i's coarse neighbours and weights in one direction: an odd
+// point is coarse point (i − 1)/2; an even one lies halfway between coarse
+// points i/2 − 1 (none before the first) and i/2.
+int weights_1d(int64_t i, std::array<std::pair<int64_t, double>, 2>& out) {
+  if (i % 2 == 1) {
+    out[0] = {(i - 1) / 2, 1.0};
+    return 1;
+  }
+  int k = 0;
+  if (i >= 2) out[k++] = {i / 2 - 1, 0.5};
+  out[k++] = {i / 2, 0.5};
+  return k;
+}
+
+sparse::Prolongation prolongation(const HeatConfig& fine,
+                                  const HeatConfig& coarse,
+                                  int rank) {
+  const Numbering numbering(coarse);
+  const Patch p = patch_of(fine, rank);
+  const Patch& cp = numbering.patch(rank);
+  sparse::Prolongation out;
+  out.coarse_rows = cp.n * cp.m;
+  out.pattern.first_row = Numbering(fine).first(rank);
+  std::array<std::pair<int64_t, double>, 2> wi, wj;
+  std::vector<std::pair<int64_t, double>> row;
+  for (int64_t a = 0; a < p.n; ++a) {
+    for (int64_t b = 0; b < p.m; ++b) {
+      const int ni = weights_1d(p.row0 + a, wi);
+      const int nj = weights_1d(p.col0 + b, wj);
+      row.clear();
+      for (int x = 0; x < ni; ++x)
+        for (int y = 0; y < nj; ++y)
+          row.emplace_back(numbering.index(wi[x].first, wj[y].first),
+                           wi[x].second * wj[y].second);
+      std::sort(row.begin(), row.end());
+      for (const auto& [column, w] : row) {
+        out.pattern.columns.push_back(column);
+        out.values.push_back(w);
+      }
+      out.pattern.row_offsets.push_back(out.pattern.local_entries());
+    }
+  }
+  return out;
+}
+
 HeatConfig config_of(const Node& n) {
   HeatConfig c;
   c.nx = static_cast<int>(n.attr_int("nx"));
@@ -271,5 +316,26 @@ Value conservative_values(const HeatConfig& config, int rank, Value kappa) {
 }
 
 void register_patch_operator_ops() { register_values_ops(); }
+
+std::vector<sparse::Prolongation> patch_prolongations(const HeatConfig& config,
+                                                      int rank,
+                                                      int max_levels,
+                                                      int min_points) {
+  std::vector<sparse::Prolongation> out;
+  HeatConfig fine = config;
+  while (static_cast<int>(out.size()) + 1 < max_levels) {
+    const int64_t n = fine.nx / fine.px, m = fine.ny / fine.py;
+    if (n % 2 != 0 || m % 2 != 0 || fine.nx / 2 < min_points ||
+        fine.ny / 2 < min_points) {
+      break;
+    }
+    HeatConfig coarse = fine;
+    coarse.nx /= 2;
+    coarse.ny /= 2;
+    out.push_back(prolongation(fine, coarse, rank));
+    fine = coarse;
+  }
+  return out;
+}
 
 }  // namespace adgraph::solvers

@@ -52,6 +52,19 @@ Value scaled_heat_matrix_values(const HeatConfig& config,
 // data_exchange (on every rank). Symmetric positive definite for κ > 0.
 Value conservative_values(const HeatConfig& config, int rank, Value kappa);
 
+// The levels of a geometric multigrid on the patch grid, finest first
+// (sparse::SparseMatrix's `multigrid`, for pc "mg"): each coarsens by two
+// in both directions, coarse point (I, J) sitting at fine point
+// (2I + 1, 2J + 1), and prolongs by bilinear interpolation (0 beyond the
+// boundary). Coarsening goes on while every patch has an even number of
+// rows and columns, the coarse grid keeps at least `min_points` points in
+// each direction and there are fewer than `max_levels` levels in all; the
+// result is empty when the first coarsening is impossible.
+std::vector<sparse::Prolongation> patch_prolongations(const HeatConfig& config,
+                                                      int rank,
+                                                      int max_levels = 6,
+                                                      int min_points = 8);
+
 void register_patch_operator_ops();
 
 }  // namespace adgraph::solvers

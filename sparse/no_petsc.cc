@@ -7,6 +7,7 @@ namespace adgraph::sparse {
 
 std::unique_ptr<SparseEngine> make_engine(const CsrPattern&,
                                           int64_t,
+                                          const std::vector<Prolongation>&,
                                           CommContext&,
                                           SparseStats&) {
   throw RunError("adgraph was built without PETSc");

@@ -34,18 +34,25 @@ class SparseEngine {
 
 // The PETSc engine (sparse/petsc_engine.cc), or a stub that throws
 // (sparse/no_petsc.cc) in a build without PETSc. Collective.
-std::unique_ptr<SparseEngine> make_engine(const CsrPattern& pattern,
-                                          int64_t global_rows,
-                                          CommContext& comm,
-                                          SparseStats& stats);
+std::unique_ptr<SparseEngine> make_engine(
+    const CsrPattern& pattern,
+    int64_t global_rows,
+    const std::vector<Prolongation>& multigrid,
+    CommContext& comm,
+    SparseStats& stats);
 
 class SparseOperator final : public NodeResource {
  public:
-  SparseOperator(CsrPattern pattern, std::shared_ptr<CommContext> comm)
-      : pattern_(std::move(pattern)), comm_(std::move(comm)) {}
+  SparseOperator(CsrPattern pattern,
+                 std::shared_ptr<CommContext> comm,
+                 std::vector<Prolongation> multigrid)
+      : pattern_(std::move(pattern)),
+        comm_(std::move(comm)),
+        multigrid_(std::move(multigrid)) {}
   ~SparseOperator() override;
 
   const CsrPattern& pattern() const { return pattern_; }
+  const std::vector<Prolongation>& multigrid() const { return multigrid_; }
   // The communicator its nodes use: the one given, else the first node's.
   const std::shared_ptr<CommContext>& comm() const { return comm_; }
   int64_t global_rows() const { return global_rows_; }
@@ -62,8 +69,13 @@ class SparseOperator final : public NodeResource {
   SparseStats stats;
 
  private:
+  // What is wrong with this rank's multigrid levels (collective; every
+  // rank takes part whatever it finds); empty when nothing.
+  std::string multigrid_problem(CommContext& comm) const;
+
   CsrPattern pattern_;
   std::shared_ptr<CommContext> comm_;
+  std::vector<Prolongation> multigrid_;
   bool checked_ = false;
   int64_t global_rows_ = 0;
   std::unique_ptr<SparseEngine> engine_;

@@ -11,7 +11,7 @@ namespace {
 
 const std::vector<std::string> kKsps = {"cg", "gmres", "bcgs", "preonly"};
 const std::vector<std::string> kPcs = {
-    "none", "jacobi", "bjacobi", "ilu", "gamg", "hypre", "lu"};
+    "none", "jacobi", "bjacobi", "ilu", "gamg", "hypre", "lu", "mg"};
 
 bool one_of(const std::string& s, const std::vector<std::string>& list) {
   return std::find(list.begin(), list.end(), s) != list.end();
@@ -167,6 +167,14 @@ void SparseOperator::check_node(const ShapeContext& c,
     key = static_cast<double>(bad);
     global_rows_ = total;
   }
+  if (!checked_) {
+    // Collective: every rank checks its levels, whatever it found before.
+    std::string levels = multigrid_problem(comm);
+    if (problem.empty() && !levels.empty()) {
+      problem = std::move(levels);
+      key = 2e12;
+    }
+  }
   // Input sizes are ranked after every row (rows stay below 1e12).
   for (std::size_t i = 0; problem.empty() && i < sizes.size(); ++i) {
     const int64_t got = num_elements(c.input_shape(static_cast<int>(i)));
@@ -185,15 +193,71 @@ void SparseOperator::check_node(const ShapeContext& c,
   checked_ = true;
 }
 
+std::string SparseOperator::multigrid_problem(CommContext& comm) const {
+  // The same number of levels everywhere, or no rank goes further.
+  double levels[2] = {static_cast<double>(multigrid_.size()),
+                      -static_cast<double>(multigrid_.size())};
+  comm.allreduce(levels, levels, 2, ReduceOp::kMax);
+  if (levels[0] != -levels[1]) {
+    return "the ranks give different numbers of multigrid levels";
+  }
+  std::string first_problem;
+  int64_t fine_rows = pattern_.local_rows(), fine_first = pattern_.first_row;
+  for (std::size_t l = 0; l < multigrid_.size(); ++l) {
+    const Prolongation& p = multigrid_[l];
+    // Every rank's coarse row count, as for the pattern's rows.
+    std::vector<double> rows(comm.size(), 0.0);
+    rows[comm.rank()] =
+        static_cast<double>(std::max<int64_t>(p.coarse_rows, 0));
+    comm.allreduce(rows.data(), rows.data(), comm.size(), ReduceOp::kSum);
+    int64_t total = 0, before = 0;
+    for (int r = 0; r < comm.size(); ++r) {
+      if (r < comm.rank()) before += static_cast<int64_t>(rows[r]);
+      total += static_cast<int64_t>(rows[r]);
+    }
+    const std::string level = "multigrid level " + std::to_string(l + 1) + ": ";
+    int64_t bad = 0;
+    std::string problem;
+    if (p.coarse_rows < 1) {
+      problem = "coarse_rows must be >= 1 on every rank";
+    } else if (p.pattern.local_rows() != fine_rows) {
+      problem = "the prolongation has " +
+                std::to_string(p.pattern.local_rows()) + " rows on rank " +
+                std::to_string(comm.rank()) + ", the finer level " +
+                std::to_string(fine_rows);
+    } else if (static_cast<int64_t>(p.values.size()) !=
+               p.pattern.local_entries()) {
+      problem = "values has " + std::to_string(p.values.size()) +
+                " entries, the pattern " +
+                std::to_string(p.pattern.local_entries());
+    } else {
+      problem = pattern_problem(p.pattern, fine_first, total, &bad);
+    }
+    if (first_problem.empty() && !problem.empty()) {
+      first_problem = level + problem;
+    }
+    fine_rows = p.coarse_rows;
+    fine_first = before;
+  }
+  return first_problem;
+}
+
 SparseEngine& SparseOperator::engine() {
-  if (!engine_) engine_ = make_engine(pattern_, global_rows_, *comm_, stats);
+  if (!engine_) {
+    engine_ = make_engine(pattern_, global_rows_, multigrid_, *comm_, stats);
+  }
   return *engine_;
 }
 
 SparseMatrix::SparseMatrix(CsrPattern pattern,
                            std::shared_ptr<CommContext> comm)
-    : op_(std::make_shared<SparseOperator>(std::move(pattern),
-                                           std::move(comm))) {}
+    : SparseMatrix(std::move(pattern), std::move(comm), {}) {}
+
+SparseMatrix::SparseMatrix(CsrPattern pattern,
+                           std::shared_ptr<CommContext> comm,
+                           std::vector<Prolongation> multigrid)
+    : op_(std::make_shared<SparseOperator>(
+          std::move(pattern), std::move(comm), std::move(multigrid))) {}
 
 const CsrPattern& SparseMatrix::pattern() const { return op_->pattern(); }
 

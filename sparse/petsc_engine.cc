@@ -55,6 +55,12 @@ void start_petsc() {
 
 bool petsc_alive() { return !petsc_ended; }
 
+// Aᵀ solves on an explicit transpose: BoomerAMG's transpose solve returns
+// zero on Debian's PETSc; PCMG's uses the same smoothers transposed.
+bool transposes_explicitly(const SolverOptions& o) {
+  return o.pc == "hypre" || o.pc == "mg";
+}
+
 // A Vec viewing a tensor's memory for one call.
 class Placed final {
  public:
@@ -85,6 +91,7 @@ class PetscEngine final : public SparseEngine {
  public:
   PetscEngine(const CsrPattern& pattern,
               int64_t global_rows,
+              const std::vector<Prolongation>& multigrid,
               CommContext& comm,
               SparseStats& stats);
   ~PetscEngine() override;
@@ -116,6 +123,9 @@ class PetscEngine final : public SparseEngine {
   // rank's values or right-hand side hold NaN or Inf.
   void update(const Tensor& values, const double* rhs);
   KSP make_ksp(const SolverOptions& options, Mat a);
+  // PCMG on the prolongations: Galerkin coarse operators, a Chebyshev
+  // smoother preconditioned by Jacobi on every level but the coarsest.
+  void set_up_multigrid(PC pc);
   KSP ready_ksp(const SolverOptions& options, bool transpose);
 
   CommContext& comm_;
@@ -133,10 +143,36 @@ class PetscEngine final : public SparseEngine {
   std::vector<PetscInt> gathered_index_;  // per entry, into gathered_
   std::vector<PetscInt> row_of_;          // per entry, its local row
   std::map<std::string, Solver> solvers_;
+  std::vector<Mat> prolongations_;  // finest first
 };
+
+// An assembled AIJ matrix of this rank's rows of a prolongation.
+Mat prolongation_matrix(MPI_Comm comm, const Prolongation& p) {
+  std::vector<PetscInt> offsets(p.pattern.row_offsets.begin(),
+                                p.pattern.row_offsets.end());
+  std::vector<PetscInt> columns(p.pattern.columns.begin(),
+                                p.pattern.columns.end());
+  Mat m = nullptr;
+  check(MatCreate(comm, &m), "MatCreate");
+  check(MatSetSizes(m,
+                    static_cast<PetscInt>(p.pattern.local_rows()),
+                    static_cast<PetscInt>(p.coarse_rows),
+                    PETSC_DETERMINE,
+                    PETSC_DETERMINE),
+        "MatSetSizes");
+  check(MatSetType(m, MATAIJ), "MatSetType");
+  check(MatSeqAIJSetPreallocationCSR(
+            m, offsets.data(), columns.data(), p.values.data()),
+        "MatSeqAIJSetPreallocationCSR");
+  check(MatMPIAIJSetPreallocationCSR(
+            m, offsets.data(), columns.data(), p.values.data()),
+        "MatMPIAIJSetPreallocationCSR");
+  return m;
+}
 
 PetscEngine::PetscEngine(const CsrPattern& pattern,
                          int64_t global_rows,
+                         const std::vector<Prolongation>& multigrid,
                          CommContext& comm,
                          SparseStats& stats)
     : comm_(comm), stats_(stats), pattern_(pattern) {
@@ -194,6 +230,8 @@ PetscEngine::PetscEngine(const CsrPattern& pattern,
       VecScatterCreate(in_, is, gathered_, nullptr, &gather_);
   ISDestroy(&is);
   check(made, "VecScatterCreate");
+  for (const Prolongation& p : multigrid)
+    prolongations_.push_back(prolongation_matrix(mpi_comm_, p));
 }
 
 PetscEngine::~PetscEngine() {
@@ -203,6 +241,7 @@ PetscEngine::~PetscEngine() {
     KSPDestroy(&s.ksp_t);
     MatDestroy(&s.at);
   }
+  for (Mat& p : prolongations_) MatDestroy(&p);
   VecScatterDestroy(&gather_);
   VecDestroy(&gathered_);
   VecDestroy(&in_);
@@ -287,7 +326,8 @@ KSP PetscEngine::make_ksp(const SolverOptions& o, Mat a) {
                                                     {"ilu", PCBJACOBI},
                                                     {"gamg", PCGAMG},
                                                     {"hypre", PCHYPRE},
-                                                    {"lu", PCLU}};
+                                                    {"lu", PCLU},
+                                                    {"mg", PCMG}};
   check(KSPSetType(ksp, ksps.at(o.ksp)), "KSPSetType");
   PC pc = nullptr;
   check(KSPGetPC(ksp, &pc), "KSPGetPC");
@@ -297,6 +337,7 @@ KSP PetscEngine::make_ksp(const SolverOptions& o, Mat a) {
     check(PCFactorSetMatSolverType(pc, MATSOLVERMUMPS),
           "PCFactorSetMatSolverType");
   }
+  if (o.pc == "mg") set_up_multigrid(pc);
   check(KSPSetTolerances(ksp, o.rtol, o.atol, PETSC_DEFAULT, o.max_it),
         "KSPSetTolerances");
   check(KSPSetOperators(ksp, a, a), "KSPSetOperators");
@@ -308,10 +349,27 @@ KSP PetscEngine::make_ksp(const SolverOptions& o, Mat a) {
   return ksp;
 }
 
+void PetscEngine::set_up_multigrid(PC pc) {
+  const auto levels = static_cast<PetscInt>(prolongations_.size()) + 1;
+  check(PCMGSetLevels(pc, levels, nullptr), "PCMGSetLevels");
+  for (PetscInt l = 1; l < levels; ++l) {
+    check(PCMGSetInterpolation(pc, l, prolongations_[levels - 1 - l]),
+          "PCMGSetInterpolation");
+  }
+  check(PCMGSetGalerkin(pc, PC_MG_GALERKIN_BOTH), "PCMGSetGalerkin");
+  for (PetscInt l = 1; l < levels; ++l) {
+    KSP smoother = nullptr;
+    PC smoother_pc = nullptr;
+    check(PCMGGetSmoother(pc, l, &smoother), "PCMGGetSmoother");
+    check(KSPGetPC(smoother, &smoother_pc), "KSPGetPC");
+    check(PCSetType(smoother_pc, PCJACOBI), "PCSetType");
+  }
+}
+
 KSP PetscEngine::ready_ksp(const SolverOptions& o, bool transpose) {
   Solver& s = solvers_[o.to_attrs().dump()];
   if (!s.ksp) s.ksp = make_ksp(o, a_);
-  const bool explicit_transpose = transpose && o.pc == "hypre";
+  const bool explicit_transpose = transpose && transposes_explicitly(o);
   if (!explicit_transpose) {
     if (s.ready != version_) {
       check(KSPSetOperators(s.ksp, a_, a_), "KSPSetOperators");
@@ -341,7 +399,7 @@ void PetscEngine::solve(const SolverOptions& o,
   update(values, b);
   KSP ksp = ready_ksp(o, transpose);
   Placed in(in_, b), out(out_, x);
-  if (transpose && o.pc != "hypre") {
+  if (transpose && !transposes_explicitly(o)) {
     check(KSPSolveTranspose(ksp, in_, out_), "KSPSolveTranspose");
     ++stats_.transpose_solves;
   } else {
@@ -364,11 +422,14 @@ void PetscEngine::solve(const SolverOptions& o,
 
 }  // namespace
 
-std::unique_ptr<SparseEngine> make_engine(const CsrPattern& pattern,
-                                          int64_t global_rows,
-                                          CommContext& comm,
-                                          SparseStats& stats) {
-  return std::make_unique<PetscEngine>(pattern, global_rows, comm, stats);
+std::unique_ptr<SparseEngine> make_engine(
+    const CsrPattern& pattern,
+    int64_t global_rows,
+    const std::vector<Prolongation>& multigrid,
+    CommContext& comm,
+    SparseStats& stats) {
+  return std::make_unique<PetscEngine>(
+      pattern, global_rows, multigrid, comm, stats);
 }
 
 bool petsc_available() { return true; }

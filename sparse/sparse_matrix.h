@@ -70,13 +70,27 @@ struct CsrPattern {
   int64_t local_entries() const { return static_cast<int64_t>(columns.size()); }
 };
 
+// One level of a geometric multigrid (pc "mg"): this rank's rows of the
+// prolongation P from a coarser grid, distributed like the finer level's
+// unknowns (the matrix's rows, or the previous level's coarse ones), with
+// global column indices into the coarse unknowns, which are distributed by
+// `coarse_rows` per rank in rank order. The coarse operators are PᵀAP.
+struct Prolongation {
+  int64_t coarse_rows = 0;     // coarse unknowns this rank owns
+  CsrPattern pattern;          // fine rows × coarse columns
+  std::vector<double> values;  // one per entry of `pattern`
+};
+
 // How a solve node solves. Each distinct set of options of one matrix gets
 // its own PETSc KSP.
 struct SolverOptions {
   // Krylov method: "cg", "gmres", "bcgs" or "preonly" (with pc "lu").
   std::string ksp = "gmres";
   // Preconditioner: "none", "jacobi", "bjacobi" (ILU(0) on each rank's
-  // block), "ilu" (the same), "gamg", "hypre" (BoomerAMG) or "lu" (MUMPS).
+  // block), "ilu" (the same), "gamg", "hypre" (BoomerAMG), "lu" (MUMPS)
+  // or "mg": geometric multigrid on the matrix's own levels (a
+  // SparseMatrix made with prolongations), one V-cycle with a Jacobi-
+  // preconditioned Chebyshev smoother and Galerkin coarse operators.
   std::string pc = "jacobi";
   // Relative and absolute residual tolerances, and the iteration limit.
   // The default rtol is tight enough for gradients (finite differences and
@@ -123,6 +137,13 @@ class SparseMatrix final {
   // node is built.
   explicit SparseMatrix(CsrPattern pattern,
                         std::shared_ptr<CommContext> comm = nullptr);
+  // With the levels of a geometric multigrid, finest first: levels[0]
+  // prolongs level 1's unknowns to the matrix's rows, levels[1] level 2's
+  // to level 1's, … (solvers::patch_prolongations makes them for the heat
+  // problem's patch grid). Checked with the pattern.
+  SparseMatrix(CsrPattern pattern,
+               std::shared_ptr<CommContext> comm,
+               std::vector<Prolongation> multigrid);
 
   const CsrPattern& pattern() const;
   SparseStats stats() const;

@@ -185,12 +185,20 @@ void register_solve(bool transpose) {
   def.attrs = solver_attrs();
   def.shape = [](const ShapeContext& c) {
     std::string error;
-    if (!SolverOptions::from_attrs(c.node().attrs).is_valid(&error)) {
+    const SolverOptions options = SolverOptions::from_attrs(c.node().attrs);
+    if (!options.is_valid(&error)) {
       const auto colon = error.find(':');
       c.fail("attribute \"" + error.substr(0, colon) + "\"",
              error.substr(colon + 2));
     }
-    return check(c, true, 1);
+    Shapes shapes = check(c, true, 1);
+    if (options.pc == "mg" && operator_of(c.node())->multigrid().empty()) {
+      c.fail("attribute \"pc\"",
+             "\"mg\" needs the matrix's multigrid levels: make the "
+             "SparseMatrix with prolongations (solvers::patch_prolongations "
+             "for the heat problem's patch grid)");
+    }
+    return shapes;
   };
   def.bind = [transpose](const Node& n) {
     const SolverOptions options = SolverOptions::from_attrs(n.attrs);
