@@ -82,6 +82,13 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(
           {"none", "jacobi", "bjacobi", "ilu", "gamg", "hypre", "lu", "mg"}))
       ->capture_default_str();
+  app.add_option("--implicit-rtol",
+                 c.implicit_solver.rtol,
+                 "relative residual tolerance of an implicit step's solve; "
+                 "the gradient is exact to about this much (1e-4 is enough "
+                 "for the inversion, docs/PERFORMANCE.md)")
+      ->check(CLI::Range(1e-16, 0.5))
+      ->capture_default_str();
   app.add_option("--implicit-prefix",
                  c.implicit_solver.prefix,
                  "PETSc options prefix of an implicit step's solver: with "
