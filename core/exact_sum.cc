@@ -1,0 +1,115 @@
+#include "core/exact_sum.h"
+
+#include <cmath>
+#include <limits>
+
+namespace adgraph {
+namespace {
+
+// Bit 0 of word 0 has the weight 2^kLowest, the smallest subnormal.
+constexpr int kLowest = -1074;
+constexpr int64_t kDigit = int64_t{1} << 32;
+constexpr int64_t kNormalizeEvery = int64_t{1} << 30;
+using Wide = unsigned __int128;
+enum Special { kNan = ExactSum::kDigitWords, kPlusInf, kMinusInf };
+
+}  // namespace
+
+void ExactSum::add(double x) {
+  if (!std::isfinite(x)) {
+    ++words_[std::isnan(x) ? kNan : x > 0 ? kPlusInf : kMinusInf];
+    return;
+  }
+  if (x == 0) return;
+  // x = m·2^e with m a signed integer of at most 53 bits, e >= kLowest
+  // (x is a multiple of 2^kLowest, so the shift below drops zeros only).
+  int exponent = 0;
+  const double fraction = std::frexp(x, &exponent);
+  auto m = static_cast<int64_t>(std::ldexp(fraction, 53));
+  int e = exponent - 53;
+  if (e < kLowest) {
+    m /= int64_t{1} << (kLowest - e);
+    e = kLowest;
+  }
+  const int offset = e - kLowest;
+  const int word = offset / 32;
+  const Wide shifted = static_cast<Wide>(m < 0 ? -m : m) << (offset % 32);
+  const int64_t sign = m < 0 ? -1 : 1;
+  for (int k = 0; k < 3; ++k) {
+    const auto digit =
+        static_cast<int64_t>((shifted >> (32 * k)) & 0xffffffffu);
+    words_[word + k] += sign * digit;
+  }
+  if (++pending_ >= kNormalizeEvery) normalize();
+}
+
+void ExactSum::add(const double* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) add(x[i]);
+}
+
+void ExactSum::normalize() {
+  for (int k = 0; k + 1 < kDigitWords; ++k) {
+    // Floor division by 2^32 (arithmetic shift), so the digit stays >= 0.
+    const int64_t carry = words_[k] >> 32;
+    words_[k] -= carry * kDigit;
+    words_[k + 1] += carry;
+  }
+  pending_ = 0;
+}
+
+void ExactSum::merge(const ExactSum& other) {
+  ExactSum copy = other;
+  copy.normalize();
+  normalize();
+  for (int k = 0; k < kWords; ++k) words_[k] += copy.words_[k];
+  normalize();
+}
+
+double ExactSum::round() const {
+  const bool nan =
+      words_[kNan] > 0 || (words_[kPlusInf] > 0 && words_[kMinusInf] > 0);
+  if (nan) return std::numeric_limits<double>::quiet_NaN();
+  if (words_[kPlusInf] > 0) return std::numeric_limits<double>::infinity();
+  if (words_[kMinusInf] > 0) return -std::numeric_limits<double>::infinity();
+  ExactSum s = *this;
+  s.normalize();
+  auto& w = s.words_;
+  const bool negative = w[kDigitWords - 1] < 0;
+  if (negative) {
+    for (int k = 0; k < kDigitWords; ++k) w[k] = -w[k];
+    s.normalize();
+  }
+  int top = kDigitWords - 1;
+  while (top >= 0 && w[top] == 0) --top;
+  if (top < 0) return 0.0;
+  // The three highest words hold at least 65 significant bits; what lies
+  // below them only decides ties (the sticky bit).
+  auto at = [&](int k) -> Wide { return k < 0 ? 0 : static_cast<Wide>(w[k]); };
+  const Wide high = (at(top) << 64) | (at(top - 1) << 32) | at(top - 2);
+  bool sticky = false;
+  for (int k = 0; k < top - 2; ++k) sticky |= w[k] != 0;
+  int bits = 0;
+  while (bits < 128 && (high >> bits) != 0) ++bits;
+  int exponent = 32 * (top - 2) + kLowest;
+  double magnitude = 0;
+  if (bits <= 53) {
+    magnitude =
+        std::ldexp(static_cast<double>(static_cast<uint64_t>(high)), exponent);
+  } else {
+    const int drop = bits - 53;
+    auto kept = static_cast<uint64_t>(high >> drop);
+    const Wide rest = high & ((Wide{1} << drop) - 1);
+    const Wide half = Wide{1} << (drop - 1);
+    if (rest > half || (rest == half && (sticky || (kept & 1) != 0))) ++kept;
+    magnitude = std::ldexp(static_cast<double>(kept), exponent + drop);
+  }
+  return negative ? -magnitude : magnitude;
+}
+
+double exact_sum(const double* x, int64_t n) {
+  ExactSum s;
+  s.add(x, n);
+  return s.round();
+}
+
+}  // namespace adgraph

@@ -1,0 +1,58 @@
+// An exact sum of doubles, rounded once (issue #36's reproducible
+// reductions): a Kulisch-style fixed-point accumulator covering every
+// double from 2^−1074 to past 2^1088, so no addition rounds and the result
+// does not depend on the order, the grouping, the thread count or how the
+// values were split between ranks.
+//
+//   ExactSum s;
+//   for (double x : xs) s.add(x);
+//   double total = s.round();   // the correctly rounded Σ xs
+//
+// The accumulator is 70 signed 64-bit words, each holding a 32-bit digit
+// plus room for carries; after normalize() every word but the last is in
+// [0, 2^32). Two normalized accumulators merge by adding their words, so
+// ranks combine theirs with a plain integer MPI_SUM (exact and
+// associative) and round afterwards.
+//
+// Special values: any NaN, or both +Inf and −Inf, give NaN; otherwise an
+// infinity gives itself. A finite exact sum whose rounding exceeds the
+// largest double gives ±Inf (round to nearest, ties to even, throughout).
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+namespace adgraph {
+
+class ExactSum {
+ public:
+  static constexpr int kDigitWords = 68;
+  // The digit words, then the counts of NaN, +Inf and −Inf.
+  static constexpr int kWords = kDigitWords + 3;
+
+  void add(double x);
+  void add(const double* x, int64_t n);
+  // Adds another accumulator (both are normalized first).
+  void merge(const ExactSum& other);
+  // The sum rounded to the nearest double (ties to even).
+  double round() const;
+
+  // Propagates carries so every digit word but the last is in [0, 2^32).
+  void normalize();
+  // The words, for combining accumulators across ranks (normalize first;
+  // the element-wise integer sum of normalized accumulators is the
+  // accumulator of the union).
+  std::array<int64_t, kWords>& words() { return words_; }
+  const std::array<int64_t, kWords>& words() const { return words_; }
+
+ private:
+  std::array<int64_t, kWords> words_{};
+  // Additions since the last normalize(): each adds less than 2^32 to a
+  // word, so 2^30 of them cannot overflow it.
+  int64_t pending_ = 0;
+};
+
+// Σ x exactly, rounded once.
+double exact_sum(const double* x, int64_t n);
+
+}  // namespace adgraph

@@ -1,0 +1,140 @@
+// The exact accumulator against independent correctly rounded sums:
+// __float128 where its 113 bits hold every partial sum exactly (then one
+// conversion rounds to nearest, ties to even), and constructions whose
+// exact sum is known by hand (cancellations across 1e±300, subnormals,
+// ties). Compared with ==.
+#include "core/exact_sum.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace adgraph {
+namespace {
+
+double sum_of(const std::vector<double>& x) {
+  return exact_sum(x.data(), static_cast<int64_t>(x.size()));
+}
+
+// Random doubles with 53-bit significands and exponents in [lo, hi].
+std::vector<double> random_values(int n, int lo, int hi, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> exponent(lo, hi);
+  std::vector<double> x(n);
+  for (double& v : x) {
+    const uint64_t m = (rng() >> 11) | (uint64_t{1} << 52);
+    v = std::ldexp(static_cast<double>(m), exponent(rng) - 52);
+    if (rng() & 1) v = -v;
+  }
+  return x;
+}
+
+TEST(ExactSum, MatchesFloat128WhereItIsExact) {
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    // Bits from 2^-72 to 2^31 (with 1000 terms): 103 < 113.
+    const std::vector<double> x = random_values(1000, -20, 20, seed);
+    __float128 exact = 0;
+    for (double v : x) exact += v;
+    EXPECT_EQ(sum_of(x), static_cast<double>(exact)) << "seed " << seed;
+  }
+}
+
+TEST(ExactSum, CancelsAcrossTheWholeExponentRange) {
+  // Wide values and their negatives cancel exactly, leaving the small
+  // ones, whose sum __float128 holds exactly; shuffled, so the cancelling
+  // pairs are far apart.
+  const std::vector<double> wide = random_values(2000, -1000, 1000, 7);
+  const std::vector<double> small = random_values(50, -10, 10, 8);
+  std::vector<double> x = wide;
+  for (double v : wide) x.push_back(-v);
+  x.insert(x.end(), small.begin(), small.end());
+  std::mt19937 rng(3);
+  std::shuffle(x.begin(), x.end(), rng);
+  __float128 exact = 0;
+  for (double v : small) exact += v;
+  EXPECT_EQ(sum_of(x), static_cast<double>(exact));
+  EXPECT_EQ(sum_of({1e300, 1.0, -1e300}), 1.0);
+  EXPECT_EQ(sum_of({1e308, 1e308, -1e308}), 1e308);  // naive: inf
+  EXPECT_EQ(sum_of({1e-300, 1e300, -1e300, 1e-300}), 2e-300);
+}
+
+TEST(ExactSum, RoundsTiesToEvenWithTheStickyBit) {
+  const double ulp = std::ldexp(1.0, -52);  // of 1.0
+  // 1 + ulp/2 is a tie: to even, 1.
+  EXPECT_EQ(sum_of({1.0, ulp / 2}), 1.0);
+  // (1 + ulp) + ulp/2 ties to 1 + 2ulp (even).
+  EXPECT_EQ(sum_of({1.0 + ulp, ulp / 2}), 1.0 + 2 * ulp);
+  // Anything beyond the tie, however far below, rounds up.
+  EXPECT_EQ(sum_of({1.0, ulp / 2, std::ldexp(1.0, -1000)}), 1.0 + ulp);
+  EXPECT_EQ(sum_of({1.0, ulp / 2, -std::ldexp(1.0, -1000)}), 1.0);
+  EXPECT_EQ(sum_of({-1.0, -ulp / 2, -std::ldexp(1.0, -1000)}), -1.0 - ulp);
+}
+
+TEST(ExactSum, AddsSubnormalsExactly) {
+  const double tiny = std::numeric_limits<double>::denorm_min();  // 2^-1074
+  EXPECT_EQ(sum_of({tiny, tiny, tiny}), 3 * tiny);
+  EXPECT_EQ(sum_of({DBL_MIN, -tiny}), DBL_MIN - tiny);
+  EXPECT_EQ(sum_of({tiny, -tiny}), 0.0);
+  EXPECT_EQ(sum_of({1.0, tiny, -1.0}), tiny);
+  std::vector<double> many(1 << 20, tiny);
+  EXPECT_EQ(sum_of(many), std::ldexp(1.0, 20 - 1074));
+}
+
+TEST(ExactSum, OverflowsOnlyWhenTheRoundedSumDoes) {
+  EXPECT_EQ(sum_of({DBL_MAX, DBL_MAX, -DBL_MAX}), DBL_MAX);
+  EXPECT_EQ(sum_of({DBL_MAX, DBL_MAX}),
+            std::numeric_limits<double>::infinity());
+  EXPECT_EQ(sum_of({-DBL_MAX, -DBL_MAX}),
+            -std::numeric_limits<double>::infinity());
+  // Half an ulp of DBL_MAX rounds up, to infinity; less does not.
+  const double half_ulp = std::ldexp(1.0, 970);
+  EXPECT_EQ(sum_of({DBL_MAX, half_ulp}),
+            std::numeric_limits<double>::infinity());
+  EXPECT_EQ(sum_of({DBL_MAX, half_ulp / 2}), DBL_MAX);
+}
+
+TEST(ExactSum, SpecialValuesAsDocumented) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(sum_of({1.0, inf, 2.0}), inf);
+  EXPECT_EQ(sum_of({1.0, -inf}), -inf);
+  EXPECT_TRUE(std::isnan(sum_of({inf, -inf})));
+  EXPECT_TRUE(std::isnan(sum_of({1.0, nan})));
+  EXPECT_EQ(sum_of({}), 0.0);
+}
+
+TEST(ExactSum, OrderGroupingAndSplitsGiveBitwiseTheSameSum) {
+  std::vector<double> x = random_values(5000, -300, 300, 11);
+  const std::vector<double> more = random_values(5000, -5, 5, 12);
+  x.insert(x.end(), more.begin(), more.end());
+  const double reference = sum_of(x);
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 10; ++trial) {
+    std::shuffle(x.begin(), x.end(), rng);
+    EXPECT_EQ(sum_of(x), reference);
+    // Split into 1–4 parts merged two ways: by merge(), and by adding
+    // normalized words (what an integer MPI_SUM does).
+    const int parts = 1 + trial % 4;
+    std::vector<ExactSum> part(parts);
+    for (std::size_t i = 0; i < x.size(); ++i)
+      part[i * parts / x.size()].add(x[i]);
+    ExactSum merged;
+    ExactSum by_words;
+    for (ExactSum& p : part) {
+      merged.merge(p);
+      p.normalize();
+      for (int k = 0; k < ExactSum::kWords; ++k)
+        by_words.words()[k] += p.words()[k];
+    }
+    EXPECT_EQ(merged.round(), reference);
+    EXPECT_EQ(by_words.round(), reference);
+  }
+}
+
+}  // namespace
+}  // namespace adgraph
