@@ -53,6 +53,14 @@ class CommContext {
     return reduce_one(value, ReduceOp::kMin);
   }
 
+  // Σ of every rank's in[0..n) (each rank its own n), exactly and rounded
+  // once (core/exact_sum.h): bitwise the same on every rank whatever the
+  // rank count and however the values are split. Collective.
+  double allreduce_exact_sum(const double* in, int64_t n);
+  // out[i] = Σ over ranks of in[i], each exact and rounded once. Collective
+  // (the same n everywhere); it sends ExactSum::kWords doubles an element.
+  void allreduce_exact(const double* in, double* out, int64_t n);
+
   // Collective. Throws adgraph::RunError with the same message on every rank
   // when the ranks' `descriptors` (one per every-rank node of a plan, in
   // execution order) differ; the message names the first differing entry.

@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
+
+#include "core/comm_context.h"
 
 namespace adgraph {
 namespace {
@@ -110,6 +113,42 @@ double exact_sum(const double* x, int64_t n) {
   ExactSum s;
   s.add(x, n);
   return s.round();
+}
+
+// Normalized words are integers below 2^33 in magnitude (the digits, the
+// small top word, the counts), so a double MPI_SUM of them over fewer than
+// 2^20 ranks is exact in any order.
+void CommContext::allreduce_exact(const double* in, double* out, int64_t n) {
+  constexpr int kW = ExactSum::kWords;
+  std::vector<double> words(static_cast<std::size_t>(n) * kW);
+  for (int64_t i = 0; i < n; ++i) {
+    ExactSum s;
+    s.add(in[i]);
+    s.normalize();
+    for (int k = 0; k < kW; ++k)
+      words[i * kW + k] = static_cast<double>(s.words()[k]);
+  }
+  allreduce(words.data(), words.data(), n * kW, ReduceOp::kSum);
+  for (int64_t i = 0; i < n; ++i) {
+    ExactSum s;
+    for (int k = 0; k < kW; ++k)
+      s.words()[k] = static_cast<int64_t>(words[i * kW + k]);
+    out[i] = s.round();
+  }
+}
+
+double CommContext::allreduce_exact_sum(const double* in, int64_t n) {
+  ExactSum s;
+  s.add(in, n);
+  s.normalize();
+  double words[ExactSum::kWords];
+  for (int k = 0; k < ExactSum::kWords; ++k)
+    words[k] = static_cast<double>(s.words()[k]);
+  allreduce(words, words, ExactSum::kWords, ReduceOp::kSum);
+  ExactSum total;
+  for (int k = 0; k < ExactSum::kWords; ++k)
+    total.words()[k] = static_cast<int64_t>(words[k]);
+  return total.round();
 }
 
 }  // namespace adgraph
