@@ -9,6 +9,7 @@
 
 #include "solvers/patch_operators.h"
 #include "tests/mpi_ops/mpi_test_util.h"
+#include "tests/solvers/patch_grids.h"
 
 namespace adgraph {
 namespace {
@@ -20,17 +21,7 @@ using solvers::Patch;
 // n × n on P × 1, 1 × P and 2 × 2: with n = 48 or 24, every patch has an
 // even number of rows and columns.
 std::vector<HeatConfig> grids(int n = 48) {
-  std::vector<HeatConfig> out;
-  const int size = world_size();
-  for (int px = 1; px <= size; ++px) {
-    if (size % px != 0) continue;
-    HeatConfig c;
-    c.px = px;
-    c.py = size / px;
-    c.nx = c.ny = n;
-    out.push_back(c);
-  }
-  return out;
+  return patch_grids(world_size(), [n](HeatConfig& c) { c.nx = c.ny = n; });
 }
 
 // The global index of grid point (i, j) of an nx × ny grid cut into px × py

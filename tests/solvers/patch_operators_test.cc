@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "tests/mpi_ops/mpi_test_util.h"
+#include "tests/solvers/patch_grids.h"
 
 namespace adgraph {
 namespace {
@@ -17,18 +18,10 @@ using solvers::HeatConfig;
 using solvers::Patch;
 
 std::vector<HeatConfig> grids() {
-  std::vector<HeatConfig> out;
-  const int size = world_size();
-  for (int px = 1; px <= size; ++px) {
-    if (size % px != 0) continue;
-    HeatConfig c;
-    c.px = px;
-    c.py = size / px;
+  return patch_grids(world_size(), [](HeatConfig& c) {
     c.nx = 4 * c.px;
     c.ny = 3 * c.py;
-    out.push_back(c);
-  }
-  return out;
+  });
 }
 
 double u_at(int64_t i, int64_t j) { return std::sin(0.3 * i + 0.7 * j) + 0.2; }
