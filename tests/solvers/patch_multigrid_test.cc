@@ -175,6 +175,25 @@ TEST(PatchMultigrid, RefusesWhatItCannotCoarsen) {
     EXPECT_NE(std::string(e.what()).find("multigrid levels"), std::string::npos)
         << e.what();
   }
+  // A level with a row missing on rank 0 only: the same message on every
+  // rank, naming the level.
+  auto levels = solvers::patch_prolongations(c, rank);
+  if (rank == 0) levels[0].pattern.row_offsets.pop_back();
+  sparse::SparseMatrix short_level(
+      solvers::five_point_pattern(c, rank), nullptr, levels);
+  try {
+    sparse::solve(
+        short_level, values, b, {.ksp = "cg", .pc = "mg", .symmetric = true});
+    ADD_FAILURE() << "no error";
+  } catch (const ShapeError& e) {
+    const Patch p = solvers::patch_of(c, 0);
+    const std::string expected = "multigrid level 1: the prolongation has " +
+                                 std::to_string(p.n * p.m - 1) +
+                                 " rows on rank 0, the finer level " +
+                                 std::to_string(p.n * p.m);
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos)
+        << e.what();
+  }
   HeatConfig odd = c;
   odd.nx = 50 * odd.px + odd.px;  // odd rows per patch
   odd.scheme = solvers::HeatScheme::kBackwardEuler;
