@@ -19,6 +19,7 @@
 #include "mpi_ops/communicator.h"
 #include "mpi_ops/mpi_environment.h"
 #include "sparse/operator_impl.h"
+#include "sparse/stencil_block.h"
 
 namespace adgraph::sparse {
 namespace {
@@ -107,6 +108,13 @@ class PetscEngine final : public SparseEngine {
              double* x,
              bool transpose) override;
 
+  // The shell matrix's products: y = A·x by stencil_, y = Aᵀ·x by the
+  // assembled matrix (collective).
+  PetscErrorCode multiply_stencil(Vec x, Vec y);
+  PetscErrorCode multiply_transpose(Vec x, Vec y) {
+    return MatMultTranspose(a_, x, y);
+  }
+
  private:
   // One KSP per set of options; with BoomerAMG, whose transpose solve
   // returns zero on Debian's PETSc, a second one on an explicit Aᵀ.
@@ -116,6 +124,9 @@ class PetscEngine final : public SparseEngine {
     Mat at = nullptr;
     KSP ksp_t = nullptr;
     uint64_t ready_t = 0;
+    // With pc "mg": per coarse level, finest first, A·P and the level's
+    // operator Pᵀ·(A·P) (of ksp's matrix and of ksp_t's).
+    std::vector<Mat> coarse, coarse_t;
   };
 
   // Assembles `values` when they differ from the matrix's on any rank.
@@ -123,10 +134,19 @@ class PetscEngine final : public SparseEngine {
   // rank's values or right-hand side hold NaN or Inf.
   void update(const Tensor& values, const double* rhs);
   KSP make_ksp(const SolverOptions& options, Mat a);
-  // PCMG on the prolongations: Galerkin coarse operators, a Chebyshev
+  // PCMG on the prolongations (set_operators gives the levels their
+  // Galerkin operators PᵀAP), a Chebyshev
   // smoother preconditioned by Jacobi on every level but the coarsest.
   void set_up_multigrid(PC pc);
+  // Gives `ksp` its operators (the product's and the preconditioner's)
+  // and, with pc "mg", its levels theirs: the finest amat and pmat, the
+  // coarser ones pmat's Galerkin products Pᵀ(AP), computed into `coarse`.
+  void set_operators(KSP ksp, Mat amat, Mat pmat, std::vector<Mat>& coarse);
   KSP ready_ksp(const SolverOptions& options, bool transpose);
+  // When every rank's rows are a StencilBlock: a shell matrix with its
+  // product, the Krylov methods' and smoothers' operator (the assembled
+  // matrix stays the preconditioners').
+  void make_stencil_shell();
 
   CommContext& comm_;
   SparseStats& stats_;
@@ -143,8 +163,34 @@ class PetscEngine final : public SparseEngine {
   std::vector<PetscInt> gathered_index_;  // per entry, into gathered_
   std::vector<PetscInt> row_of_;          // per entry, its local row
   std::map<std::string, Solver> solvers_;
-  std::vector<Mat> prolongations_;  // finest first
+  // Finest first. The restrictions are the prolongations' transposes,
+  // assembled: PETSc's transpose products (and its PᵀAP) add other ranks'
+  // contributions in the order they arrive, so with three or more ranks
+  // meeting at a point their rounding changed from run to run. With
+  // Pᵀ assembled every product sums its own rows in a fixed order.
+  std::vector<Mat> prolongations_, restrictions_;
+  StencilBlock stencil_;
+  bool stencil_fits_ = false;  // this rank's last values are a stencil
+  bool use_stencil_ = false;   // every rank's are: solves use shell_
+  Mat shell_ = nullptr;
+  VecScatter halo_ = nullptr;
+  Vec ghosts_ = nullptr;
 };
+
+PetscErrorCode stencil_product(Mat shell, Vec x, Vec y) {
+  void* engine = nullptr;
+  const PetscErrorCode code = MatShellGetContext(shell, &engine);
+  if (code != 0) return code;
+  return static_cast<PetscEngine*>(engine)->multiply_stencil(x, y);
+}
+
+// Aᵀ·x (KSPSolveTranspose's) by the assembled matrix.
+PetscErrorCode stencil_transpose_product(Mat shell, Vec x, Vec y) {
+  void* engine = nullptr;
+  const PetscErrorCode code = MatShellGetContext(shell, &engine);
+  if (code != 0) return code;
+  return static_cast<PetscEngine*>(engine)->multiply_transpose(x, y);
+}
 
 // An assembled AIJ matrix of this rank's rows of a prolongation.
 Mat prolongation_matrix(MPI_Comm comm, const Prolongation& p) {
@@ -230,8 +276,73 @@ PetscEngine::PetscEngine(const CsrPattern& pattern,
       VecScatterCreate(in_, is, gathered_, nullptr, &gather_);
   ISDestroy(&is);
   check(made, "VecScatterCreate");
-  for (const Prolongation& p : multigrid)
+  for (const Prolongation& p : multigrid) {
     prolongations_.push_back(prolongation_matrix(mpi_comm_, p));
+    Mat r = nullptr;
+    check(MatTranspose(prolongations_.back(), MAT_INITIAL_MATRIX, &r),
+          "MatTranspose");
+    restrictions_.push_back(r);
+  }
+  make_stencil_shell();
+}
+
+void PetscEngine::make_stencil_shell() {
+  StencilBlock block(pattern_);
+  double shaped = block.has_shape() ? 1.0 : 0.0;
+  comm_.allreduce(&shaped, &shaped, 1, ReduceOp::kMin);
+  if (shaped == 0) return;
+  stencil_ = std::move(block);
+  const std::vector<int64_t>& ghost = stencil_.ghost_columns();
+  std::vector<PetscInt> columns(ghost.begin(), ghost.end());
+  IS is = nullptr;
+  check(ISCreateGeneral(PETSC_COMM_SELF,
+                        static_cast<PetscInt>(columns.size()),
+                        columns.data(),
+                        PETSC_COPY_VALUES,
+                        &is),
+        "ISCreateGeneral");
+  check(VecCreateSeq(
+            PETSC_COMM_SELF, static_cast<PetscInt>(columns.size()), &ghosts_),
+        "VecCreateSeq");
+  const PetscErrorCode made =
+      VecScatterCreate(in_, is, ghosts_, nullptr, &halo_);
+  ISDestroy(&is);
+  check(made, "VecScatterCreate");
+  PetscInt n = 0, big_n = 0;
+  check(VecGetLocalSize(in_, &n), "VecGetLocalSize");
+  check(VecGetSize(in_, &big_n), "VecGetSize");
+  check(MatCreateShell(mpi_comm_, n, n, big_n, big_n, this, &shell_),
+        "MatCreateShell");
+  check(MatShellSetOperation(shell_,
+                             MATOP_MULT,
+                             reinterpret_cast<void (*)(void)>(stencil_product)),
+        "MatShellSetOperation");
+  check(MatShellSetOperation(
+            shell_,
+            MATOP_MULT_TRANSPOSE,
+            reinterpret_cast<void (*)(void)>(stencil_transpose_product)),
+        "MatShellSetOperation");
+}
+
+PetscErrorCode PetscEngine::multiply_stencil(Vec x, Vec y) {
+  PetscErrorCode code =
+      VecScatterBegin(halo_, x, ghosts_, INSERT_VALUES, SCATTER_FORWARD);
+  if (code != 0) return code;
+  const double *xa = nullptr, *g = nullptr;
+  double* ya = nullptr;
+  if ((code = VecGetArrayRead(x, &xa)) != 0) return code;
+  if ((code = VecGetArray(y, &ya)) != 0) return code;
+  stencil_.multiply_own(xa, ya);
+  code = VecScatterEnd(halo_, x, ghosts_, INSERT_VALUES, SCATTER_FORWARD);
+  if (code == 0) code = VecGetArrayRead(ghosts_, &g);
+  if (code == 0) {
+    stencil_.add_off_rank(g, ya);
+    VecRestoreArrayRead(ghosts_, &g);
+  }
+  VecRestoreArray(y, &ya);
+  VecRestoreArrayRead(x, &xa);
+  ++stats_.stencil_products;
+  return code;
 }
 
 PetscEngine::~PetscEngine() {
@@ -240,8 +351,14 @@ PetscEngine::~PetscEngine() {
     KSPDestroy(&s.ksp);
     KSPDestroy(&s.ksp_t);
     MatDestroy(&s.at);
+    for (Mat& m : s.coarse) MatDestroy(&m);
+    for (Mat& m : s.coarse_t) MatDestroy(&m);
   }
   for (Mat& p : prolongations_) MatDestroy(&p);
+  for (Mat& r : restrictions_) MatDestroy(&r);
+  MatDestroy(&shell_);
+  VecScatterDestroy(&halo_);
+  VecDestroy(&ghosts_);
   VecScatterDestroy(&gather_);
   VecDestroy(&gathered_);
   VecDestroy(&in_);
@@ -251,14 +368,16 @@ PetscEngine::~PetscEngine() {
 
 void PetscEngine::update(const Tensor& values, const double* rhs) {
   const double* v = values.data();
-  double flags[3] = {
+  const bool changed =
       version_ == 0 ||
-              std::memcmp(v, assembled_.data(), entries_ * sizeof(double)) != 0
-          ? 1.0
-          : 0.0,
-      rhs && !all_finite(v, entries_) ? 1.0 : 0.0,
-      rhs && !all_finite(rhs, rows_) ? 1.0 : 0.0};
-  comm_.allreduce(flags, flags, 3, ReduceOp::kMax);
+      std::memcmp(v, assembled_.data(), entries_ * sizeof(double)) != 0;
+  if (changed && shell_) stencil_fits_ = stencil_.take_values(v);
+  double flags[4] = {changed ? 1.0 : 0.0,
+                     rhs && !all_finite(v, entries_) ? 1.0 : 0.0,
+                     rhs && !all_finite(rhs, rows_) ? 1.0 : 0.0,
+                     stencil_fits_ ? 0.0 : 1.0};
+  comm_.allreduce(flags, flags, 4, ReduceOp::kMax);
+  use_stencil_ = shell_ && flags[3] == 0;
   if (flags[1] != 0) {
     throw RunError("the matrix values hold NaN or Inf (on some rank)");
   }
@@ -355,8 +474,9 @@ void PetscEngine::set_up_multigrid(PC pc) {
   for (PetscInt l = 1; l < levels; ++l) {
     check(PCMGSetInterpolation(pc, l, prolongations_[levels - 1 - l]),
           "PCMGSetInterpolation");
+    check(PCMGSetRestriction(pc, l, restrictions_[levels - 1 - l]),
+          "PCMGSetRestriction");
   }
-  check(PCMGSetGalerkin(pc, PC_MG_GALERKIN_BOTH), "PCMGSetGalerkin");
   for (PetscInt l = 1; l < levels; ++l) {
     KSP smoother = nullptr;
     PC smoother_pc = nullptr;
@@ -366,13 +486,48 @@ void PetscEngine::set_up_multigrid(PC pc) {
   }
 }
 
+void PetscEngine::set_operators(KSP ksp,
+                                Mat amat,
+                                Mat pmat,
+                                std::vector<Mat>& coarse) {
+  PC pc = nullptr;
+  PetscBool multigrid = PETSC_FALSE;
+  check(KSPGetPC(ksp, &pc), "KSPGetPC");
+  check(PetscObjectTypeCompare(
+            reinterpret_cast<PetscObject>(pc), PCMG, &multigrid),
+        "PetscObjectTypeCompare");
+  if (multigrid) {
+    const MatReuse reuse =
+        coarse.empty() ? MAT_INITIAL_MATRIX : MAT_REUSE_MATRIX;
+    const auto levels = static_cast<PetscInt>(prolongations_.size()) + 1;
+    coarse.resize(2 * prolongations_.size());
+    Mat fine = pmat;
+    for (PetscInt l = 0; l + 1 < levels; ++l) {
+      Mat& ap = coarse[2 * l];
+      Mat& rap = coarse[2 * l + 1];
+      check(MatMatMult(fine, prolongations_[l], reuse, PETSC_DEFAULT, &ap),
+            "MatMatMult");
+      check(MatMatMult(restrictions_[l], ap, reuse, PETSC_DEFAULT, &rap),
+            "MatMatMult");
+      fine = rap;
+      KSP smoother = nullptr;
+      check(PCMGGetSmoother(pc, levels - 2 - l, &smoother), "PCMGGetSmoother");
+      check(KSPSetOperators(smoother, rap, rap), "KSPSetOperators");
+    }
+    KSP finest = nullptr;
+    check(PCMGGetSmoother(pc, levels - 1, &finest), "PCMGGetSmoother");
+    check(KSPSetOperators(finest, amat, pmat), "KSPSetOperators");
+  }
+  check(KSPSetOperators(ksp, amat, pmat), "KSPSetOperators");
+}
+
 KSP PetscEngine::ready_ksp(const SolverOptions& o, bool transpose) {
   Solver& s = solvers_[o.to_attrs().dump()];
   if (!s.ksp) s.ksp = make_ksp(o, a_);
   const bool explicit_transpose = transpose && transposes_explicitly(o);
   if (!explicit_transpose) {
     if (s.ready != version_) {
-      check(KSPSetOperators(s.ksp, a_, a_), "KSPSetOperators");
+      set_operators(s.ksp, use_stencil_ ? shell_ : a_, a_, s.coarse);
       check(KSPSetUp(s.ksp), "KSPSetUp");
       s.ready = version_;
       ++stats_.setups;
@@ -383,7 +538,7 @@ KSP PetscEngine::ready_ksp(const SolverOptions& o, bool transpose) {
     check(MatTranspose(a_, s.at ? MAT_REUSE_MATRIX : MAT_INITIAL_MATRIX, &s.at),
           "MatTranspose");
     if (!s.ksp_t) s.ksp_t = make_ksp(o, s.at);
-    check(KSPSetOperators(s.ksp_t, s.at, s.at), "KSPSetOperators");
+    set_operators(s.ksp_t, s.at, s.at, s.coarse_t);
     check(KSPSetUp(s.ksp_t), "KSPSetUp");
     s.ready_t = version_;
     ++stats_.setups;

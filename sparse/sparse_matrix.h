@@ -38,6 +38,15 @@
 // rank, throws the same RunError on every rank, naming the node, the
 // reason and the iteration count.
 //
+// Inside solves, a matrix whose every rank's own block is a 5-point
+// stencil with one off-diagonal value on a grid numbered row by row (the
+// heat problem's scaled patch matrices) is multiplied matrix-free, from its
+// diagonal, that value and its few off-rank entries
+// (sparse/stencil_block.h): a third of a CSR product's memory traffic. The
+// assembled matrix still builds the preconditioner; sparse_matvec nodes
+// keep the CSR product. It is recognised from the pattern and each new set
+// of values, on every rank together, and changes only a solve's rounding.
+//
 // Without PETSc (configured with -DADGRAPH_PETSC=OFF, or without
 // libpetsc-real-dev) the library still builds; building a sparse node
 // throws GraphError saying how to enable it.
@@ -124,6 +133,9 @@ struct SparseStats {
   int64_t transpose_solves = 0;
   // Krylov iterations of the last solve (forward or transpose).
   int64_t last_iterations = 0;
+  // Products inside solves that took the matrix-free 5-point stencil path
+  // (sparse/stencil_block.h).
+  int64_t stencil_products = 0;
 };
 
 class SparseOperator;

@@ -103,6 +103,7 @@ void bind_sparse(py::module_& m) {
         d["solves"] = s.solves;
         d["transpose_solves"] = s.transpose_solves;
         d["last_iterations"] = s.last_iterations;
+        d["stencil_products"] = s.stencil_products;
         return d;
       });
   m.def("_sparse_op", &sparse_op);

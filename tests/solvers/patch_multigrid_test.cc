@@ -129,6 +129,66 @@ TEST(PatchMultigrid, SolvesTheImplicitHeatMatrixInFewIterations) {
   }
 }
 
+// The scaled matrix's couplings are all one value, so its solves multiply
+// matrix-free (sparse/stencil_block.h); I − s·diag(κ)·Δ_h, the same system
+// before each row P is divided by κ_P, has couplings s·κ_P/h² and takes
+// PETSc's CSR product. Both give one solution.
+TEST(PatchMultigrid, TheScaledHeatMatrixMultipliesMatrixFree) {
+  const int rank = world_rank();
+  for (const HeatConfig& c : grids()) {
+    Graph g;
+    Value kappa = g.constant(field(c, kappa_at));
+    Value b = g.constant(field(c, rhs_at));
+    sparse::SparseMatrix scaled(solvers::five_point_pattern(c, rank),
+                                nullptr,
+                                solvers::patch_prolongations(c, rank));
+    sparse::SparseMatrix plain(solvers::five_point_pattern(c, rank));
+    Value x = sparse::solve(
+        scaled,
+        solvers::scaled_heat_matrix_values(c, rank, 1.0 / kappa, -0.02),
+        b,
+        {.ksp = "cg", .pc = "mg", .rtol = 1e-12, .symmetric = true});
+    Value y = sparse::solve(plain,
+                            solvers::heat_matrix_values(c, rank, kappa, -0.02),
+                            kappa * b,
+                            {.ksp = "gmres", .pc = "jacobi", .rtol = 1e-12});
+    Session s(g);
+    const std::vector<Tensor> out = s.run({x, y});
+    for (int64_t k = 0; k < out[0].size(); ++k)
+      EXPECT_NEAR(out[0][k], out[1][k], 1e-9) << c.px << "x" << c.py;
+    EXPECT_GT(scaled.stats().stencil_products, 0);
+    EXPECT_EQ(plain.stats().stencil_products, 0);
+  }
+}
+
+// Each solve sets up the levels again on a new matrix; where three or
+// four patches meet, their contributions to one coarse point must be
+// summed in the same order every time (they were summed as they arrived:
+// at 120², 2 × 2, every one of three runs here differed before).
+TEST(PatchMultigrid, RepeatedSetUpsAndSolvesAreBitwiseEqual) {
+  const int rank = world_rank();
+  for (const HeatConfig& c : grids(120)) {
+    std::vector<Tensor> runs;
+    for (int run = 0; run < 4; ++run) {
+      sparse::SparseMatrix a(solvers::five_point_pattern(c, rank),
+                             nullptr,
+                             solvers::patch_prolongations(c, rank));
+      Graph g;
+      Value inv_kappa = 1.0 / g.constant(field(c, kappa_at));
+      Value x = sparse::solve(
+          a,
+          solvers::scaled_heat_matrix_values(c, rank, inv_kappa, -0.02),
+          g.constant(field(c, rhs_at)),
+          {.ksp = "cg", .pc = "mg", .rtol = 1e-6, .symmetric = true});
+      Session s(g);
+      runs.push_back(s.run(x));
+    }
+    for (int run = 1; run < 4; ++run)
+      EXPECT_EQ(runs[run].to_vector(), runs[0].to_vector())
+          << c.px << "x" << c.py << " run " << run;
+  }
+}
+
 // One level (24 → 12) keeps the finite differences' solves few.
 TEST(PatchMultigrid, GradientsPassThroughAMultigridSolve) {
   const int rank = world_rank();
