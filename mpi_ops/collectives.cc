@@ -60,6 +60,27 @@ Value with_root(const char* op, Value x, int root) {
   return x.graph().add_node(op, {x}, {{"root", root}});
 }
 
+const AttrSpec kExactAttr = {
+    "exact",
+    AttrType::kString,
+    "auto",
+    "sum exactly, rounded once: yes, no or auto (exact for at most 1024 "
+    "elements)"};
+
+void check_exact(const ShapeContext& c) {
+  const std::string mode = c.node().attr_string("exact");
+  if (mode != "yes" && mode != "no" && mode != "auto") {
+    c.fail("attribute \"exact\"",
+           "\"" + mode + "\" is not one of yes, no, auto");
+  }
+}
+
+// Whether a sum node of exact `mode` over `elements` elements sums
+// exactly.
+bool sums_exactly(const std::string& mode, int64_t elements) {
+  return mode == "yes" || (mode == "auto" && elements <= kExactAutoElements);
+}
+
 // Mask of the elements where this rank holds the extreme `y` of x over the
 // ranks, ties to the lowest rank. Helper of the max/min adjoint.
 Value allreduce_owner(Value x, Value y) {
@@ -68,9 +89,12 @@ Value allreduce_owner(Value x, Value y) {
 
 }  // namespace
 
-Value mpi_sum(Value x, int root) { return with_root("mpi_sum", x, root); }
-Value mpi_allreduce(Value x, const std::string& op) {
-  return x.graph().add_node("mpi_allreduce", {x}, {{"op", op}});
+Value mpi_sum(Value x, int root, const std::string& exact) {
+  return x.graph().add_node("mpi_sum", {x}, {{"root", root}, {"exact", exact}});
+}
+Value mpi_allreduce(Value x, const std::string& op, const std::string& exact) {
+  return x.graph().add_node(
+      "mpi_allreduce", {x}, {{"op", op}, {"exact", exact}});
 }
 Value mpi_bcast(Value x, int root) { return with_root("mpi_bcast", x, root); }
 Value mpi_gather(Value x, int root) { return with_root("mpi_gather", x, root); }
@@ -91,17 +115,23 @@ void register_collective_ops() {
   // y = Σ_r x_r on root, 0 elsewhere;  x̄_r = bcast(ȳ, root)
   OpDef sum = collective(
       "mpi_sum", "y = sum over ranks of x on root, zeros elsewhere", true);
+  sum.attrs.push_back(kExactAttr);
   sum.shape = [](const ShapeContext& c) {
     check_root(c);
+    check_exact(c);
     return Shapes{c.input_shape(0)};
   };
   sum.bind = [](const Node& n) {
-    return comm_kernel(
-        [root = root_of(n)](KernelContext& c, Communicator& comm) {
-          Tensor& y = c.output(0);
-          comm.reduce_sum(c.input(0).data(), y.data(), y.size(), root);
-          if (comm.rank() != root) y.array().setZero();
-        });
+    return comm_kernel([root = root_of(n), mode = n.attr_string("exact")](
+                           KernelContext& c, Communicator& comm) {
+      Tensor& y = c.output(0);
+      if (sums_exactly(mode, y.size())) {
+        comm.allreduce_exact(c.input(0).data(), y.data(), y.size());
+      } else {
+        comm.reduce_sum(c.input(0).data(), y.data(), y.size(), root);
+      }
+      if (comm.rank() != root) y.array().setZero();
+    });
   };
   sum.in_place = {{0, 0}};  // MPI_IN_PLACE on the root
   sum.gradient = [](const GradientContext& c) {
@@ -113,13 +143,15 @@ void register_collective_ops() {
   // y = ⊕_r x_r;  x̄_r = Σ_q ȳ_q (sum), masked (max/min), · Π_{q≠r} x_q (prod)
   OpDef all = collective(
       "mpi_allreduce", "y = sum/max/min/prod over ranks of x", false);
-  all.attrs = {{"op", AttrType::kString, "sum", "sum, max, min or prod"}};
+  all.attrs = {{"op", AttrType::kString, "sum", "sum, max, min or prod"},
+               kExactAttr};
   all.shape = [](const ShapeContext& c) {
     if (!kReduceOps.count(c.node().attr_string("op"))) {
       c.fail("attribute \"op\"",
              "\"" + c.node().attr_string("op") +
                  "\" is not one of sum, max, min, prod");
     }
+    check_exact(c);
     return Shapes{c.input_shape(0)};
   };
   all.bind = [](const Node& n) {
@@ -129,15 +161,21 @@ void register_collective_ops() {
                             : name == "max" ? ReduceOp::kMax
                             : name == "min" ? ReduceOp::kMin
                                             : ReduceOp::kProd;
-    return comm_kernel([reduce](KernelContext& c, Communicator& comm) {
-      comm.allreduce(
-          c.input(0).data(), c.output(0).data(), c.output(0).size(), reduce);
+    return comm_kernel([reduce, mode = n.attr_string("exact")](
+                           KernelContext& c, Communicator& comm) {
+      const Tensor& x = c.input(0);
+      Tensor& y = c.output(0);
+      if (reduce == ReduceOp::kSum && sums_exactly(mode, y.size())) {
+        comm.allreduce_exact(x.data(), y.data(), y.size());
+      } else {
+        comm.allreduce(x.data(), y.data(), y.size(), reduce);
+      }
     });
   };
   all.in_place = {{0, 0}};  // MPI_IN_PLACE when x dies here
   all.gradient = [](const GradientContext& c) {
     const std::string op = c.node().attr_string("op");
-    Value total = mpi_allreduce(c.grad(), "sum");
+    Value total = mpi_allreduce(c.grad(), "sum", c.node().attr_string("exact"));
     if (op == "sum") return Values{total};
     if (op == "prod") {
       return Values{total * c.graph().add_node("mpi_allreduce_prod_others",
@@ -155,7 +193,7 @@ void register_collective_ops() {
     } else if (op != "sum") {
       t = t * allreduce_owner(c.input(0), c.output(0));
     }
-    return Values{mpi_allreduce(t, "sum")};
+    return Values{mpi_allreduce(t, "sum", c.node().attr_string("exact"))};
   };
   register_op(std::move(all));
 

@@ -18,10 +18,22 @@
 
 namespace adgraph {
 
+// Sums over ranks (mpi_sum, mpi_allreduce "sum") take an `exact` mode:
+//   "yes":  each element's sum is exact and rounded once (an exact
+//           accumulator, core/exact_sum.h), so it is bitwise the same
+//           whatever the rank count and whichever rank holds which term;
+//           it sends ExactSum::kWords (71) doubles an element;
+//   "no":   MPI's sum, whose rounding depends on the rank count;
+//   "auto" (the default): exact for at most kExactAutoElements elements
+//           (losses, norms, dot products: one message either way), MPI's
+//           sum above (a data-parallel gradient, where 71× the traffic
+//           would show).
+inline constexpr int64_t kExactAutoElements = 1024;
+
 // A reduce to root (MPI_Reduce with MPI_SUM; ADCME calls it mpi_sum):
 // y = Σ_r x_r on `root`, zeros of x's shape elsewhere.
 // Adjoint: x̄_r = ȳ_root for every r (a broadcast from root).
-Value mpi_sum(Value x, int root = 0);
+Value mpi_sum(Value x, int root = 0, const std::string& exact = "auto");
 
 // y = Σ_r x_r ("sum"), max_r x_r ("max"), min_r x_r ("min") or Π_r x_r
 // ("prod"), element-wise, on every rank.
@@ -29,7 +41,9 @@ Value mpi_sum(Value x, int root = 0);
 // the extreme, else 0; ties go to the lowest rank holding it. prod:
 // x̄_r = s · Π_{q≠r} x_q, computed without division, so a zero on some rank
 // gives exact gradients (no NaN).
-Value mpi_allreduce(Value x, const std::string& op = "sum");
+Value mpi_allreduce(Value x,
+                    const std::string& op = "sum",
+                    const std::string& exact = "auto");
 
 // y = x_root on every rank. Adjoint: x̄_root = Σ_q ȳ_q, zeros elsewhere.
 Value mpi_bcast(Value x, int root = 0);

@@ -235,6 +235,73 @@ TEST(MpiAllreduce, UnknownReductionIsABuildError) {
   EXPECT_THROW(mpi_allreduce(g.placeholder("x", {1}), "avg"), ShapeError);
 }
 
+// Rank r's terms: element 0 is 1, 1e16, −1e16, 1 on ranks 0–3 (exact sums
+// 1, 1e16 + 1 (a tie, rounded to even), 1, 2; summed in rank order 1e16,
+// 0 and 1 from three ranks on); element 1 spreads 2^50 … 2^5 over the
+// ranks; element 2 mixes signs and scales.
+Tensor adversarial_terms(int r) {
+  const double first[] = {1.0, 1e16, -1e16, 1.0};
+  return Tensor({first[r % 4],
+                 std::ldexp(1.0 + 0.37 * r, 50 - 15 * r),
+                 (r % 2 ? -1.0 : 1.0) * (0.1 + r) * std::ldexp(1.0, 3 * r)});
+}
+
+// The correctly rounded sums of every rank's terms: __float128 holds each
+// sum exactly (magnitudes within 2^100 of each other), and converting it
+// to double rounds once, to nearest even.
+std::vector<double> rounded_sums(int size) {
+  std::vector<double> out;
+  for (int64_t i = 0; i < 3; ++i) {
+    __float128 total = 0;
+    for (int r = 0; r < size; ++r) total += adversarial_terms(r)[i];
+    out.push_back(static_cast<double>(total));
+  }
+  return out;
+}
+
+TEST(MpiAllreduce, ExactSumsAreCorrectlyRoundedOnEveryRank) {
+  const int rank = world_rank(), size = world_size();
+  for (const char* mode : {"yes", "auto"}) {
+    Graph g;
+    Value x = g.constant(adversarial_terms(rank));
+    Session s(g);
+    EXPECT_EQ(s.run(mpi_allreduce(x, "sum", mode)).to_vector(),
+              rounded_sums(size))
+        << mode;
+  }
+}
+
+TEST(MpiSum, ExactSumsReachTheRootCorrectlyRounded) {
+  const int rank = world_rank(), size = world_size();
+  Graph g;
+  Value x = g.constant(adversarial_terms(rank));
+  Session s(g);
+  const Tensor out = s.run(mpi_sum(x, size - 1, "yes"));
+  EXPECT_EQ(out.to_vector(),
+            rank == size - 1 ? rounded_sums(size) : std::vector<double>(3));
+}
+
+TEST(MpiAllreduce, TheExactModeReachesTheAdjointAndBadModesAreRefused) {
+  const int size = world_size();
+  Graph g;
+  Value x = g.placeholder("x", {3});
+  Value y = mpi_allreduce(x, "sum", "yes");
+  Value grad = gradient(sum(y * y), x);
+  int exact_sums = 0;
+  for (int id = 0; id < g.num_nodes(); ++id) {
+    const Node& n = g.node(id);
+    if (n.op->name == "mpi_allreduce" && n.attr_string("exact") == "yes")
+      ++exact_sums;
+  }
+  EXPECT_EQ(exact_sums, 2);  // y and the adjoint's Σ_q ȳ_q
+  Session s(g);
+  const Tensor x0({1.0, -2.0, 0.5});
+  const Tensor got = s.run(grad, {{x, x0}});
+  for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(got[i], 2.0 * size * size * x0[i]);
+  EXPECT_THROW(mpi_allreduce(x, "sum", "maybe"), ShapeError);
+  EXPECT_THROW(mpi_sum(x, 0, "sometimes"), ShapeError);
+}
+
 TEST(MpiBcast, AdjointReducesCotangentsOntoRoot) {
   const int rank = world_rank(), size = world_size();
   const int root = size - 1;
