@@ -192,6 +192,24 @@ PetscErrorCode stencil_transpose_product(Mat shell, Vec x, Vec y) {
   return static_cast<PetscEngine*>(engine)->multiply_transpose(x, y);
 }
 
+// A sequential vector `*out` and the scatter that fills it with the entries
+// `columns` (global indices) of vectors laid out like `like` (collective).
+void make_gather(Vec like,
+                 const std::vector<PetscInt>& columns,
+                 Vec* out,
+                 VecScatter* scatter) {
+  const auto n = static_cast<PetscInt>(columns.size());
+  IS is = nullptr;
+  check(ISCreateGeneral(
+            PETSC_COMM_SELF, n, columns.data(), PETSC_COPY_VALUES, &is),
+        "ISCreateGeneral");
+  check(VecCreateSeq(PETSC_COMM_SELF, n, out), "VecCreateSeq");
+  const PetscErrorCode made =
+      VecScatterCreate(like, is, *out, nullptr, scatter);
+  ISDestroy(&is);
+  check(made, "VecScatterCreate");
+}
+
 // An assembled AIJ matrix of this rank's rows of a prolongation.
 Mat prolongation_matrix(MPI_Comm comm, const Prolongation& p) {
   std::vector<PetscInt> offsets(p.pattern.row_offsets.begin(),
@@ -262,20 +280,7 @@ PetscEngine::PetscEngine(const CsrPattern& pattern,
          ++k)
       row_of_.push_back(static_cast<PetscInt>(i));
   }
-  IS is = nullptr;
-  check(ISCreateGeneral(PETSC_COMM_SELF,
-                        static_cast<PetscInt>(unique.size()),
-                        unique.data(),
-                        PETSC_COPY_VALUES,
-                        &is),
-        "ISCreateGeneral");
-  check(VecCreateSeq(
-            PETSC_COMM_SELF, static_cast<PetscInt>(unique.size()), &gathered_),
-        "VecCreateSeq");
-  const PetscErrorCode made =
-      VecScatterCreate(in_, is, gathered_, nullptr, &gather_);
-  ISDestroy(&is);
-  check(made, "VecScatterCreate");
+  make_gather(in_, unique, &gathered_, &gather_);
   for (const Prolongation& p : multigrid) {
     prolongations_.push_back(prolongation_matrix(mpi_comm_, p));
     Mat r = nullptr;
@@ -293,21 +298,8 @@ void PetscEngine::make_stencil_shell() {
   if (shaped == 0) return;
   stencil_ = std::move(block);
   const std::vector<int64_t>& ghost = stencil_.ghost_columns();
-  std::vector<PetscInt> columns(ghost.begin(), ghost.end());
-  IS is = nullptr;
-  check(ISCreateGeneral(PETSC_COMM_SELF,
-                        static_cast<PetscInt>(columns.size()),
-                        columns.data(),
-                        PETSC_COPY_VALUES,
-                        &is),
-        "ISCreateGeneral");
-  check(VecCreateSeq(
-            PETSC_COMM_SELF, static_cast<PetscInt>(columns.size()), &ghosts_),
-        "VecCreateSeq");
-  const PetscErrorCode made =
-      VecScatterCreate(in_, is, ghosts_, nullptr, &halo_);
-  ISDestroy(&is);
-  check(made, "VecScatterCreate");
+  make_gather(
+      in_, std::vector<PetscInt>(ghost.begin(), ghost.end()), &ghosts_, &halo_);
   PetscInt n = 0, big_n = 0;
   check(VecGetLocalSize(in_, &n), "VecGetLocalSize");
   check(VecGetSize(in_, &big_n), "VecGetSize");
