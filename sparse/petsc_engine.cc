@@ -134,9 +134,10 @@ class PetscEngine final : public SparseEngine {
   // rank's values or right-hand side hold NaN or Inf.
   void update(const Tensor& values, const double* rhs);
   KSP make_ksp(const SolverOptions& options, Mat a);
-  // PCMG on the prolongations (set_operators gives the levels their
-  // Galerkin operators PᵀAP), a Chebyshev
-  // smoother preconditioned by Jacobi on every level but the coarsest.
+  // PCMG on the prolongations and their assembled transposes as the
+  // restrictions (set_operators gives the levels their operators), with a
+  // Chebyshev smoother preconditioned by Jacobi on every level but the
+  // coarsest.
   void set_up_multigrid(PC pc);
   // Gives `ksp` its operators (the product's and the preconditioner's)
   // and, with pc "mg", its levels theirs: the finest amat and pmat, the
