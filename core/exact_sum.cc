@@ -1,5 +1,6 @@
 #include "core/exact_sum.h"
 
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -14,34 +15,33 @@ constexpr int kLowest = -1074;
 constexpr int64_t kDigit = int64_t{1} << 32;
 constexpr int64_t kNormalizeEvery = int64_t{1} << 30;
 using Wide = unsigned __int128;
+constexpr uint64_t kFractionBits = (uint64_t{1} << 52) - 1;
 enum Special { kNan = ExactSum::kDigitWords, kPlusInf, kMinusInf };
 
 }  // namespace
 
 void ExactSum::add(double x) {
-  if (!std::isfinite(x)) {
-    ++words_[std::isnan(x) ? kNan : x > 0 ? kPlusInf : kMinusInf];
+  // x = m·2^(kLowest + offset) with m its 53-bit significand (52 bits and
+  // offset 0 for a subnormal), read from its bits: frexp and ldexp made
+  // this 5× slower (22 ns an element, bench/exact_sum_bench).
+  const auto bits = std::bit_cast<uint64_t>(x);
+  const int biased = static_cast<int>((bits >> 52) & 0x7ff);
+  if (biased == 0x7ff) {
+    const bool nan = (bits & kFractionBits) != 0;
+    ++words_[nan ? kNan : (bits >> 63) == 0 ? kPlusInf : kMinusInf];
     return;
   }
-  if (x == 0) return;
-  // x = m·2^e with m a signed integer of at most 53 bits, e >= kLowest
-  // (x is a multiple of 2^kLowest, so the shift below drops zeros only).
-  int exponent = 0;
-  const double fraction = std::frexp(x, &exponent);
-  auto m = static_cast<int64_t>(std::ldexp(fraction, 53));
-  int e = exponent - 53;
-  if (e < kLowest) {
-    m /= int64_t{1} << (kLowest - e);
-    e = kLowest;
-  }
-  const int offset = e - kLowest;
-  const int word = offset / 32;
-  const Wide shifted = static_cast<Wide>(m < 0 ? -m : m) << (offset % 32);
-  const int64_t sign = m < 0 ? -1 : 1;
+  const bool normal = biased != 0;
+  const uint64_t m = (bits & kFractionBits) | (uint64_t{normal} << 52);
+  const int offset = biased - int{normal};
+  const Wide shifted = static_cast<Wide>(m) << (offset % 32);
+  // Two's-complement negation by mask: (d ^ s) − s is d or −d.
+  const int64_t s = -static_cast<int64_t>(bits >> 63);
+  int64_t* w = words_.data() + offset / 32;
   for (int k = 0; k < 3; ++k) {
-    const auto digit =
-        static_cast<int64_t>((shifted >> (32 * k)) & 0xffffffffu);
-    words_[word + k] += sign * digit;
+    const auto digit = static_cast<int64_t>(
+        static_cast<uint64_t>(shifted >> (32 * k)) & 0xffffffffu);
+    w[k] += (digit ^ s) - s;
   }
   if (++pending_ >= kNormalizeEvery) normalize();
 }
