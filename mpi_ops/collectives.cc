@@ -7,6 +7,7 @@
 #include "core/op.h"
 #include "mpi_ops/communicator.h"
 #include "ops/elementwise.h"
+#include "ops/reductions.h"
 
 namespace adgraph {
 namespace {
@@ -108,10 +109,44 @@ Value mpi_reduce_scatter(Value x) {
   return x.graph().add_node("mpi_reduce_scatter", {x});
 }
 Value mpi_alltoall(Value x) { return x.graph().add_node("mpi_alltoall", {x}); }
+Value mpi_total(Value x, int root) { return with_root("mpi_total", x, root); }
 Value mpi_rank(Graph& graph) { return graph.add_node("mpi_rank", {}); }
 Value mpi_size(Graph& graph) { return graph.add_node("mpi_size", {}); }
 
+namespace {
+
+// y = Σ_r Σ_i x_r[i] exactly, rounded once, on root (0 elsewhere);
+// x̄_r = bcast(ȳ, root) in every element
+void register_total_op() {
+  OpDef total = collective("mpi_total",
+                           "y = the sum of every element of x on every rank, "
+                           "exact and rounded once, on root; 0 elsewhere",
+                           true);
+  total.shapes_differ_by_rank = true;
+  total.shape = [](const ShapeContext& c) {
+    check_root(c);
+    return Shapes{Shape{}};
+  };
+  total.bind = [](const Node& n) {
+    return comm_kernel(
+        [root = root_of(n)](KernelContext& c, Communicator& comm) {
+          const Tensor& x = c.input(0);
+          const double y = comm.allreduce_exact_sum(x.data(), x.size());
+          c.output(0)[0] = comm.rank() == root ? y : 0.0;
+        });
+  };
+  total.gradient = [](const GradientContext& c) {
+    return Values{broadcast_to(mpi_bcast(c.grad(), root_of(c.node())),
+                               c.input(0).shape())};
+  };
+  total.tangent = linear_tangent;
+  register_op(std::move(total));
+}
+
+}  // namespace
+
 void register_collective_ops() {
+  register_total_op();
   // y = Σ_r x_r on root, 0 elsewhere;  x̄_r = bcast(ȳ, root)
   OpDef sum = collective(
       "mpi_sum", "y = sum over ranks of x on root, zeros elsewhere", true);

@@ -35,6 +35,15 @@ inline constexpr int64_t kExactAutoElements = 1024;
 // Adjoint: x̄_r = ȳ_root for every r (a broadcast from root).
 Value mpi_sum(Value x, int root = 0, const std::string& exact = "auto");
 
+// y = Σ_r Σ_i x_r[i], the sum of every element of x on every rank, exact
+// and rounded once (core/exact_sum.h), on `root`; 0 elsewhere (a scalar).
+// x may have a different shape on each rank (a patch of a decomposition):
+// y is bitwise the same however the elements are split between ranks,
+// which `mpi_sum(sum(x))` (two roundings) is not. The loss of a
+// decomposed problem: L = mpi_total(misfit * misfit).
+// Adjoint: x̄_r[i] = ȳ_root for every r and i.
+Value mpi_total(Value x, int root = 0);
+
 // y = Σ_r x_r ("sum"), max_r x_r ("max"), min_r x_r ("min") or Π_r x_r
 // ("prod"), element-wise, on every rank.
 // Adjoints (s = Σ_q ȳ_q): sum: x̄_r = s. max/min: x̄_r = s where rank r holds

@@ -281,6 +281,62 @@ TEST(MpiSum, ExactSumsReachTheRootCorrectlyRounded) {
             rank == size - 1 ? rounded_sums(size) : std::vector<double>(3));
 }
 
+// Twelve terms whose sum cancels (1e16 − 1e16) and rounds (1e16 + 5.7):
+// in __float128 every partial sum is exact (bits from 2^−56 to 2^56), so
+// one conversion gives the correctly rounded total.
+const std::vector<double> kTotalTerms = {
+    1.0, 1e16, -1e16, 1.0, 0.1, 1e16, 0.3, -0.7, 3.0, 1.0, -1e16, 1e16};
+
+double rounded_total() {
+  __float128 total = 0;
+  for (double v : kTotalTerms) total += v;
+  return static_cast<double>(total);
+}
+
+// Rank r's share of kTotalTerms: [N·r²/P², N·(r+1)²/P²), uneven and empty
+// on rank 1 of 4.
+Tensor share_of_terms(int r, int size) {
+  const auto n = static_cast<int64_t>(kTotalTerms.size());
+  const int64_t b = n * r * r / (size * size);
+  const int64_t e = n * (r + 1) * (r + 1) / (size * size);
+  return Tensor(
+      Shape{e - b},
+      std::vector<double>(kTotalTerms.begin() + b, kTotalTerms.begin() + e));
+}
+
+TEST(MpiTotal, SumsEveryElementOfEveryRankRoundedOnce) {
+  const int rank = world_rank(), size = world_size();
+  // 1e16 + 5.7 (Python's math.fsum agrees); summed left to right: 1e16 + 4.
+  ASSERT_EQ(rounded_total(), 1e16 + 6.0);
+  for (int root : {0, size - 1}) {
+    Graph g;
+    Value x = g.constant(share_of_terms(rank, size));
+    Session s(g);
+    EXPECT_EQ(s.run(mpi_total(x, root)).item(),
+              rank == root ? rounded_total() : 0.0);
+  }
+}
+
+TEST(MpiTotal, AdjointBroadcastsTheRootCotangentToEveryElement) {
+  // L_q = (q + 1) · mpi_total(x); only the root's output depends on x, so
+  // ∂(Σ_q L_q)/∂x_r[i] = root + 1 everywhere.
+  const int rank = world_rank(), size = world_size();
+  const int root = size - 1;
+  Graph g;
+  const Shape shape{rank + 1, 2};  // a different shape on each rank
+  Value x = g.placeholder("x", shape);
+  Value grad = gradient(mpi_total(x, root) * (rank + 1.0), x);
+  Session s(g);
+  const Tensor got = s.run(grad, {{x, random_tensor(shape, 4)}});
+  ASSERT_EQ(got.shape(), shape);
+  for (int64_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], root + 1.0);
+  expect_gradients_ok(rank_weighted_loss(mpi_total(x, root)),
+                      {x},
+                      {{x, random_tensor(shape, 5)}});
+  expect_adjoint_identity([&](Value v) { return mpi_total(v, root); }, {3});
+  EXPECT_THROW(mpi_total(x, size), ShapeError);
+}
+
 TEST(MpiAllreduce, TheExactModeReachesTheAdjointAndBadModesAreRefused) {
   const int size = world_size();
   Graph g;
