@@ -11,6 +11,8 @@
 
 namespace adgraph {
 
+class ExactSum;
+
 enum class ReduceOp { kSum, kMax, kMin, kProd };
 
 class CommContext {
@@ -60,6 +62,10 @@ class CommContext {
   // out[i] = Σ over ranks of in[i], each exact and rounded once. Collective
   // (the same n everywhere); it sends ExactSum::kWords doubles an element.
   void allreduce_exact(const double* in, double* out, int64_t n);
+  // out[k] = the union over ranks of every rank's sums[k] (each rank its
+  // own terms), rounded once, for k < n: one message. Collective (the same
+  // n everywhere).
+  void allreduce_exact_sums(const ExactSum* sums, double* out, int n);
 
   // Collective. Throws adgraph::RunError with the same message on every rank
   // when the ranks' `descriptors` (one per every-rank node of a plan, in

@@ -1,5 +1,6 @@
 #include "core/exact_sum.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -48,6 +49,10 @@ void ExactSum::add(double x) {
 
 void ExactSum::add(const double* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) add(x[i]);
+}
+
+void ExactSum::add_products(const double* a, const double* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) add(a[i] * b[i]);
 }
 
 void ExactSum::normalize() {
@@ -117,38 +122,59 @@ double exact_sum(const double* x, int64_t n) {
 
 // Normalized words are integers below 2^33 in magnitude (the digits, the
 // small top word, the counts), so a double MPI_SUM of them over fewer than
-// 2^20 ranks is exact in any order.
+// 2^20 ranks is exact in any order. Vectors go in chunks of kExactChunk
+// elements (2.3 MB of words), so the words of a large vector are never all
+// in memory at once.
 void CommContext::allreduce_exact(const double* in, double* out, int64_t n) {
   constexpr int kW = ExactSum::kWords;
-  std::vector<double> words(static_cast<std::size_t>(n) * kW);
-  for (int64_t i = 0; i < n; ++i) {
-    ExactSum s;
-    s.add(in[i]);
-    s.normalize();
-    for (int k = 0; k < kW; ++k)
-      words[i * kW + k] = static_cast<double>(s.words()[k]);
-  }
-  allreduce(words.data(), words.data(), n * kW, ReduceOp::kSum);
-  for (int64_t i = 0; i < n; ++i) {
-    ExactSum s;
-    for (int k = 0; k < kW; ++k)
-      s.words()[k] = static_cast<int64_t>(words[i * kW + k]);
-    out[i] = s.round();
+  constexpr int64_t kExactChunk = 4096;
+  std::vector<double> words(static_cast<std::size_t>(std::min(n, kExactChunk)) *
+                            kW);
+  for (int64_t first = 0; first < n; first += kExactChunk) {
+    const int64_t count = std::min(kExactChunk, n - first);
+    for (int64_t i = 0; i < count; ++i) {
+      ExactSum s;
+      s.add(in[first + i]);
+      s.normalize();
+      for (int k = 0; k < kW; ++k)
+        words[i * kW + k] = static_cast<double>(s.words()[k]);
+    }
+    allreduce(words.data(), words.data(), count * kW, ReduceOp::kSum);
+    for (int64_t i = 0; i < count; ++i) {
+      ExactSum s;
+      for (int k = 0; k < kW; ++k)
+        s.words()[k] = static_cast<int64_t>(words[i * kW + k]);
+      out[first + i] = s.round();
+    }
   }
 }
 
 double CommContext::allreduce_exact_sum(const double* in, int64_t n) {
   ExactSum s;
   s.add(in, n);
-  s.normalize();
-  double words[ExactSum::kWords];
-  for (int k = 0; k < ExactSum::kWords; ++k)
-    words[k] = static_cast<double>(s.words()[k]);
-  allreduce(words, words, ExactSum::kWords, ReduceOp::kSum);
-  ExactSum total;
-  for (int k = 0; k < ExactSum::kWords; ++k)
-    total.words()[k] = static_cast<int64_t>(words[k]);
-  return total.round();
+  double out = 0;
+  allreduce_exact_sums(&s, &out, 1);
+  return out;
+}
+
+void CommContext::allreduce_exact_sums(const ExactSum* sums,
+                                       double* out,
+                                       int n) {
+  constexpr int kW = ExactSum::kWords;
+  std::vector<double> words(static_cast<std::size_t>(n) * kW);
+  for (int i = 0; i < n; ++i) {
+    ExactSum s = sums[i];
+    s.normalize();
+    for (int k = 0; k < kW; ++k)
+      words[i * kW + k] = static_cast<double>(s.words()[k]);
+  }
+  allreduce(words.data(), words.data(), n * kW, ReduceOp::kSum);
+  for (int i = 0; i < n; ++i) {
+    ExactSum total;
+    for (int k = 0; k < kW; ++k)
+      total.words()[k] = static_cast<int64_t>(words[i * kW + k]);
+    out[i] = total.round();
+  }
 }
 
 }  // namespace adgraph

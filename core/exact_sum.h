@@ -32,6 +32,9 @@ class ExactSum {
 
   void add(double x);
   void add(const double* x, int64_t n);
+  // Adds a[i]·b[i] for i < n, each product rounded (a dot product whose
+  // sum is exact: the same bits however the terms are split).
+  void add_products(const double* a, const double* b, int64_t n);
   // Adds another accumulator (both are normalized first).
   void merge(const ExactSum& other);
   // The sum rounded to the nearest double (ties to even).

@@ -85,5 +85,28 @@ TEST(ExactAllreduce, ElementwiseSumsAreExactOnEveryRank) {
   }
 }
 
+TEST(ExactAllreduce, LongVectorsCrossChunksInPlaceAndStayExact) {
+  // 3 chunks of 4096 elements and 5 more, summed in place; element i of
+  // rank r spans 2^±100 and both signs, and every rank can make every
+  // rank's element, so the expected sum is exact_sum over them.
+  auto comm = Communicator::world();
+  const int size = comm->size();
+  const int64_t n = 3 * 4096 + 5;
+  auto element = [](int64_t i, int r) {
+    const double v =
+        std::ldexp(1.0 + static_cast<double>(i % 7) / 8.0,
+                   static_cast<int>((i * 13 + r * 101) % 200) - 100);
+    return (i + r) % 3 == 0 ? -v : v;
+  };
+  std::vector<double> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = element(i, comm->rank());
+  comm->allreduce_exact(v.data(), v.data(), n);
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<double> terms;
+    for (int r = 0; r < size; ++r) terms.push_back(element(i, r));
+    ASSERT_EQ(v[i], exact_sum(terms.data(), size)) << "element " << i;
+  }
+}
+
 }  // namespace
 }  // namespace adgraph
