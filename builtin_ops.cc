@@ -12,6 +12,7 @@
 #include "ops/shape_ops.h"
 #include "solvers/heat_step.h"
 #include "solvers/patch_operators.h"
+#include "solvers/regularization.h"
 #include "sparse/sparse_matrix.h"
 
 namespace adgraph {
@@ -28,6 +29,7 @@ void detail::register_library_ops() {
   sparse::register_sparse_ops();
   solvers::register_heat_ops();
   solvers::register_patch_operator_ops();
+  solvers::register_regularization_ops();
 }
 
 }  // namespace adgraph

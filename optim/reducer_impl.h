@@ -12,6 +12,7 @@
 
 #include "core/comm_context.h"
 #include "core/error.h"
+#include "core/exact_sum.h"
 #include "optim/lbfgs.h"
 
 namespace adgraph::optim::detail {
@@ -38,11 +39,19 @@ class Reducer {
     return v;
   }
   double min(double v) const { return -max(-v); }
-  // Dot product of two vectors laid out per `layout`.
+  // Dot product of two vectors laid out per `layout`: each product
+  // rounded, their sum exact and rounded once (core/exact_sum.h), so it is
+  // bitwise the same however the variables are split between ranks, and
+  // in any build (no vector width or FMA changes it).
   double dot(const Eigen::VectorXd& a, const Eigen::VectorXd& b) const {
-    double d = a.dot(b);
-    if (layout_ == Layout::kSharded) sum(&d, 1);
-    return d;
+    ExactSum s;
+    s.add_products(a.data(), b.data(), a.size());
+    if (sharded()) {
+      double d = 0;
+      comm_->allreduce_exact_sums(&s, &d, 1);
+      return d;
+    }
+    return s.round();
   }
   double norm_inf(const Eigen::VectorXd& g) const {
     const double local = g.size() ? g.cwiseAbs().maxCoeff() : 0.0;

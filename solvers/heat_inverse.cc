@@ -8,6 +8,7 @@
 #include <numbers>
 
 #include "core/error.h"
+#include "core/exact_sum.h"
 #include "core/gradients.h"
 #include "mpi_ops/collectives.h"
 #include "mpi_ops/communicator.h"
@@ -116,8 +117,9 @@ HeatInverse::HeatInverse(HeatInverseOptions options,
   const int64_t times = static_cast<int64_t>(options_.observe_steps.size());
   Value u = in_time ? solution.observed : solution.u;
   obs_ = g.placeholder("u_obs", u.shape());
-  // Σ misfit² as dot(d, d): one pass over the patch instead of a square
-  // and a sum (with sensors, dot(d, mask ⊙ d), exact for a 0/1 mask).
+  // Σ misfit² over every rank's points (with sensors, Σ d ⊙ mask ⊙ d,
+  // exact for a 0/1 mask), exact and rounded once on rank 0 (mpi_total):
+  // the same bits for every decomposition.
   Value misfit = u - obs_;
   Value weighted = misfit;
   if (!options_.sensors.empty()) {
@@ -132,7 +134,7 @@ HeatInverse::HeatInverse(HeatInverseOptions options,
     }
     weighted = misfit * g.constant(mask, "sensor_mask");
   }
-  misfit_ = dot(misfit, weighted);
+  misfit_ = mpi_total(misfit * weighted, 0);
   local_loss_ = misfit_;
   // The regularization joins the graph only when asked for, so the plain
   // problem's graph (and result) is the same as without it.
@@ -214,23 +216,25 @@ void HeatInverse::add_noise(Tensor& observations) {
            j < patch_.col0 + patch_.m;
   };
   // The scale: RMS of the noise-free values at the sensors (every point
-  // without sensors), summed over ranks.
-  double sums[2] = {0, 0};
+  // without sensors), the squares summed exactly over ranks (the same
+  // bits for every decomposition) and counted.
+  ExactSum squares[2];
   for (int64_t t = 0; t < times; ++t) {
     if (options_.sensors.empty()) {
-      for (int64_t k = 0; k < plane; ++k) {
-        const double v = observations[t * plane + k];
-        sums[0] += v * v, sums[1] += 1;
-      }
+      const double* v = observations.data() + t * plane;
+      squares[0].add_products(v, v, plane);
+      squares[1].add(static_cast<double>(plane));
     } else {
       for (const auto& [i, j] : options_.sensors) {
         if (!mine(i, j)) continue;
         const double v = observations[local_index(t, i, j)];
-        sums[0] += v * v, sums[1] += 1;
+        squares[0].add(v * v);
+        squares[1].add(1.0);
       }
     }
   }
-  comm_.allreduce(sums, sums, 2, ReduceOp::kSum);
+  double sums[2];
+  comm_.allreduce_exact_sums(squares, sums, 2);
   const double sigma = options_.noise * std::sqrt(sums[0] / sums[1]);
   // One deviate per global (time, row, column): counter-based, so a rank
   // draws only its own points and any decomposition gets the same noise.
@@ -296,14 +300,20 @@ double HeatInverse::loss(const Tensor& kappa) {
 }
 
 double HeatInverse::relative_kappa_error(const Tensor& kappa) {
+  // ‖κ − κ_true‖ / ‖κ_true‖ with exact sums: the same bits for every
+  // decomposition.
   const Tensor truth = kappa_true();
-  double err2 = (kappa.array() - truth.array()).square().sum();
-  double ref2 = truth.array().square().sum();
-  if (!options_.replicated) {
-    err2 = comm_.allreduce_sum(err2);
-    ref2 = comm_.allreduce_sum(ref2);
+  const Eigen::ArrayXd error = kappa.array() - truth.array();
+  ExactSum squares[2];
+  squares[0].add_products(error.data(), error.data(), error.size());
+  squares[1].add_products(truth.data(), truth.data(), truth.size());
+  double sums[2];
+  if (options_.replicated) {
+    sums[0] = squares[0].round(), sums[1] = squares[1].round();
+  } else {
+    comm_.allreduce_exact_sums(squares, sums, 2);
   }
-  return std::sqrt(err2 / ref2);
+  return std::sqrt(sums[0] / sums[1]);
 }
 
 double HeatInverse::global(double value) {

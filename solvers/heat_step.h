@@ -61,12 +61,14 @@ std::array<Value, 4> patch_edges(Value u);
 // updates the points that need no halo while they travel;
 // data_exchange_finish brings the halos and heat_step_boundary completes
 // the outer ring (in the interior's buffer) and the edges. The adjoint is
-// split the same way: heat_step_boundary_adjoint yields the halos'
-// cotangents first, the reverse exchange carries them while
-// heat_step_interior_adjoint runs. States and cotangents are bitwise those
-// of data_exchange + heat_step (every point is computed by the same
-// expression). heat_step_interior is only meant as heat_step_boundary's
-// input: its adjoint assumes so.
+// heat_step's gather form for the whole step (the halos come from
+// data_exchange_finish), whose exchange is not overlapped. (With halos
+// from elsewhere, heat_step_boundary's adjoint is split the scatter way:
+// heat_step_boundary_adjoint yields the halos' cotangents first, and
+// heat_step_interior_adjoint runs while they travel.) States and
+// cotangents are bitwise those of data_exchange + heat_step (every point
+// is computed by the same expression). heat_step_interior is only meant as
+// heat_step_boundary's input: its adjoint assumes so.
 HeatStep heat_step_overlapped(Value u,
                               Value kappa,
                               Value f,
@@ -76,8 +78,9 @@ HeatStep heat_step_overlapped(Value u,
                               double dt,
                               double h);
 
-// Registers heat_step, heat_step_adjoint, patch_edges, patch_edges_adjoint
-// and the split ops of heat_step_overlapped.
+// Registers heat_step, heat_step_adjoint, heat_step_adjoint_gather,
+// heat_step_adjoint_edges, patch_edges, patch_edges_adjoint and the split
+// ops of heat_step_overlapped.
 void register_heat_ops();
 
 }  // namespace adgraph::solvers

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -208,6 +209,30 @@ inline Shapes step_adjoint_shapes(const ShapeContext& c) {
   }
   return Shapes{u, u, u, {u[0]}, {u[0]}, {u[1]}, {u[1]}};
 }
+
+// b added onto a unless b is 0, so that a −0 in a stays −0: the gather
+// form adds edge cotangents this way, and a patch edge then changes no bit.
+inline double add_nonzero(double a, double b) { return b == 0 ? a : a + b; }
+
+// The exchange that produced a step's four halo inputs first..first+3
+// when they are, in order, the four outputs of one data_exchange or
+// data_exchange_finish (node null otherwise): the gather-form adjoint
+// sends its edges over the same patch grid and communicator.
+struct HaloSource {
+  const Node* node = nullptr;
+  int rows = 0, cols = 0;
+  std::shared_ptr<CommContext> comm;
+};
+HaloSource halo_source(const GradientContext& c, int first);
+
+// The gather-form adjoint of a step node whose inputs first..first+6 are
+// (u, κ, f, halos from `source`) and whose five outputs are (u⁺, its
+// edges): heat_step_adjoint_edges, a data_exchange of them, and
+// heat_step_adjoint_gather (solvers/heat_step_adjoint.cc). Returns (ū, κ̄,
+// f̄ or invalid when not needed); the halos get no cotangent.
+Values add_gather_adjoint(const GradientContext& c,
+                          int first,
+                          const HaloSource& source);
 
 // Adds the adjoint op `op` of a step node whose inputs first..first+6 are
 // (u, κ, f, halos) and whose five outputs are (u⁺, its edges): κ̄ of the

@@ -194,7 +194,16 @@ void register_forward_halves() {
   // the reverse exchange then sends while heat_step_interior's adjoint
   // runs); the interior's cotangent is ū⁺ with the ring's z written on the
   // ring, which heat_step_interior_adjoint needs.
+  // With its halos from an exchange, the pair's adjoint is heat_step's
+  // gather form for the whole step (bitwise heat_step's, as the pair's
+  // forward is): u, κ and f take the whole cotangents, the interior none.
   boundary.gradient = [](const GradientContext& c) {
+    if (const HaloSource source = halo_source(c, 4); source.node != nullptr) {
+      const Values out = add_gather_adjoint(c, 1, source);
+      Values grads(8);
+      std::copy(out.begin(), out.end(), grads.begin() + 1);
+      return grads;
+    }
     auto out = add_step_adjoint(c, "heat_step_boundary_adjoint", 1);
     // (interior, u, κ, f, halos)
     Values grads = {

@@ -1,0 +1,512 @@
+// The adjoint kernels of heat_step: heat_step_adjoint (the scatter form:
+// the halos' cotangents go back to their owners, which add them onto
+// their edges one step later) and heat_step_adjoint_gather (the gather
+// form: the owners of the halos send κ ⊙ ū⁺ on their edges first, and
+// every point evaluates one stencil, so the result does not depend on
+// where patch edges fall), and heat_step_adjoint_edges, which gives the
+// gather form the edges it sends.
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/op.h"
+#include "mpi_ops/halo.h"
+#include "solvers/heat_step.h"
+#include "solvers/heat_step_impl.h"
+
+namespace adgraph::solvers {
+
+using namespace detail;
+
+namespace {
+
+// A vector of doubles as wide as the target's widest registers (GCC and
+// Clang vector extensions; element-wise arithmetic in the same order as
+// the scalar code, so results are bitwise the same at any width: the build
+// does not contract to FMA, -ffp-contract=off).
+#if defined(__AVX512F__)
+constexpr int64_t kLanes = 8;
+#elif defined(__AVX__)
+constexpr int64_t kLanes = 4;
+#else
+constexpr int64_t kLanes = 2;
+#endif
+using Lanes = double __attribute__((vector_size(kLanes * sizeof(double))));
+
+inline Lanes load(const double* p) {
+  Lanes v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+inline void store(double* p, Lanes v) { std::memcpy(p, &v, sizeof v); }
+
+// Given the lanes of x[j..] in `here` and of x[j + kLanes..] in `next`:
+// x[j + 1..] (east) and x[j + kLanes − 1..] (the next vector's west).
+template <std::size_t... I>
+Lanes east_of(Lanes here, Lanes next, std::index_sequence<I...>) {
+  return __builtin_shufflevector(here, next, (I + 1)...);
+}
+template <std::size_t... I>
+Lanes next_west_of(Lanes here, Lanes next, std::index_sequence<I...>) {
+  return __builtin_shufflevector(here, next, (I + kLanes - 1)...);
+}
+constexpr auto kLaneIndices = std::make_index_sequence<kLanes>();
+
+// heat_step_adjoint's pass over points [j0, j1) of a row: ū = G + c·(the
+// stencil of Z = κ ⊙ G over the Z rows north, here and south, whose index
+// j + 1 is point j) and κ̄ += c·G ⊙ (the stencil of u over the u rows
+// north, here and south).
+//
+// The pass is bound by loads, not bytes: written point by point it loads
+// the row here of Z and of u three times each (west, centre, east), 14
+// vectors per vector of points against the forward's 7. Here each vector
+// of the rows here is loaded once and its west and east neighbours are
+// shuffled out of it and the next one (10 loads per vector with z_row's
+// two); the arithmetic is the scalar code's, in its order. out_u may be g
+// (ū written over ū⁺): each point reads g before writing out_u, once.
+void adjoint_row(int64_t j0,
+                 int64_t j1,
+                 double coef,
+                 const double* g,
+                 const double* __restrict z_north,
+                 const double* __restrict z_here,
+                 const double* __restrict z_south,
+                 const double* __restrict u_north,
+                 const double* __restrict u_here,
+                 const double* __restrict u_south,
+                 double* out_u,
+                 double* __restrict out_k) {
+  const double *zn = z_north, *zc = z_here, *zs = z_south;
+  const double *un = u_north, *ur = u_here, *us = u_south;
+  auto points = [&](int64_t j,
+                    Lanes z_west,
+                    Lanes z_centre,
+                    Lanes z_east,
+                    Lanes u_west,
+                    Lanes u_centre,
+                    Lanes u_east) {
+    const Lanes gj = load(g + j);
+    store(out_u + j,
+          gj + coef * (load(zn + j + 1) + load(zs + j + 1) + z_west + z_east -
+                       4.0 * z_centre));
+    store(out_k + j,
+          load(out_k + j) + coef * gj *
+                                (load(un + j) + load(us + j) + u_west + u_east -
+                                 4.0 * u_centre));
+  };
+  int64_t j = j0;
+  if (j1 - j0 >= kLanes) {
+    Lanes z_west = load(zc + j), z_centre = load(zc + j + 1);
+    Lanes u_west = load(ur + j - 1), u_centre = load(ur + j);
+    for (; j + 2 * kLanes <= j1; j += kLanes) {
+      const Lanes z_next = load(zc + j + 1 + kLanes);
+      const Lanes u_next = load(ur + j + kLanes);
+      points(j,
+             z_west,
+             z_centre,
+             east_of(z_centre, z_next, kLaneIndices),
+             u_west,
+             u_centre,
+             east_of(u_centre, u_next, kLaneIndices));
+      z_west = next_west_of(z_centre, z_next, kLaneIndices);
+      u_west = next_west_of(u_centre, u_next, kLaneIndices);
+      z_centre = z_next;
+      u_centre = u_next;
+    }
+    // The last whole vector: its east neighbours end at point j1, which
+    // the scalar pass reads too, but the vector after it may not exist.
+    points(j,
+           z_west,
+           z_centre,
+           load(zc + j + 2),
+           u_west,
+           u_centre,
+           load(ur + j + 1));
+    j += kLanes;
+  }
+  for (; j < j1; ++j) {
+    const double gj = g[j];
+    out_u[j] =
+        gj + coef * (zn[j + 1] + zs[j + 1] + zc[j] + zc[j + 2] - 4 * zc[j + 1]);
+    out_k[j] += coef * gj * (un[j] + us[j] + ur[j - 1] + ur[j + 1] - 4 * ur[j]);
+  }
+}
+
+// heat_step_adjoint's kernel (kGather false) and heat_step_adjoint_gather's
+// (kGather true; see heat_step.h). Inputs: ū⁺ and its four edge
+// cotangents, the step's seven inputs, in the gather form the four halos
+// of Z = κ ⊙ G, then optionally κ̄_in. The gather form takes Z's missing
+// neighbours from those halos instead of zeros, so every point computes
+// the same expression whichever rank holds its neighbours, and adds an
+// edge cotangent only when it is not 0 (add_nonzero), so a −0 in ū⁺ stays
+// −0 where a patch edge falls too; it outputs no halo cotangents.
+template <bool kGather>
+void step_adjoint_kernel(KernelContext& c, const StepAttrs& a) {
+  const Tensor& g = c.input(0);
+  const int64_t n = g.shape()[0], m = g.shape()[1];
+  const double *el = c.input(1).data(), *er = c.input(2).data();
+  const double *eu = c.input(3).data(), *ed = c.input(4).data();
+  const double* u = c.input(5).data();
+  const double* kappa = c.input(6).data();
+  const double *hl = c.input(8).data(), *hr = c.input(9).data();
+  const double *hu = c.input(10).data(), *hd = c.input(11).data();
+  const int first_optional = kGather ? 16 : 12;
+  const double* zhl = kGather ? c.input(12).data() : nullptr;
+  const double* zhr = kGather ? c.input(13).data() : nullptr;
+  const double* zhu = kGather ? c.input(14).data() : nullptr;
+  const double* zhd = kGather ? c.input(15).data() : nullptr;
+  const double dt = a.dt;
+  const double coef = a.coef;
+  const bool want_f = a.want_f;
+  const double* kappa_in = c.num_inputs() == first_optional + 1
+                               ? c.input(first_optional).data()
+                               : nullptr;
+  double *gu = c.output(0).data(), *gk = c.output(1).data(),
+         *gf = c.output(2).data();
+  // G's edge terms: added onto G (gather) or in the scatter form's order.
+  auto edge = [](double v, double e) {
+    return kGather ? add_nonzero(v, e) : v + e;
+  };
+  // G = ū⁺ with the edge cotangents added, Z = κ ⊙ G. Interior rows of G
+  // are rows of ū⁺ but for their first and last points (the left and right
+  // edge cotangents, added where G is used); rows 0 and n − 1 also take
+  // the up and down edge cotangents, in a buffer. Z rows carry a zero (the
+  // gather form: the Z halo) on either side (index 0 and m + 1), so the
+  // stencil over Z has no branches and vectorises.
+  const bool overwritten = gu == g.data();  // ū written over ū⁺
+  auto g_row = [&](int64_t i, double* buffer, bool copy) -> const double* {
+    const double* y = g.data() + i * m;
+    if (!copy && i != 0 && i != n - 1) return y;
+    std::copy(y, y + m, buffer);
+    if (i == 0) {
+      for (int64_t j = 0; j < m; ++j) buffer[j] = edge(buffer[j], eu[j]);
+    }
+    if (i == n - 1) {
+      for (int64_t j = 0; j < m; ++j) buffer[j] = edge(buffer[j], ed[j]);
+    }
+    return buffer;
+  };
+  // G at row i's two ends, with the left and right edge cotangents.
+  auto g_first = [&](int64_t i, const double* grow) {
+    const double v = edge(grow[0], el[i]);
+    return m == 1 ? edge(v, er[i]) : v;
+  };
+  auto g_last = [&](int64_t i, const double* grow) {
+    return m == 1 ? g_first(i, grow) : edge(grow[m - 1], er[i]);
+  };
+  auto z_row = [&](int64_t i, const double* grow, double* padded) {
+    const double* k = kappa + i * m;
+    for (int64_t j = 0; j < m; ++j) padded[j + 1] = k[j] * grow[j];
+    if constexpr (kGather) {
+      padded[0] = zhl[i];
+      padded[m + 1] = zhr[i];
+      padded[1] = k[0] * g_first(i, grow);
+      padded[m] = k[m - 1] * g_last(i, grow);
+    } else {
+      padded[1] += k[0] * el[i];
+      padded[m] += k[m - 1] * er[i];
+    }
+  };
+  const int64_t ahead = prefetch_distance(m);
+  for_row_blocks(0, n, n * m, [&](int64_t i0, int64_t i1, auto&& sync) {
+    // Rows of m + 2 rounded up to whole cache lines, placed so that each
+    // Z row's point 0 (index 1) starts a line: z_row's stores are then
+    // aligned (split stores cost ~10 % of the pass).
+    const int64_t w = (m + 2 + 7) / 8 * 8;
+    std::vector<double> buffers((kGather ? 9 : 7) * w + 8, 0.0);
+    double* base = buffers.data();
+    while ((reinterpret_cast<std::uintptr_t>(base + 1) & 63) != 0) ++base;
+    double *zero = base, *zp = zero + w, *zc = zp + w, *zn = zc + w,
+           *bc = zn + w + 1, *bn = bc + w, *after = bn + w;
+    // Rows −1 and n of Z: zeros, or the up and down Z halos.
+    const double *z_above = zero, *z_below = zero;
+    if constexpr (kGather) {
+      double* above = after + w;
+      double* below = above + w;
+      std::copy(zhu, zhu + m, above + 1);
+      std::copy(zhd, zhd + m, below + 1);
+      z_above = above;
+      z_below = below;
+    }
+    const double *gc = nullptr, *gn = nullptr;
+    // Rows i0 − 1 and i1 of ū⁺ belong to the blocks either side, which
+    // may write ū over them: each block reads them before it syncs.
+    if (i0 < i1 && i0 > 0) z_row(i0 - 1, g_row(i0 - 1, bn, false), zp);
+    const double* g_after =
+        overwritten && i1 < n && i0 < i1 ? g_row(i1, after, true) : nullptr;
+    if (overwritten) sync();
+    if (i0 < i1) {
+      gc = g_row(i0, bc, false);
+      z_row(i0, gc, zc);
+    }
+    for (int64_t i = i0; i < i1; ++i) {
+      const bool south = i + 1 < n;
+      if (south) {
+        gn = i + 1 == i1 && g_after != nullptr ? g_after
+                                               : g_row(i + 1, bn, false);
+        z_row(i + 1, gn, zn);
+      }
+      const double* zs = south ? zn : z_below;
+      const double* zno = i > 0 ? zp : z_above;
+      const double* ur = u + i * m;
+      const double* un = i > 0 ? ur - m : hu;
+      const double* us = south ? ur + m : hd;
+      if (ahead > 0 && i + 1 + ahead < n)
+        prefetch_row<false>(ur + (1 + ahead) * m, m);
+      double* out_u = gu + i * m;
+      double* out_k = gk + i * m;
+      // κ̄ starts from κ̄ of the later steps, when given: the session
+      // normally hands its buffer to κ̄ (OpDef::in_place), so out_k
+      // already holds it.
+      if (kappa_in == nullptr) {
+        std::fill(out_k, out_k + m, 0.0);
+      } else if (kappa_in != gk) {
+        std::copy(kappa_in + i * m, kappa_in + (i + 1) * m, out_k);
+      }
+      // f̄ = dt·G, and G's two end points for the edge terms, before the
+      // pass: it may write ū over this row of G (a middle row's G is ū⁺'s
+      // own row).
+      if (want_f) {
+        double* out_f = gf + i * m;
+        for (int64_t j = 0; j < m; ++j) out_f[j] = dt * gc[j];
+        if constexpr (kGather) {
+          out_f[0] = dt * g_first(i, gc);
+          out_f[m - 1] = dt * g_last(i, gc);
+        } else {
+          out_f[0] += dt * el[i];
+          out_f[m - 1] += dt * er[i];
+        }
+      }
+      // The gather form's G at the ends has its edge cotangents; the
+      // scatter form adds them to ū after the stencil.
+      const double end0 = kGather ? g_first(i, gc) : gc[0];
+      const double end1 = kGather ? g_last(i, gc) : gc[m - 1];
+      // ū = G + c·stencil(Z) and κ̄ += c·G ⊙ stencil(u), in one pass.
+      // In a middle row the pass covers all m points as the forward does
+      // (west of 0 and east of m − 1 read inside u); κ̄'s two end points
+      // are then put back and computed again with their halos and edge
+      // cotangents.
+      const bool whole = i > 0 && i + 1 < n && m > 1;
+      const double k_first = out_k[0], k_last = out_k[m - 1];
+      adjoint_row(whole ? 0 : 1,
+                  whole ? m : m - 1,
+                  coef,
+                  gc,
+                  zno,
+                  zc,
+                  zs,
+                  un,
+                  ur,
+                  us,
+                  out_u,
+                  out_k);
+      out_k[0] = k_first;
+      out_k[m - 1] = k_last;
+      for (int64_t j : {int64_t{0}, m - 1}) {
+        out_u[j] =
+            (j == 0 ? end0 : end1) +
+            coef * (zno[j + 1] + zs[j + 1] + zc[j] + zc[j + 2] - 4 * zc[j + 1]);
+      }
+      if constexpr (!kGather) {
+        out_u[0] += el[i];
+        out_u[m - 1] += er[i];
+      }
+      auto kappa_bar = [&](int64_t j, double gj, double west, double east) {
+        out_k[j] += coef * gj * (un[j] + us[j] + west + east - 4 * ur[j]);
+      };
+      if (m == 1) {
+        kappa_bar(0, kGather ? end0 : end0 + el[i] + er[i], hl[i], hr[i]);
+      } else {
+        kappa_bar(0, kGather ? end0 : end0 + el[i], hl[i], ur[1]);
+        kappa_bar(m - 1, kGather ? end1 : end1 + er[i], ur[m - 2], hr[i]);
+      }
+      if constexpr (!kGather) {
+        double *ol = c.output(3).data(), *orr = c.output(4).data();
+        ol[i] = coef * zc[1];
+        orr[i] = coef * zc[m];
+        if (i == 0) {
+          double* ou = c.output(5).data();
+          for (int64_t j = 0; j < m; ++j) ou[j] = coef * zc[j + 1];
+        }
+        if (i == n - 1) {
+          double* od = c.output(6).data();
+          for (int64_t j = 0; j < m; ++j) od[j] = coef * zc[j + 1];
+        }
+      }
+      std::swap(zp, zc);
+      std::swap(zc, zn);
+      std::swap(bc, bn);
+      gc = gn;
+    }
+  });
+}
+
+// Z = κ ⊙ G on the four edges of the patch, G as step_adjoint_kernel<true>
+// forms it (the edge cotangents added by add_nonzero: up and down, then
+// left and right).
+void adjoint_edges_kernel(KernelContext& c) {
+  const Tensor& gt = c.input(0);
+  const int64_t n = gt.shape()[0], m = gt.shape()[1];
+  const double* g = gt.data();
+  const double *el = c.input(1).data(), *er = c.input(2).data();
+  const double *eu = c.input(3).data(), *ed = c.input(4).data();
+  const double* kappa = c.input(5).data();
+  auto z = [&](int64_t i, int64_t j) {
+    double v = g[i * m + j];
+    if (i == 0) v = add_nonzero(v, eu[j]);
+    if (i == n - 1) v = add_nonzero(v, ed[j]);
+    if (j == 0) v = add_nonzero(v, el[i]);
+    if (j == m - 1) v = add_nonzero(v, er[i]);
+    return kappa[i * m + j] * v;
+  };
+  double *zl = c.output(0).data(), *zr = c.output(1).data();
+  double *zu = c.output(2).data(), *zd = c.output(3).data();
+  for (int64_t i = 0; i < n; ++i) zl[i] = z(i, 0), zr[i] = z(i, m - 1);
+  for (int64_t j = 0; j < m; ++j) zu[j] = z(0, j), zd[j] = z(n - 1, j);
+}
+
+Shapes gather_adjoint_shapes(const ShapeContext& c) {
+  check_shapes(c, 5, 3, 8);
+  const Shape& u = c.input_shape(5);
+  if (c.num_inputs() < 16) c.fail("inputs", "expected at least 16 inputs");
+  if (c.num_inputs() > 17)
+    c.fail("input \"kappa_grad_in\"", "given more than once");
+  if (c.num_inputs() == 17 && c.input_shape(16) != u)
+    c.fail("input \"kappa_grad_in\"", "differs from u's shape");
+  if (c.input_shape(0) != u) c.fail("input \"grad\"", "differs from u's shape");
+  for (int k = 0; k < 4; ++k) {
+    const Shape strip = k < 2 ? Shape{u[0]} : Shape{u[1]};
+    if (c.input_shape(1 + k) != strip)
+      c.fail("input " + std::to_string(1 + k), "bad edge");
+    if (c.input_shape(12 + k) != strip)
+      c.fail("input " + std::to_string(12 + k), "bad halo of z");
+  }
+  return Shapes{u, u, u};
+}
+
+}  // namespace
+
+HaloSource detail::halo_source(const GradientContext& c, int first) {
+  const Value& h = c.input(first);
+  for (int k = 0; k < 4; ++k) {
+    const Value& in = c.input(first + k);
+    if (in.node_id() != h.node_id() || in.output() != k) return {};
+  }
+  const Node& exchange = h.node();
+  const std::string& op = exchange.op_name();
+  const Node* grid = &exchange;  // the node with the rows and cols
+  if (op == "data_exchange_finish") {
+    grid = &exchange.inputs[0].node();
+  } else if (op != "data_exchange") {
+    return {};
+  }
+  return {&exchange,
+          static_cast<int>(grid->attr_int("rows")),
+          static_cast<int>(grid->attr_int("cols")),
+          grid->comm};
+}
+
+Values detail::add_gather_adjoint(const GradientContext& c,
+                                  int first,
+                                  const HaloSource& source) {
+  Graph& g = c.graph();
+  const int kappa = first + 1;
+  auto z = g.add_node_outputs(
+      "heat_step_adjoint_edges",
+      {c.grad(0), c.grad(1), c.grad(2), c.grad(3), c.grad(4), c.input(kappa)});
+  std::array<Value, 4> z_halos;
+  {
+    CommScope scope(g, source.comm);
+    z_halos = data_exchange(z[0], z[1], z[2], z[3], source.rows, source.cols);
+  }
+  std::vector<Value> inputs = {
+      c.grad(0), c.grad(1), c.grad(2), c.grad(3), c.grad(4)};
+  for (int k = first; k < first + 7; ++k) inputs.push_back(c.input(k));
+  inputs.insert(inputs.end(), z_halos.begin(), z_halos.end());
+  if (c.needs_gradient(kappa) && c.accumulated(kappa).valid()) {
+    inputs.push_back(c.accumulated(kappa));
+    c.absorb(kappa);
+  }
+  nlohmann::json attrs = c.node().attrs;
+  attrs["f_gradient"] = c.needs_gradient(first + 2);
+  Values out = g.add_node_outputs("heat_step_adjoint_gather", inputs, attrs);
+  if (!c.needs_gradient(first + 2)) out[2] = Value();
+  return out;
+}
+
+void register_heat_adjoint_ops() {
+  // (ū, κ̄, f̄, halō…) of heat_step for the cotangents of u⁺ and its edges;
+  // one pass over the patch with rolling rows (see the header).
+  OpDef adjoint = step_adjoint_def(
+      "heat_step_adjoint",
+      "cotangents of heat_step's seven inputs for the cotangents of its "
+      "outputs");
+  // κ̄ accumulates in kappa_grad_in's buffer, and ū is written over ū⁺ when
+  // ū⁺ dies here: at 1024² the pass then keeps three patches in the cache
+  // hierarchy instead of four and reads no line of ū for ownership.
+  adjoint.in_place = {{1, 12}, {0, 0}};
+  adjoint.num_outputs = 7;
+  adjoint.shape = step_adjoint_shapes;
+  adjoint.bind = bind_step(step_adjoint_kernel<false>);
+  register_op(std::move(adjoint));
+
+  // (ū, κ̄, f̄) of heat_step from ū⁺, its edge cotangents and the halos of
+  // Z = κ ⊙ G: the gather form (heat_step.h)
+  OpDef gather = step_adjoint_def(
+      "heat_step_adjoint_gather",
+      "cotangents of heat_step's u, kappa and f, every point by one "
+      "stencil over kappa * cotangent with its halos");
+  gather.inputs = {"grad",
+                   "grad_left",
+                   "grad_right",
+                   "grad_up",
+                   "grad_down",
+                   "u",
+                   "kappa",
+                   "f",
+                   "from_left",
+                   "from_right",
+                   "from_up",
+                   "from_down",
+                   "z_from_left",
+                   "z_from_right",
+                   "z_from_up",
+                   "z_from_down",
+                   "kappa_grad_in"};
+  gather.in_place = {{1, 16}, {0, 0}};
+  gather.num_outputs = 3;
+  gather.shape = gather_adjoint_shapes;
+  gather.bind = bind_step(step_adjoint_kernel<true>);
+  register_op(std::move(gather));
+
+  // Z = κ ⊙ (ū⁺ with its edge cotangents) on the patch's four edges: what
+  // the gather form sends to the neighbours
+  OpDef edges;
+  edges.name = "heat_step_adjoint_edges";
+  edges.doc =
+      "kappa times the cotangent of heat_step's state on the patch's left, "
+      "right, top and bottom edges";
+  edges.inputs = {
+      "grad", "grad_left", "grad_right", "grad_up", "grad_down", "kappa"};
+  edges.num_outputs = 4;
+  edges.shape = [](const ShapeContext& c) {
+    const Shape& u = c.input_shape(0);
+    if (u.size() != 2)
+      c.fail("input \"grad\"",
+             "expected an n x m patch, got shape " + shape_string(u));
+    if (c.input_shape(5) != u) c.fail("input \"kappa\"", "differs from grad's");
+    for (int k = 0; k < 4; ++k) {
+      if (c.input_shape(1 + k) != (k < 2 ? Shape{u[0]} : Shape{u[1]}))
+        c.fail("input " + std::to_string(1 + k), "bad edge");
+    }
+    return Shapes{{u[0]}, {u[0]}, {u[1]}, {u[1]}};
+  };
+  edges.compute = adjoint_edges_kernel;
+  register_op(std::move(edges));
+}
+
+}  // namespace adgraph::solvers
