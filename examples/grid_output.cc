@@ -7,9 +7,14 @@ namespace adgraph::examples {
 std::vector<double> gather_grid(Communicator& comm,
                                 const solvers::HeatConfig& c,
                                 const Tensor& local) {
-  std::vector<double> stacked(comm.rank() == 0 ? local.size() * comm.size()
-                                               : 0);
-  comm.gather(local.data(), stacked.data(), local.size(), 0);
+  // Patches may differ in size (patch_of): each goes in a slot of the
+  // first patch's size, the largest.
+  const solvers::Patch first = solvers::patch_of(c, 0);
+  const int64_t slot = first.n * first.m;
+  std::vector<double> mine(local.data(), local.data() + local.size());
+  mine.resize(slot, 0.0);
+  std::vector<double> stacked(comm.rank() == 0 ? slot * comm.size() : 0);
+  comm.gather(mine.data(), stacked.data(), slot, 0);
   if (comm.rank() != 0) return {};
   std::vector<double> grid(static_cast<std::size_t>(c.nx) * c.ny);
   for (int r = 0; r < comm.size(); ++r) {
@@ -17,7 +22,7 @@ std::vector<double> gather_grid(Communicator& comm,
     for (int64_t i = 0; i < q.n; ++i) {
       for (int64_t j = 0; j < q.m; ++j) {
         grid[(q.row0 + i) * c.ny + q.col0 + j] =
-            stacked[r * local.size() + i * q.m + j];
+            stacked[r * slot + i * q.m + j];
       }
     }
   }

@@ -54,6 +54,10 @@ OpDef exchange_def(const char* name, const char* doc) {
   def.doc = doc;
   def.communication = true;
   def.every_rank = true;
+  // Patches of uneven size (solvers/heat_solver.h's patch_of) exchange
+  // strips of different lengths; each receive checks the length its
+  // neighbour sent.
+  def.shapes_differ_by_rank = true;
   def.communicator = world_communicator;
   def.tangent = linear_tangent;
   return def;

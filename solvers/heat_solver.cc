@@ -109,9 +109,10 @@ bool HeatConfig::is_valid(int ranks, std::string* error) const {
                " patches need as many ranks, but there are " +
                std::to_string(ranks));
   }
-  if (nx % px != 0) {
-    return bad("nx = " + std::to_string(nx) +
-               " is not divisible by px = " + std::to_string(px));
+  if (nx < px || ny < py) {
+    return bad("a " + std::to_string(nx) + " x " + std::to_string(ny) +
+               " grid has too few rows or columns for " + std::to_string(px) +
+               " x " + std::to_string(py) + " patches of at least one point");
   }
   std::string solver_error;
   if (!implicit_solver.is_valid(&solver_error)) {
@@ -120,29 +121,32 @@ bool HeatConfig::is_valid(int ranks, std::string* error) const {
   if (overlap && scheme != HeatScheme::kExplicit) {
     return bad("overlap applies to the explicit scheme only");
   }
-  if (ny % py != 0) {
-    return bad("ny = " + std::to_string(ny) +
-               " is not divisible by py = " + std::to_string(py));
-  }
   if (scheme != HeatScheme::kExplicit && implicit_solver.pc == "mg" &&
-      ((nx / px) % 2 != 0 || (ny / py) % 2 != 0 || nx < 16 || ny < 16)) {
+      (nx % px != 0 || ny % py != 0 || (nx / px) % 2 != 0 ||
+       (ny / py) % 2 != 0 || nx < 16 || ny < 16)) {
     return bad(
-        "implicit_solver.pc: \"mg\" halves every patch, so its rows "
-        "and columns (nx/px = " +
-        std::to_string(nx / px) + ", ny/py = " + std::to_string(ny / py) +
-        ") must be even, and nx and ny at least 16");
+        "implicit_solver.pc: \"mg\" halves every patch, so all patches "
+        "must have the same even number of rows and of columns (nx = " +
+        std::to_string(nx) + " on px = " + std::to_string(px) +
+        ", ny = " + std::to_string(ny) + " on py = " + std::to_string(py) +
+        "), and nx and ny must be at least 16");
   }
   return true;
 }
 
 Patch patch_of(const HeatConfig& config, int rank) {
+  // k points on q patches: the first k % q patches take one more.
+  auto split =
+      [](int64_t k, int64_t q, int64_t at, int64_t* size, int64_t* first) {
+        const int64_t base = k / q, extra = k % q;
+        *size = base + (at < extra ? 1 : 0);
+        *first = at * base + std::min(at, extra);
+      };
   Patch p;
   p.I = rank / config.py;
   p.J = rank % config.py;
-  p.n = config.nx / config.px;
-  p.m = config.ny / config.py;
-  p.row0 = p.I * p.n;
-  p.col0 = p.J * p.m;
+  split(config.nx, config.px, p.I, &p.n, &p.row0);
+  split(config.ny, config.py, p.J, &p.m, &p.col0);
   return p;
 }
 

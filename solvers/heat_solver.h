@@ -2,8 +2,9 @@
 //
 // Nx × Ny interior points, h = 1/(Nx + 1) in both directions, zero values
 // outside; point (i, j) sits at x = (i+1)h, y = (j+1)h. P = N·M ranks; rank r
-// owns patch (I, J) = (r / M, r % M) of n × m points (Nx = N·n, Ny = M·m):
-// global rows [I·n, (I+1)·n), columns [J·m, (J+1)·m). An explicit time step
+// owns patch (I, J) = (r / M, r % M) of n × m points: the Nx rows split
+// into N runs as even as can be, the first Nx % N one row longer (50 rows
+// on 3 → 17, 17, 16), and the Ny columns likewise. An explicit time step
 // is one data_exchange and one heat_step (solvers/heat_step.h); an implicit
 // one (backward Euler, Crank–Nicolson) a distributed sparse solve
 // (sparse/, solvers/patch_operators.h).
@@ -31,7 +32,8 @@ const char* heat_scheme_name(HeatScheme scheme);
 bool parse_heat_scheme(const std::string& name, HeatScheme* scheme);
 
 struct HeatConfig {
-  // Interior grid points per direction. Range >= 1; divisible by px (py).
+  // Interior grid points per direction. Range >= px (py); need not be
+  // divisible by it (patch_of).
   int nx = 32, ny = 32;
   // Patch grid: px rows (N) × py columns (M) of patches; px·py ranks.
   int px = 1, py = 1;
@@ -67,6 +69,8 @@ struct HeatConfig {
   bool is_valid(int ranks, std::string* error) const;
 };
 
+// Rank r's patch: its position in the patch grid, its size and its first
+// global row and column.
 struct Patch {
   int I = 0, J = 0;            // patch row and column
   int64_t n = 0, m = 0;        // patch rows and columns

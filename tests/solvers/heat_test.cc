@@ -477,9 +477,21 @@ TEST(HeatInverse, ConfigurationErrorsAreClearOnEveryRank) {
                   " patches need as many ranks, but there are " +
                   std::to_string(size));
   }
-  o.config.nx = 13, o.config.px = size, o.config.py = 1;
+  // Any grid splits into patches (13 rows on 2 → 7, 6), but every patch
+  // needs a row.
+  o.config.nx = size - 1, o.config.px = size, o.config.py = 1;
   if (size > 1) {
-    EXPECT_THROW(HeatInverse(o, Communicator::world()), OptionsError);
+    try {
+      HeatInverse problem(o, Communicator::world());
+      ADD_FAILURE();
+    } catch (const OptionsError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "HeatConfig: a " + std::to_string(size - 1) + " x " +
+                    std::to_string(o.config.ny) +
+                    " grid has too few rows or columns for " +
+                    std::to_string(size) +
+                    " x 1 patches of at least one point");
+    }
   }
   o.config.nx = 12;
   o.sensors = {{12, 0}};
