@@ -39,14 +39,11 @@ std::vector<double> whole_grid(Communicator& comm,
   return all;
 }
 
-// Runs `o` on px × py patches on world ranks [0, px·py); the result is
-// valid on world rank 0 (every world rank takes part in the split).
-Result run_on(HeatInverseOptions o, int px, int py) {
-  auto world = Communicator::world();
-  const bool member = world->rank() < px * py;
-  auto comm = world->split(member ? 0 : 1, world->rank());
+Result solve_on(HeatInverseOptions o,
+                int px,
+                int py,
+                std::shared_ptr<Communicator> comm) {
   Result r;
-  if (!member) return r;
   o.config.px = px;
   o.config.py = py;
   HeatInverse problem(o, comm);
@@ -67,6 +64,23 @@ Result run_on(HeatInverseOptions o, int px, int py) {
   r.kappa = field(kappa);
   r.kappa_error = problem.relative_kappa_error(kappa);
   return r;
+}
+
+// Runs `o` on px × py patches on world ranks [0, px·py); the result is
+// valid on world rank 0 (every world rank takes part in the split). An
+// error (the same on every member) fails the test without leaving the
+// other ranks waiting in the next split.
+Result run_on(const HeatInverseOptions& o, int px, int py) {
+  auto world = Communicator::world();
+  const bool member = world->rank() < px * py;
+  auto comm = world->split(member ? 0 : 1, world->rank());
+  if (!member) return {};
+  try {
+    return solve_on(o, px, py, comm);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << px << " x " << py << ": " << e.what();
+    return {};
+  }
 }
 
 bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
