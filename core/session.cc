@@ -155,8 +155,10 @@ void Session::execute(Plan& plan) {
       if (taken) continue;
       const int64_t count = step.counts[k];
       if (t.size() == count) {
-        // Kept from the previous run (a small buffer).
-        if (plan.foreign_shape[slot]) {
+        // Kept from the previous run (a small buffer). An empty output
+        // also lands here from the slot's initial [0] tensor, whose shape
+        // is not its own ([1, 0] say): kernels read its extents.
+        if (plan.foreign_shape[slot] || count == 0) {
           t.set_shape(step.node->output_shapes[k]);
           plan.foreign_shape[slot] = 0;
         }

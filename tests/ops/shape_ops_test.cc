@@ -79,5 +79,25 @@ TEST(Concat, AlongEitherAxis) {
   expect_gradients_ok(weighted(concat({x, c, x}, 1)), {x, c}, f);
 }
 
+TEST(Concat, AZeroWidthSliceKeepsItsShapeAndJoinsAsNothing) {
+  // A slice of zero columns was handed the session's initial [0] tensor
+  // as its output, and the kernels read its missing second extent.
+  Graph g;
+  Value x = g.placeholder("x", {2, 1});
+  Value c = g.placeholder("c", {2, 1});
+  Value empty = slice(x, 1, 1, 1);
+  Value y = concat({empty, c}, 1);
+  Value loss = sum(y * y) + sum(x);
+  Session s(g);
+  FeedMap f{{x, Tensor({2, 1}, {3, 4})}, {c, Tensor({2, 1}, {7, 8})}};
+  for (int run = 0; run < 2; ++run) {  // the second run reuses the slots
+    auto out = s.run({empty, y, gradient(loss, c), gradient(loss, x)}, f);
+    EXPECT_EQ(out[0].shape(), (Shape{2, 0}));
+    EXPECT_EQ(out[1].to_vector(), (std::vector<double>{7, 8}));
+    EXPECT_EQ(out[2].to_vector(), (std::vector<double>{14, 16}));  // 2c
+    EXPECT_EQ(out[3].to_vector(), (std::vector<double>{1, 1}));    // sum(x)
+  }
+}
+
 }  // namespace
 }  // namespace adgraph
