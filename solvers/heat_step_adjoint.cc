@@ -460,23 +460,11 @@ void register_heat_adjoint_ops() {
       "heat_step_adjoint_gather",
       "cotangents of heat_step's u, kappa and f, every point by one "
       "stencil over kappa * cotangent with its halos");
-  gather.inputs = {"grad",
-                   "grad_left",
-                   "grad_right",
-                   "grad_up",
-                   "grad_down",
-                   "u",
-                   "kappa",
-                   "f",
-                   "from_left",
-                   "from_right",
-                   "from_up",
-                   "from_down",
-                   "z_from_left",
-                   "z_from_right",
-                   "z_from_up",
-                   "z_from_down",
-                   "kappa_grad_in"};
+  // The step adjoint's inputs with the four halos of Z before
+  // kappa_grad_in.
+  gather.inputs.insert(
+      gather.inputs.end() - 1,
+      {"z_from_left", "z_from_right", "z_from_up", "z_from_down"});
   gather.in_place = {{1, 16}, {0, 0}};
   gather.num_outputs = 3;
   gather.shape = gather_adjoint_shapes;
