@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "adgraph.h"
@@ -144,6 +145,52 @@ TEST(HeatStepAdjoint, WrittenOverItsCotangentOnTwoThreadsItIsExact) {
       }
     }
   }
+}
+
+// The shape rules of the gather form's ops name the input that is wrong.
+TEST(HeatStepAdjointGather, BadShapesNameTheInput) {
+  Graph g;
+  Value grad = g.placeholder("grad", {3, 4});
+  Value rows = g.placeholder("rows", {3}), cols = g.placeholder("cols", {4});
+  Value kappa = g.placeholder("kappa", {4, 3});
+  auto message = [&](const std::string& op, std::vector<Value> inputs) {
+    nlohmann::json attrs = nlohmann::json::object();
+    if (op == "heat_step_adjoint_gather") attrs = {{"dt", 0.1}, {"h", 0.5}};
+    try {
+      g.add_node_outputs(op, inputs, attrs);
+    } catch (const ShapeError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no ShapeError");
+  };
+  const std::string edges =
+      message("heat_step_adjoint_edges", {grad, rows, rows, cols, cols, kappa});
+  EXPECT_NE(edges.find("input \"kappa\": differs from grad's"),
+            std::string::npos)
+      << edges;
+  const std::string strip =
+      message("heat_step_adjoint_edges", {grad, rows, rows, rows, cols, grad});
+  EXPECT_NE(strip.find("input 3: bad edge"), std::string::npos) << strip;
+  // heat_step_adjoint_gather: a Z halo of the wrong length.
+  Value u = g.placeholder("u", {3, 4});
+  const std::string halo = message("heat_step_adjoint_gather",
+                                   {grad,
+                                    rows,
+                                    rows,
+                                    cols,
+                                    cols,
+                                    u,
+                                    u,
+                                    u,
+                                    rows,
+                                    rows,
+                                    cols,
+                                    cols,
+                                    rows,
+                                    rows,
+                                    cols,
+                                    rows});
+  EXPECT_NE(halo.find("input 15: bad halo of z"), std::string::npos) << halo;
 }
 
 }  // namespace

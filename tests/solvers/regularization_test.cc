@@ -152,5 +152,21 @@ TEST(RegularizationTikhonov, ShapeMismatchNamesTheNodes) {
   }
 }
 
+TEST(RegularizationSmoothness, BadHaloShapesNameTheInput) {
+  Graph g;
+  Value kappa = g.placeholder("kappa", {3, 4});
+  Value rows = g.placeholder("rows", {3}), cols = g.placeholder("cols", {4});
+  const nlohmann::json beyond = {
+      {"left", false}, {"right", false}, {"up", false}, {"down", false}};
+  try {
+    g.add_node("smoothness_terms", {kappa, rows, rows, cols, rows}, beyond);
+    ADD_FAILURE() << "no ShapeError";
+  } catch (const ShapeError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("input 4"), std::string::npos) << what;
+    EXPECT_NE(what.find("shape [3], expected [4]"), std::string::npos) << what;
+  }
+}
+
 }  // namespace
 }  // namespace adgraph::solvers
