@@ -126,26 +126,16 @@ double exact_sum(const double* x, int64_t n) {
 // elements (2.3 MB of words), so the words of a large vector are never all
 // in memory at once.
 void CommContext::allreduce_exact(const double* in, double* out, int64_t n) {
-  constexpr int kW = ExactSum::kWords;
   constexpr int64_t kExactChunk = 4096;
-  std::vector<double> words(static_cast<std::size_t>(std::min(n, kExactChunk)) *
-                            kW);
+  std::vector<ExactSum> chunk(
+      static_cast<std::size_t>(std::min(n, kExactChunk)));
   for (int64_t first = 0; first < n; first += kExactChunk) {
-    const int64_t count = std::min(kExactChunk, n - first);
-    for (int64_t i = 0; i < count; ++i) {
-      ExactSum s;
-      s.add(in[first + i]);
-      s.normalize();
-      for (int k = 0; k < kW; ++k)
-        words[i * kW + k] = static_cast<double>(s.words()[k]);
+    const int count = static_cast<int>(std::min(kExactChunk, n - first));
+    for (int i = 0; i < count; ++i) {
+      chunk[i] = ExactSum();
+      chunk[i].add(in[first + i]);
     }
-    allreduce(words.data(), words.data(), count * kW, ReduceOp::kSum);
-    for (int64_t i = 0; i < count; ++i) {
-      ExactSum s;
-      for (int k = 0; k < kW; ++k)
-        s.words()[k] = static_cast<int64_t>(words[i * kW + k]);
-      out[first + i] = s.round();
-    }
+    allreduce_exact_sums(chunk.data(), out + first, count);
   }
 }
 
