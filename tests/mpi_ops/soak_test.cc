@@ -60,8 +60,8 @@ TEST(Soak, TenThousandGraphsKeepMemoryAndDescriptorsFlat) {
   // instead of resident memory); 10 000 otherwise.
   const char* given = std::getenv("ADGRAPH_SOAK_GRAPHS");
   const int kGraphs =
-      given != nullptr ? std::max(2000, std::atoi(given)) : 10000;
-  constexpr int kWarmUp = 1000;
+      given != nullptr ? std::max(500, std::atoi(given)) : 10000;
+  const int kWarmUp = std::min(1000, kGraphs / 2);
   constexpr int64_t n = 8;
   const int rows = size % 2 == 0 ? 2 : 1, cols = size / rows;
   std::size_t rss_warm = 0;
