@@ -13,16 +13,18 @@ namespace {
 // the path x − t·g, with what the Cauchy search needs of it.
 struct Breakpoint {
   double t;
+  int64_t order;  // Box::order: first among ties
   int rank;
   int64_t index;
   double d;           // −g_i
   double z;           // bound − x_i
   Eigen::VectorXd w;  // row i of W
 
-  auto key() const { return std::tie(t, rank, index); }
+  auto key() const { return std::tie(t, order, rank, index); }
 };
 
-// The breakpoints of all ranks in one global order (t, rank, index). With
+// The breakpoints of all ranks in one global order (t, order, rank,
+// index). With
 // sharded variables each rank sorts its own, and they are gathered in
 // batches (doubling in size) only as far as the search goes: a gathered
 // breakpoint is handed out once every rank with breakpoints still unsent
@@ -47,7 +49,7 @@ class BreakpointStream {
     const std::vector<double> counts =
         reduce.gather({static_cast<double>(mine_.size())});
     unsent_.assign(counts.begin(), counts.end());
-    last_sent_.assign(counts.size(), Breakpoint{-1.0, 0, 0, 0, 0, {}});
+    last_sent_.assign(counts.size(), Breakpoint{-1.0, 0, 0, 0, 0, 0, {}});
   }
 
   int left() const { return left_; }
@@ -81,9 +83,10 @@ class BreakpointStream {
     return true;
   }
 
-  // One batch from every rank with breakpoints left: (t, index, d, z, w).
+  // One batch from every rank with breakpoints left: (t, order, index, d,
+  // z, w); the order and index are integers below 2^53, exact as doubles.
   void fetch() {
-    const int fields = 4 + width_;
+    const int fields = 5 + width_;
     const int ranks = reduce_.size();
     std::vector<double> slot(1 + static_cast<std::size_t>(batch_) * fields,
                              0.0);
@@ -93,8 +96,9 @@ class BreakpointStream {
     for (int b = 0; b < count; ++b) {
       const Breakpoint& p = mine_[sent_ + b];
       double* f = &slot[1 + static_cast<std::size_t>(b) * fields];
-      f[0] = p.t, f[1] = static_cast<double>(p.index), f[2] = p.d, f[3] = p.z;
-      for (int j = 0; j < width_; ++j) f[4 + j] = p.w[j];
+      f[0] = p.t, f[1] = static_cast<double>(p.order);
+      f[2] = static_cast<double>(p.index), f[3] = p.d, f[4] = p.z;
+      for (int j = 0; j < width_; ++j) f[5 + j] = p.w[j];
     }
     sent_ += count;
     const std::vector<double> all = reduce_.gather(slot);
@@ -104,11 +108,12 @@ class BreakpointStream {
       for (int b = 0; b < n; ++b) {
         const double* f = base + 1 + static_cast<std::size_t>(b) * fields;
         Breakpoint p{f[0],
-                     r,
                      static_cast<int64_t>(f[1]),
-                     f[2],
+                     r,
+                     static_cast<int64_t>(f[2]),
                      f[3],
-                     Eigen::Map<const Eigen::VectorXd>(f + 4, width_)};
+                     f[4],
+                     Eigen::Map<const Eigen::VectorXd>(f + 5, width_)};
         last_sent_[r] = p;
         pool_.push_back(std::move(p));
         std::push_heap(pool_.begin(), pool_.end(), later);
@@ -149,9 +154,8 @@ CauchyPoint cauchy_point(const Eigen::VectorXd& x,
   // variable), its breakpoints, and p = Wᵀd.
   Eigen::VectorXd d = Eigen::VectorXd::Zero(n);
   std::vector<Breakpoint> mine;
-  // sums: f' = −dᵀd, breakpoints, moving variables, unbounded movers,
-  // variables.
-  double sums[5] = {0, 0, 0, 0, static_cast<double>(n)};
+  // Counts: breakpoints, moving variables, unbounded movers, variables.
+  double counts[4] = {0, 0, 0, static_cast<double>(n)};
   for (int64_t i = 0; i < n; ++i) {
     if (where[i] != Where::kFixed && where[i] != Where::kUnbounded) {
       const bool at_lower = box.has_lower(i) && x[i] - box.lower[i] <= 0;
@@ -167,10 +171,10 @@ CauchyPoint cauchy_point(const Eigen::VectorXd& x,
     }
     if (where[i] != Where::kFree && where[i] != Where::kUnbounded) continue;
     d[i] = -g[i];
-    sums[0] -= d[i] * d[i];
-    sums[2] += 1;
+    counts[1] += 1;
     if (d[i] < 0 && box.has_lower(i)) {
       mine.push_back({(x[i] - box.lower[i]) / g[i],
+                      box.order(i),
                       reduce.rank(),
                       i,
                       d[i],
@@ -178,23 +182,25 @@ CauchyPoint cauchy_point(const Eigen::VectorXd& x,
                       bfgs.w_row(i)});
     } else if (d[i] > 0 && box.has_upper(i)) {
       mine.push_back({(box.upper[i] - x[i]) / d[i],
+                      box.order(i),
                       reduce.rank(),
                       i,
                       d[i],
                       box.upper[i] - x[i],
                       bfgs.w_row(i)});
     } else if (d[i] != 0) {
-      sums[3] += 1;
+      counts[2] += 1;
     }
   }
-  sums[1] = static_cast<double>(mine.size());
+  counts[0] = static_cast<double>(mine.size());
   Eigen::VectorXd p = bfgs.w_transpose(d, reduce);
-  reduce.sum_over_variables(sums, 5);
-  double f1 = sums[0];
-  const int breakpoints = static_cast<int>(sums[1]);
-  const bool bounded = sums[3] == 0;  // every mover meets a bound
-  const double n_total = sums[4];
-  if (sums[2] == 0) return out;  // no variable moves: x is the point
+  reduce.sum_over_variables(counts, 4);  // integers: exact in any order
+  // f' = −dᵀd, an exact sum.
+  double f1 = -reduce.dot(d, d);
+  const int breakpoints = static_cast<int>(counts[0]);
+  const bool bounded = counts[2] == 0;  // every mover meets a bound
+  const double n_total = counts[3];
+  if (counts[1] == 0) return out;  // no variable moves: x is the point
 
   // f'' = −θ·f' − pᵀMp along the first segment; the model's minimiser on
   // a segment is Δt = −f'/f''.

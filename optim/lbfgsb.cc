@@ -47,6 +47,12 @@ std::string complete_bounds(const Bounds& bounds,
   };
   std::string problem = side(bounds.lower, -kInf, "lower", lower);
   if (problem.empty()) problem = side(bounds.upper, kInf, "upper", upper);
+  const auto given = static_cast<int64_t>(bounds.global_index.size());
+  if (problem.empty() && given != 0 && given != n) {
+    problem = "bounds.global_index has " + std::to_string(given) +
+              " entries on rank " + std::to_string(rank) + ", x has " +
+              std::to_string(n);
+  }
   for (int64_t i = 0; problem.empty() && i < n; ++i) {
     const double l = (*lower)[i], u = (*upper)[i];
     if (std::isnan(l) || std::isnan(u) || l > u || l == kInf || u == -kInf) {
@@ -185,7 +191,7 @@ LbfgsSummary lbfgsb(const Objective& objective,
       reduce,
       complete_bounds(bounds, x.size(), rank, &lower, &upper),
       [](const std::string& m) { throw OptionsError(m, {}, {}, "bounds"); });
-  const Box box{lower, upper};
+  const Box box{lower, upper, bounds.global_index};
   const int64_t n = x.size();
   const bool printing = options.trace && rank == 0;
   std::ostream& trace =
@@ -223,7 +229,7 @@ LbfgsSummary lbfgsb(const Objective& objective,
   if (options.resume) {
     detail::load_checkpoint(
         reduce, options, rank, size, n, 1, fingerprint, &st);
-    bfgs.assign(st.s, st.y, st.sy, st.ss, st.gamma);
+    bfgs.assign(st.s, st.y, st.sy, st.ss, st.gamma, reduce);
     summary.resumed_at = st.iteration;
   } else {
     st.x = x.cwiseMax(lower).cwiseMin(upper);
@@ -296,8 +302,11 @@ LbfgsSummary lbfgsb(const Objective& objective,
     MoreThuenteResult found;
     if (usable) {
       d = z.x - st.x;
-      double dots[2] = {st.g.dot(d), d.dot(d)};
-      reduce.sum_over_variables(dots, 2);
+      ExactSum sums[2];
+      sums[0].add_products(st.g.data(), d.data(), n);
+      sums[1].add_products(d.data(), d.data(), n);
+      double dots[2];
+      reduce.round_over_variables(sums, dots, 2);
       gd = dots[0], dtd = dots[1];
       usable = gd < 0;  // the projection can make an ascent direction
     }
@@ -312,9 +321,7 @@ LbfgsSummary lbfgsb(const Objective& objective,
       auto line = [&](double a, double* phi, double* dphi) {
         trial_x = a == 1.0 ? z.x : Eigen::VectorXd(st.x + a * d);
         *phi = evaluate(trial_x, trial_g);
-        double gdot = trial_g.dot(d);
-        reduce.sum_over_variables(&gdot, 1);
-        *dphi = gdot;
+        *dphi = reduce.dot(trial_g, d);
       };
       MoreThuenteOptions ls = options.line_search_bounded;
       ls.max_evaluations = std::min(ls.max_evaluations,

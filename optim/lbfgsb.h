@@ -19,6 +19,8 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <cstdint>
+#include <vector>
 
 #include "optim/lbfgs.h"
 
@@ -29,6 +31,13 @@ namespace adgraph::optim {
 // open for every entry. lower[i] == upper[i] fixes entry i.
 struct Bounds {
   Eigen::VectorXd lower, upper;
+  // Optional: each entry's place in one numbering of all the variables
+  // that does not depend on how they are split (e.g. a grid point's
+  // row-major index in the whole grid). Breakpoints and limiting steps that
+  // tie are then taken in this order, so the result is bitwise the same on
+  // any split (issue #36; the sums are exact anyway). Empty: ties go by
+  // rank, then local index. Distinct across ranks when given.
+  std::vector<int64_t> global_index;
 };
 
 // What SciPy's L-BFGS-B reports for a termination (its `message`), e.g.

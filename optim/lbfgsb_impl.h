@@ -47,12 +47,13 @@ class CompactBfgs {
 
   void clear();
   // Restores a saved state (a checkpoint); false when T is not positive
-  // definite.
+  // definite. Collective (recomputes YᵀY and YᵀS).
   bool assign(std::vector<Eigen::VectorXd> s,
               std::vector<Eigen::VectorXd> y,
               Eigen::MatrixXd sy,
               Eigen::MatrixXd ss,
-              double theta);
+              double theta,
+              const Reducer& reduce);
   // Appends the pair (s, y) with sᵀy = `sy` and sᵀs = `ss` (computed by
   // the caller), dropping the oldest beyond `history`. Collective (the new
   // products with the kept pairs). False when T is no longer positive
@@ -64,6 +65,8 @@ class CompactBfgs {
             int history,
             const Reducer& reduce);
 
+  // WᵀW over all the variables (2k × 2k), from the kept products.
+  Eigen::MatrixXd w_transpose_w() const;
   // K = M⁻¹ (2k × 2k).
   Eigen::MatrixXd middle_inverse() const;
   // M·v for a 2k vector.
@@ -81,6 +84,9 @@ class CompactBfgs {
 
   std::vector<Eigen::VectorXd> s_, y_;
   Eigen::MatrixXd sy_, ss_;
+  // yᵢᵀyⱼ and yᵢᵀsⱼ (all i, j), exact sums: WᵀW without a pass over the
+  // variables.
+  Eigen::MatrixXd yy_, ys_;
   double theta_ = 1.0;
   // Cholesky factor of T = θ·SᵀS + L·D⁻¹·Lᵀ.
   Eigen::LLT<Eigen::MatrixXd> t_factor_;
@@ -90,8 +96,14 @@ class CompactBfgs {
 struct Box {
   const Eigen::VectorXd& lower;
   const Eigen::VectorXd& upper;
+  // Bounds::global_index (empty or one per variable).
+  const std::vector<int64_t>& global_index;
   bool has_lower(int64_t i) const { return lower[i] > -kInf; }
   bool has_upper(int64_t i) const { return upper[i] < kInf; }
+  // Where variable i comes among tied ones (0 for all without an order).
+  int64_t order(int64_t i) const {
+    return global_index.empty() ? 0 : global_index[i];
+  }
   static constexpr double kInf = std::numeric_limits<double>::infinity();
 };
 

@@ -46,12 +46,16 @@ class Reducer {
   double dot(const Eigen::VectorXd& a, const Eigen::VectorXd& b) const {
     ExactSum s;
     s.add_products(a.data(), b.data(), a.size());
-    if (sharded()) {
-      double d = 0;
-      comm_->allreduce_exact_sums(&s, &d, 1);
-      return d;
-    }
-    return s.round();
+    double d = 0;
+    round_over_variables(&s, &d, 1);
+    return d;
+  }
+  // Each of n accumulators of terms over this rank's variables, summed
+  // over the ranks when sharded and rounded once: bitwise the same however
+  // the variables are split. One message for all n.
+  void round_over_variables(const ExactSum* sums, double* out, int n) const {
+    if (sharded()) return comm_->allreduce_exact_sums(sums, out, n);
+    for (int i = 0; i < n; ++i) out[i] = sums[i].round();
   }
   double norm_inf(const Eigen::VectorXd& g) const {
     const double local = g.size() ? g.cwiseAbs().maxCoeff() : 0.0;
@@ -78,10 +82,14 @@ class Reducer {
     comm_->allreduce(all.data(), all.data(), all.size(), ReduceOp::kSum);
     return all;
   }
-  // f and ∇f of one evaluation, combined per layout.
+  // f and ∇f of one evaluation, combined per layout. Sharded: the ranks'
+  // f summed exactly and rounded once (no reduction order shows).
   double combine(double f, Eigen::VectorXd& g) const {
     if (layout_ == Layout::kSharded) {
-      sum(&f, 1);
+      if (!comm_) return f;
+      ExactSum s;
+      s.add(f);
+      comm_->allreduce_exact_sums(&s, &f, 1);
       return f;
     }
     if (!comm_) return f;

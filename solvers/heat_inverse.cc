@@ -387,7 +387,18 @@ optim::LbfgsSummary HeatInverse::fit(Tensor& kappa,
   optim::LbfgsSummary summary;
   if (options_.bounded()) {
     optim::Bounds box{Eigen::VectorXd::Constant(x.size(), options_.kappa_min),
-                      Eigen::VectorXd::Constant(x.size(), options_.kappa_max)};
+                      Eigen::VectorXd::Constant(x.size(), options_.kappa_max),
+                      {}};
+    if (!options_.replicated) {
+      // Ties between grid points go by their row-major index in the whole
+      // grid: the same fit on any patch grid (the replicated κ is the
+      // whole grid in that order already).
+      box.global_index.reserve(x.size());
+      for (int64_t i = 0; i < patch_.n; ++i)
+        for (int64_t j = 0; j < patch_.m; ++j)
+          box.global_index.push_back((patch_.row0 + i) * options_.config.ny +
+                                     patch_.col0 + j);
+    }
     summary = optim::lbfgsb(f, x, box, options, &comm_, layout());
   } else {
     summary = optim::lbfgs(f, x, options, &comm_, layout());

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <string>
@@ -452,6 +453,136 @@ TEST(LbfgsbMpi, MinimizeOnAGraphWithinBounds) {
     EXPECT_STREQ(e.what(),
                  "bounds: one lower bound tensor per variable is needed, got "
                  "1 for 2");
+  }
+}
+
+// Σ aᵢ(xᵢ − tᵢ)² + (Σ x)²/2 with aᵢ = 1 + 0.37·(i mod 3) and tᵢ = −0.3,
+// or 0.3 + 0.05·(i mod 7) for every fourth i: entries with the same
+// (aᵢ, tᵢ) share their gradient, so their breakpoints tie.
+double tied(const Eigen::VectorXd& x, Eigen::VectorXd& g) {
+  const double s = x.sum();
+  double f = 0.5 * s * s;
+  g.resize(x.size());
+  for (int64_t k = 0; k < x.size(); ++k) {
+    const double a = 1.0 + 0.37 * static_cast<double>(k % 3),
+                 t = k % 4 ? -0.3 : 0.3 + 0.05 * static_cast<double>(k % 7);
+    f += a * (x[k] - t) * (x[k] - t);
+    g[k] = 2 * a * (x[k] - t) + s;
+  }
+  return f;
+}
+
+// Rank r of P holds entries r, r + P, r + 2P, … of n: a split no
+// contiguous one resembles.
+std::vector<int64_t> interleaved(int64_t n, int rank, int size) {
+  std::vector<int64_t> mine;
+  for (int64_t i = rank; i < n; i += size) mine.push_back(i);
+  return mine;
+}
+
+// The whole vector from every rank's entries (zero-padded, so the
+// allreduce is exact), on every rank of `comm`.
+Eigen::VectorXd assemble(const Eigen::VectorXd& mine,
+                         const std::vector<int64_t>& where,
+                         int64_t n,
+                         Communicator& comm) {
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(n);
+  for (std::size_t k = 0; k < where.size(); ++k) x[where[k]] = mine[k];
+  comm.allreduce(x.data(), x.data(), n, ReduceOp::kSum);
+  return x;
+}
+
+TEST(LbfgsbMpi, AnySplitGivesTheSameBits) {
+  // Every rank count up to the world's, each on a sub-communicator of the
+  // first ranks, against one rank: every sum is exact and ties go by
+  // Bounds::global_index, so the whole run is the same bits. (Ties that
+  // change the result: tests/solvers/heat_layout_test.cc's bounds case.)
+  constexpr int64_t n = 24;
+  auto world = Communicator::world();
+  struct Run {
+    LbfgsSummary summary;
+    Eigen::VectorXd x;  // whole, on the members
+  };
+  auto run = [&](int ranks) {
+    const bool member = world_rank() < ranks;
+    auto comm = world->split(member ? 0 : 1, world_rank());
+    Run out;
+    if (!member) return out;
+    const std::vector<int64_t> mine =
+        interleaved(n, comm->rank(), comm->size());
+    Bounds b = box(static_cast<int64_t>(mine.size()), -0.3, 0.4);
+    b.global_index = mine;
+    Objective f = [&](const Eigen::VectorXd& x, Eigen::VectorXd& g) {
+      Eigen::VectorXd full_g;
+      const double value = tied(assemble(x, mine, n, *comm), full_g);
+      g.resize(x.size());
+      for (std::size_t k = 0; k < mine.size(); ++k) g[k] = full_g[mine[k]];
+      return comm->rank() == 0 ? value : 0.0;
+    };
+    Eigen::VectorXd x = Eigen::VectorXd::Constant(mine.size(), 0.1);
+    out.summary = lbfgsb(f, x, b, tight(), comm.get(), Layout::kSharded);
+    out.x = assemble(x, mine, n, *comm);
+    return out;
+  };
+  const Run one = run(1);
+  if (world_rank() == 0) {
+    // The reference is a KKT point: the gradient points out of the box
+    // where an entry sits on a bound and vanishes elsewhere.
+    Eigen::VectorXd g;
+    tied(one.x, g);
+    int64_t held = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      if (one.x[k] == -0.3) {
+        EXPECT_GT(g[k], 0) << "entry " << k;
+      } else if (one.x[k] == 0.4) {
+        EXPECT_LT(g[k], 0) << "entry " << k;
+      } else {
+        EXPECT_LT(std::fabs(g[k]), 1e-6) << "entry " << k;
+      }
+      held += one.x[k] == -0.3 || one.x[k] == 0.4;
+    }
+    EXPECT_GT(held, 0);
+    EXPECT_EQ(one.summary.active_bounds, held);
+  }
+  for (int ranks = 2; ranks <= world_size(); ++ranks) {
+    const Run got = run(ranks);
+    if (world_rank() != 0) continue;
+    EXPECT_EQ(got.summary.iterations, one.summary.iterations) << ranks;
+    EXPECT_EQ(got.summary.evaluations, one.summary.evaluations) << ranks;
+    EXPECT_EQ(0, std::memcmp(got.x.data(), one.x.data(), n * sizeof(double)))
+        << ranks << " ranks";
+    ASSERT_EQ(got.summary.f_history.size(), one.summary.f_history.size());
+    EXPECT_EQ(0,
+              std::memcmp(got.summary.f_history.data(),
+                          one.summary.f_history.data(),
+                          one.summary.f_history.size() * sizeof(double)))
+        << ranks << " ranks: f";
+    EXPECT_EQ(
+        0,
+        std::memcmp(got.summary.gradient_norm_history.data(),
+                    one.summary.gradient_norm_history.data(),
+                    one.summary.gradient_norm_history.size() * sizeof(double)))
+        << ranks << " ranks: projected gradient norms";
+  }
+}
+
+TEST(LbfgsbMpi, AGlobalIndexOfTheWrongLengthFailsEveryRank) {
+  auto comm = Communicator::world();
+  const Slice slice(24);
+  Bounds b = box(slice.size(), -0.3, 0.4);
+  b.global_index.assign(world_rank() == 0 ? slice.size() + 1 : slice.size(), 0);
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(slice.size());
+  try {
+    lbfgsb(sharded(coupled, 24), x, b, tight(), comm.get(), Layout::kSharded);
+    ADD_FAILURE() << "a global index of the wrong length accepted";
+  } catch (const OptionsError& e) {
+    const std::string want = "bounds.global_index has " +
+                             std::to_string(Slice(24).size() + 1) +
+                             " entries on rank 0, x has";
+    if (world_rank() == 0) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos)
+          << e.what();
+    }
   }
 }
 
