@@ -1,7 +1,9 @@
 // The exact sums of issue #36 against MPI's own sum, in one run:
 //   1. a scalar allreduce: MPI_Allreduce of one double against
-//      CommContext::allreduce_exact_sum (its ExactSum words, 71 doubles,
-//      summed by MPI), 2000 calls a sample;
+//      CommContext::allreduce_exact (one value a rank: up to 16 ranks the
+//      values are gathered and each rank sums them exactly) and
+//      CommContext::allreduce_exact_sum (any number of values a rank: its
+//      ExactSum words, 71 doubles, summed by MPI), 2000 calls a sample;
 //   2. a vector allreduce, 1 KiB to 64 MiB: MPI_Allreduce (MPI_SUM)
 //      against CommContext::allreduce_exact (exact per element), in ns per
 //      element;
@@ -42,17 +44,27 @@ int main(int argc, char** argv) {
          }
        },
        [&] {
+         for (int i = 0; i < kCalls; ++i) {
+           double y = 0;
+           comm->allreduce_exact(&x, &y, 1);
+           sink += y;
+         }
+       },
+       [&] {
          for (int i = 0; i < kCalls; ++i)
            sink += comm->allreduce_exact_sum(&x, 1);
        }});
   if (root) {
     std::printf(
-        "scalar allreduce, %d ranks: MPI_Allreduce %.2f us, exact %.2f us, "
-        "ratio %.2f\n",
+        "scalar allreduce, %d ranks: MPI_Allreduce %.2f us, "
+        "allreduce_exact %.2f us (ratio %.2f), allreduce_exact_sum %.2f us "
+        "(ratio %.2f)\n",
         comm->size(),
         scalar[0] / kCalls * 1e6,
         scalar[1] / kCalls * 1e6,
-        scalar[1] / scalar[0]);
+        scalar[1] / scalar[0],
+        scalar[2] / kCalls * 1e6,
+        scalar[2] / scalar[0]);
     std::printf("\n%12s %14s %14s %8s\n",
                 "bytes",
                 "mpi_ns/elem",

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -134,6 +135,77 @@ TEST(ExactSum, OrderGroupingAndSplitsGiveBitwiseTheSameSum) {
     EXPECT_EQ(merged.round(), reference);
     EXPECT_EQ(by_words.round(), reference);
   }
+}
+
+// exact_sum_of_few against ExactSum (a second implementation: error-free
+// additions against a fixed-point accumulator) on sets of 1 to 64 values
+// built to be hard: wide and narrow exponent ranges, exact cancellation,
+// subnormals, halfway ties, signed zeros, values near overflow, NaN and
+// infinities.
+TEST(ExactSum, TheFewValuesFormGivesExactSumsBits) {
+  std::mt19937_64 rng(36);
+  const double big = std::numeric_limits<double>::max();
+  const double tiny = std::numeric_limits<double>::denorm_min();
+  int cases = 0;
+  for (int n = 1; n <= 64; n = n < 8 ? n + 1 : n * 2) {
+    for (int trial = 0; trial < 200; ++trial) {
+      const int kind = trial % 8;
+      std::vector<double> x;
+      switch (kind) {
+        case 0:
+          x = random_values(n, -1074, 1023, rng());
+          break;
+        case 1:
+          x = random_values(n, -3, 3, rng());
+          break;
+        case 2: {  // pairs that cancel, and a remainder
+          x = random_values(n / 2 + 1, -60, 60, rng());
+          const std::size_t half = x.size() - 1;
+          for (std::size_t k = 0; k < half && x.size() < std::size_t(n); ++k)
+            x.push_back(-x[k]);
+          break;
+        }
+        case 3:
+          x = random_values(n, -1074, -1000, rng());
+          break;
+        case 4: {  // a tie: 1 + 2^-53 (+ a sticky tail when trial is odd)
+          x = {1.0, 0x1p-53};
+          if (trial % 16 == 12) x.push_back(0x1p-80);
+          if (trial % 16 == 4) x.push_back(-0x1p-80);
+          break;
+        }
+        case 5:
+          x = {big, big * 0x1p-53, -big, tiny, -0.0};
+          break;
+        case 6:
+          x = {-0.0, -0.0, 0.0};
+          break;
+        default: {
+          x = random_values(n, -20, 20, rng());
+          x[rng() % x.size()] =
+              rng() % 2 ? big : -std::numeric_limits<double>::infinity();
+        }
+      }
+      if (x.size() > std::size_t(n) && kind != 4 && kind != 5 && kind != 6)
+        x.resize(n);
+      std::shuffle(x.begin(), x.end(), rng);
+      const double want = sum_of(x);
+      const double got = exact_sum_of_few(x.data(), static_cast<int>(x.size()));
+      ASSERT_EQ(std::memcmp(&got, &want, sizeof got), 0)
+          << "kind " << kind << ", " << x.size() << " values: " << got
+          << " against " << want;
+      ++cases;
+    }
+  }
+  EXPECT_GT(cases, 2000);
+  // Checked by hand: the tie 1 + 2^-53 rounds to even (1), with a positive
+  // tail up, with a negative one down; max + max overflows to +Inf.
+  const double tie[] = {1.0, 0x1p-53}, up[] = {1.0, 0x1p-53, 0x1p-80},
+               down[] = {0x1p-53, -0x1p-80, 1.0}, over[] = {big, big};
+  EXPECT_EQ(exact_sum_of_few(tie, 2), 1.0);
+  EXPECT_EQ(exact_sum_of_few(up, 3), 1.0 + 0x1p-52);
+  EXPECT_EQ(exact_sum_of_few(down, 3), 1.0);
+  EXPECT_EQ(exact_sum_of_few(over, 2), std::numeric_limits<double>::infinity());
 }
 
 }  // namespace
