@@ -204,7 +204,8 @@ CauchyPoint cauchy_point(const Eigen::VectorXd& x,
 
   // f'' = −θ·f' − pᵀMp along the first segment; the model's minimiser on
   // a segment is Δt = −f'/f''.
-  double f2 = -theta * f1 - (k > 0 ? p.dot(bfgs.apply_middle(p)) : 0.0);
+  double f2 =
+      -theta * f1 - (k > 0 ? dot_in_order(p, bfgs.apply_middle(p)) : 0.0);
   const double f2_original = f2;
   double dt_min = -f1 / f2;
   double t_sum = 0, t_previous = 0;
@@ -234,7 +235,8 @@ CauchyPoint cauchy_point(const Eigen::VectorXd& x,
     if (k > 0) {
       out.c += dt * p;
       const Eigen::VectorXd v = bfgs.apply_middle(b.w);
-      const double wmc = out.c.dot(v), wmp = p.dot(v), wmw = b.w.dot(v);
+      const double wmc = dot_in_order(out.c, v), wmp = dot_in_order(p, v),
+                   wmw = dot_in_order(b.w, v);
       p -= b.d * b.w;
       f1 += b.d * wmc;
       f2 += 2.0 * b.d * wmp - d2 * wmw;

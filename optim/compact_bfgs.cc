@@ -1,10 +1,10 @@
 // The compact limited-memory matrix and the subspace step of L-BFGS-B
 // (optim/lbfgsb_impl.h).
-#include <Eigen/LU>
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "optim/in_order_impl.h"
 #include "optim/lbfgsb_impl.h"
 
 namespace adgraph::optim::detail {
@@ -121,13 +121,16 @@ Eigen::MatrixXd CompactBfgs::w_transpose_w() const {
 bool CompactBfgs::factor() {
   const int n = k();
   if (n == 0) return true;
-  const Eigen::VectorXd d = sy_.diagonal();
-  const Eigen::MatrixXd l = sy_.triangularView<Eigen::StrictlyLower>();
-  const Eigen::MatrixXd t =
-      theta_ * Eigen::MatrixXd(ss_.selfadjointView<Eigen::Upper>()) +
-      l * d.cwiseInverse().asDiagonal() * l.transpose();
-  t_factor_.compute(t);
-  return t_factor_.info() == Eigen::Success;
+  // T(i, j) = θ·sᵢᵀsⱼ + Σ_{k < min(i, j)} L(i, k)·L(j, k)/D(k), in order.
+  Eigen::MatrixXd t(n, n);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j <= i; ++j) {
+      double v = theta_ * ss_(j, i);
+      for (int k = 0; k < j; ++k) v += sy_(i, k) * (sy_(j, k) / sy_(k, k));
+      t(i, j) = t(j, i) = v;
+    }
+  }
+  return t_factor_.compute(t);
 }
 
 Eigen::MatrixXd CompactBfgs::middle_inverse() const {
@@ -144,15 +147,23 @@ Eigen::MatrixXd CompactBfgs::middle_inverse() const {
 
 Eigen::VectorXd CompactBfgs::apply_middle(const Eigen::VectorXd& v) const {
   // K [a; b] = [v₁; v₂] by block elimination: T b = v₂ + L D⁻¹ v₁ and
-  // a = D⁻¹ (Lᵀ b − v₁).
+  // a = D⁻¹ (Lᵀ b − v₁); every sum in index order (optim/in_order_impl.h).
   const int n = k();
   if (n == 0) return v;
-  const Eigen::ArrayXd d = sy_.diagonal().array();
-  const Eigen::MatrixXd l = sy_.triangularView<Eigen::StrictlyLower>();
-  const Eigen::VectorXd v1 = v.head(n), v2 = v.tail(n);
-  const Eigen::VectorXd b = t_factor_.solve(v2 + l * (v1.array() / d).matrix());
+  Eigen::VectorXd scaled(n), rhs(n);
+  for (int j = 0; j < n; ++j) scaled[j] = v[j] / sy_(j, j);
+  for (int i = 0; i < n; ++i) {
+    double s = 0;
+    for (int j = 0; j < i; ++j) s += sy_(i, j) * scaled[j];
+    rhs[i] = v[n + i] + s;
+  }
+  const Eigen::VectorXd b = t_factor_.solve(rhs);
   Eigen::VectorXd out(2 * n);
-  out.head(n) = ((l.transpose() * b - v1).array() / d).matrix();
+  for (int j = 0; j < n; ++j) {
+    double s = 0;
+    for (int i = j + 1; i < n; ++i) s += sy_(i, j) * b[i];
+    out[j] = (s - v[j]) / sy_(j, j);
+  }
   out.tail(n) = b;
   return out;
 }
@@ -241,7 +252,7 @@ bool subspace_minimization(const Eigen::VectorXd& x,
   for (int64_t i = 0; i < n; ++i) {
     if (!is_free(where[i])) continue;
     bfgs.w_row(i, &w);
-    r[i] = -theta * (z[i] - x[i]) - g[i] + w.dot(mc);
+    r[i] = -theta * (z[i] - x[i]) - g[i] + dot_in_order(w, mc);
     for (int a = 0; a < 2 * k; ++a) sums[a].add(r[i] * w[a]);
   }
   Eigen::VectorXd wzr(2 * k);
@@ -250,15 +261,13 @@ bool subspace_minimization(const Eigen::VectorXd& x,
   // d = r/θ + Zᵀ·W·u/θ² with (K − Wᵀ·Z·Zᵀ·W/θ)·u = Wᵀ·Z·r: the
   // Sherman–Morrison–Woodbury form of the reduced inverse.
   const Eigen::MatrixXd system = bfgs.middle_inverse() - wzzw / theta;
-  const Eigen::FullPivLU<Eigen::MatrixXd> lu(system);
-  if (!lu.isInvertible()) return false;
-  const Eigen::VectorXd u = lu.solve(wzr);
-  if (!u.allFinite()) return false;
+  Eigen::VectorXd u;
+  if (!solve_in_order(system, wzr, &u)) return false;
   Eigen::VectorXd d = Eigen::VectorXd::Zero(n);
   for (int64_t i = 0; i < n; ++i) {
     if (!is_free(where[i])) continue;
     bfgs.w_row(i, &w);
-    d[i] = r[i] / theta + w.dot(u) / (theta * theta);
+    d[i] = r[i] / theta + dot_in_order(w, u) / (theta * theta);
   }
 
   // The projection of z + d onto the box; kept when it touches no bound or

@@ -9,12 +9,12 @@
 // and J. Nocedal, "Remark on algorithm 778", ACM TOMS 38(1), 2011.
 #pragma once
 
-#include <Eigen/Cholesky>
 #include <Eigen/Core>
 #include <cstdint>
 #include <limits>
 #include <vector>
 
+#include "optim/in_order_impl.h"
 #include "optim/reducer_impl.h"
 
 namespace adgraph::optim::detail {
@@ -89,7 +89,7 @@ class CompactBfgs {
   Eigen::MatrixXd yy_, ys_;
   double theta_ = 1.0;
   // Cholesky factor of T = θ·SᵀS + L·D⁻¹·Lᵀ.
-  Eigen::LLT<Eigen::MatrixXd> t_factor_;
+  CholeskyInOrder t_factor_;
 };
 
 // The box; ±infinity where a side is unbounded.
