@@ -1,13 +1,17 @@
 #include "mpi_ops/collectives.h"
 
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "core/error.h"
+#include "core/exact_sum.h"
 #include "core/op.h"
 #include "mpi_ops/communicator.h"
 #include "ops/elementwise.h"
 #include "ops/reductions.h"
+#include "ops/shape_ops.h"
 
 namespace adgraph {
 namespace {
@@ -110,6 +114,9 @@ Value mpi_reduce_scatter(Value x) {
 }
 Value mpi_alltoall(Value x) { return x.graph().add_node("mpi_alltoall", {x}); }
 Value mpi_total(Value x, int root) { return with_root("mpi_total", x, root); }
+Value mpi_total_rows(Value x, int root) {
+  return with_root("mpi_total_rows", x, root);
+}
 Value mpi_rank(Graph& graph) { return graph.add_node("mpi_rank", {}); }
 Value mpi_size(Graph& graph) { return graph.add_node("mpi_size", {}); }
 
@@ -143,10 +150,64 @@ void register_total_op() {
   register_op(std::move(total));
 }
 
+// y[j…] = Σ_r Σ_i x_r[i, j…] exactly, rounded once, on root (0
+// elsewhere); x̄_r = bcast(ȳ, root) in every row
+void register_total_rows_op() {
+  OpDef total = collective("mpi_total_rows",
+                           "y = x's rows summed over every rank, exact and "
+                           "rounded once per entry, on root; 0 elsewhere",
+                           true);
+  total.shapes_differ_by_rank = true;
+  total.shape = [](const ShapeContext& c) {
+    check_root(c);
+    const Shape& x = c.input_shape(0);
+    if (x.empty())
+      c.fail("input \"x\"", "expected rows (at least one axis), got a scalar");
+    return Shapes{Shape(x.begin() + 1, x.end())};
+  };
+  total.bind = [](const Node& n) {
+    return comm_kernel([root = root_of(n), name = n.name](KernelContext& c,
+                                                          Communicator& comm) {
+      const Tensor& x = c.input(0);
+      Tensor& y = c.output(0);
+      const int64_t m = y.size(), rows = x.shape()[0];
+      // Every rank must sum entries of one shape: agreed before the
+      // message whose length depends on it.
+      double extents[2] = {static_cast<double>(m), -static_cast<double>(m)};
+      comm.allreduce(extents, extents, 2, ReduceOp::kMax);
+      if (extents[0] != -extents[1]) {
+        throw RunError("the entries of a row differ between ranks (" +
+                           std::to_string(static_cast<int64_t>(-extents[1])) +
+                           " to " +
+                           std::to_string(static_cast<int64_t>(extents[0])) +
+                           "); only the number of rows may",
+                       name,
+                       "mpi_total_rows",
+                       "input \"x\"");
+      }
+      std::vector<ExactSum> sums(static_cast<std::size_t>(m));
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < m; ++j) sums[j].add(x[i * m + j]);
+      comm.allreduce_exact_sums(sums.data(), y.data(), static_cast<int>(m));
+      if (comm.rank() != root) y.array().setZero();
+    });
+  };
+  total.gradient = [](const GradientContext& c) {
+    const Shape& x = c.input(0).shape();
+    Shape one_row = x;
+    one_row[0] = 1;
+    return Values{broadcast_to(
+        reshape(mpi_bcast(c.grad(), root_of(c.node())), one_row), x)};
+  };
+  total.tangent = linear_tangent;
+  register_op(std::move(total));
+}
+
 }  // namespace
 
 void register_collective_ops() {
   register_total_op();
+  register_total_rows_op();
   // y = Σ_r x_r on root, 0 elsewhere;  x̄_r = bcast(ȳ, root)
   OpDef sum = collective(
       "mpi_sum", "y = sum over ranks of x on root, zeros elsewhere", true);

@@ -44,6 +44,15 @@ Value mpi_sum(Value x, int root = 0, const std::string& exact = "auto");
 // Adjoint: x̄_r[i] = ȳ_root for every r and i.
 Value mpi_total(Value x, int root = 0);
 
+// y[j…] = Σ_r Σ_i x_r[i, j…]: x's rows summed over every rank, exact and
+// rounded once per entry, on `root`; zeros elsewhere. Each rank may hold
+// its own number of rows (its samples), with the same trailing shape
+// everywhere (checked: a RunError on every rank otherwise). The
+// data-parallel gradient from per-sample gradients: bitwise the same
+// however the samples are split (examples/data_parallel.h).
+// Adjoint: x̄_r[i, j…] = ȳ_root[j…] for every r and i.
+Value mpi_total_rows(Value x, int root = 0);
+
 // y = Σ_r x_r ("sum"), max_r x_r ("max"), min_r x_r ("min") or Π_r x_r
 // ("prod"), element-wise, on every rank.
 // Adjoints (s = Σ_q ȳ_q): sum: x̄_r = s. max/min: x̄_r = s where rank r holds

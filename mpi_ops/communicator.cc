@@ -65,6 +65,13 @@ std::shared_ptr<Communicator> Communicator::duplicate(int64_t handle,
   return out;
 }
 
+std::shared_ptr<Communicator> Communicator::self() {
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  if (!initialised) throw Error("self: MPI is not initialised");
+  return duplicate(MPI_Comm_c2f(MPI_COMM_SELF), "self");
+}
+
 int64_t Communicator::fortran_handle() const {
   return MPI_Comm_c2f(mpi_->comm);
 }

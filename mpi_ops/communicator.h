@@ -48,6 +48,11 @@ class Communicator final : public CommContext {
   // MPI is not initialised or the handle is MPI_COMM_NULL.
   static std::shared_ptr<Communicator> duplicate(int64_t handle,
                                                  std::string name);
+  // This process alone (a duplicate of MPI_COMM_SELF, named "self"): for a
+  // graph whose communication ops (mpi_total, say) should reduce over this
+  // process's data only. Local: no other rank takes part. Throws
+  // adgraph::Error when MPI is not initialised.
+  static std::shared_ptr<Communicator> self();
   // This communicator's Fortran handle (for mpi4py's Comm.f2py); it stays
   // valid while this object lives.
   int64_t fortran_handle() const;

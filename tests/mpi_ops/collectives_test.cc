@@ -337,6 +337,64 @@ TEST(MpiTotal, AdjointBroadcastsTheRootCotangentToEveryElement) {
   EXPECT_THROW(mpi_total(x, size), ShapeError);
 }
 
+// kTotalTerms as a 12 × 2 matrix: column 0 in order, column 1 reversed;
+// rank r holds the rows of its share (uneven, empty on rank 1 of 4).
+Tensor rows_of_terms(int r, int size) {
+  const auto n = static_cast<int64_t>(kTotalTerms.size());
+  const int64_t b = n * r * r / (size * size);
+  const int64_t e = n * (r + 1) * (r + 1) / (size * size);
+  Tensor t(Shape{e - b, 2});
+  for (int64_t i = b; i < e; ++i) {
+    t[(i - b) * 2] = kTotalTerms[i];
+    t[(i - b) * 2 + 1] = kTotalTerms[n - 1 - i];
+  }
+  return t;
+}
+
+TEST(MpiTotalRows, SumsTheRowsOfEveryRankRoundedOnce) {
+  const int rank = world_rank(), size = world_size();
+  for (int root : {0, size - 1}) {
+    Graph g;
+    Value x = g.constant(rows_of_terms(rank, size));
+    Session s(g);
+    const Tensor y = s.run(mpi_total_rows(x, root));
+    ASSERT_EQ(y.shape(), Shape{2});
+    const double want = rank == root ? rounded_total() : 0.0;
+    EXPECT_EQ(y.to_vector(), std::vector<double>({want, want}));
+  }
+}
+
+TEST(MpiTotalRows, GradientsAndRefusals) {
+  const int rank = world_rank(), size = world_size();
+  const int root = size - 1;
+  Graph g;
+  const Shape shape{rank + 1, 3};  // its own number of rows on each rank
+  Value x = g.placeholder("x", shape);
+  expect_gradients_ok(rank_weighted_loss(mpi_total_rows(x, root)),
+                      {x},
+                      {{x, random_tensor(shape, 6)}});
+  expect_adjoint_identity([&](Value v) { return mpi_total_rows(v, root); },
+                          {2, 3});
+  Value scalar = g.placeholder("s", {});
+  EXPECT_THROW(mpi_total_rows(scalar), ShapeError);
+  if (size > 1) {
+    // Rows of 2 entries on rank 0, of 3 elsewhere: refused on every rank.
+    Graph h;
+    Value odd = h.placeholder("odd", {2, rank == 0 ? 2 : 3});
+    Value y = mpi_total_rows(odd);
+    Session s(h);
+    try {
+      s.run(y, {{odd, Tensor(odd.shape(), 1.0)}});
+      ADD_FAILURE() << "rows of unequal length accepted";
+    } catch (const RunError& e) {
+      EXPECT_NE(std::string(e.what()).find(
+                    "the entries of a row differ between ranks (2 to 3)"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(MpiAllreduce, TheExactModeReachesTheAdjointAndBadModesAreRefused) {
   const int size = world_size();
   Graph g;
