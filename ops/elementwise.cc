@@ -11,6 +11,18 @@
 namespace adgraph {
 namespace {
 
+// The transcendental functions element by element through the C library.
+// Eigen's packet versions round differently from it and serve only whole
+// packets, the rest of an array going through the library: an element's
+// result would then depend on where it falls in its array, that is on
+// the shard sizes of a decomposition (issue #36), and on the vector width.
+constexpr auto libm_exp = [](double v) { return std::exp(v); };
+constexpr auto libm_log = [](double v) { return std::log(v); };
+constexpr auto libm_sin = [](double v) { return std::sin(v); };
+constexpr auto libm_cos = [](double v) { return std::cos(v); };
+constexpr auto libm_tanh = [](double v) { return std::tanh(v); };
+constexpr auto libm_pow = [](double a, double b) { return std::pow(a, b); };
+
 bool scalar_like(const Shape& small, const Shape& big) {
   return num_elements(small) == 1 && small.size() <= big.size();
 }
@@ -206,7 +218,7 @@ void register_elementwise_ops() {
   register_op(binary(
       "pow",
       "y = a ^ b (b a tensor; d/db needs a > 0)",
-      [](const auto& a, const auto& b) { return a.pow(b); },
+      [](const auto& a, const auto& b) { return a.binaryExpr(b, libm_pow); },
       [](const GradientContext& c) {
         Value a = c.input(0), b = c.input(1);
         Value ga = c.grad() * a.graph().add_node("pow_base_derivative", {a, b});
@@ -229,7 +241,7 @@ void register_elementwise_ops() {
       "y = b * a ^ (b - 1), 0 where b = 0 (the derivative of a ^ b)",
       [](const auto& a, const auto& b) {
         return (b == 0.0).select(Eigen::ArrayXd::Zero(b.size()),
-                                 b * a.pow(b - 1.0));
+                                 b * a.binaryExpr(b - 1.0, libm_pow));
       },
       [](const GradientContext& c) {
         Value a = c.input(0), b = c.input(1);
@@ -266,7 +278,8 @@ void register_elementwise_ops() {
       if (p == 2.0) {
         c.output(0).array() = c.input(0).array().square();
       } else {
-        c.output(0).array() = c.input(0).array().pow(p);
+        c.output(0).array() = c.input(0).array().unaryExpr(
+            [p](double v) { return std::pow(v, p); });
       }
     });
   };
@@ -296,7 +309,7 @@ void register_elementwise_ops() {
   register_op(unary(
       "exp",
       "y = exp(x)",
-      [](const auto& x) { return x.exp(); },
+      [](const auto& x) { return x.unaryExpr(libm_exp); },
       [](const GradientContext& c) { return Values{c.grad() * c.output(0)}; },
       [](const TangentContext& c) {
         return Values{c.tangent() * c.output(0)};
@@ -305,7 +318,7 @@ void register_elementwise_ops() {
   register_op(unary(
       "log",
       "y = log(x)",
-      [](const auto& x) { return x.log(); },
+      [](const auto& x) { return x.unaryExpr(libm_log); },
       [](const GradientContext& c) { return Values{c.grad() / c.input(0)}; },
       [](const TangentContext& c) {
         return Values{c.tangent() / c.input(0)};
@@ -336,7 +349,7 @@ void register_elementwise_ops() {
   register_op(unary(
       "sin",
       "y = sin(x)",
-      [](const auto& x) { return x.sin(); },
+      [](const auto& x) { return x.unaryExpr(libm_sin); },
       [](const GradientContext& c) {
         return Values{c.grad() * cos(c.input(0))};
       },
@@ -347,7 +360,7 @@ void register_elementwise_ops() {
   register_op(unary(
       "cos",
       "y = cos(x)",
-      [](const auto& x) { return x.cos(); },
+      [](const auto& x) { return x.unaryExpr(libm_cos); },
       [](const GradientContext& c) {
         return Values{-(c.grad() * sin(c.input(0)))};
       },
@@ -358,7 +371,7 @@ void register_elementwise_ops() {
   register_op(unary(
       "tanh",
       "y = tanh(x)",
-      [](const auto& x) { return x.tanh(); },
+      [](const auto& x) { return x.unaryExpr(libm_tanh); },
       [](const GradientContext& c) {
         return Values{c.grad() * (1.0 - square(c.output(0)))};
       },
