@@ -72,14 +72,22 @@ inline Eigen::VectorXd initial_parameters(Model model, int d, int hidden) {
 }
 
 // The loss graph of one rank. With `distributed`, loss and grad are summed
-// over the ranks by mpi_allreduce; without, they are this data's alone (the
-// single-process reference).
+// over the ranks of the world; without, over this process's data alone
+// (the single-process reference, on Communicator::self()).
+//
+// Every sample has its own copy of θ (row i of `rows` for sample i), so
+// the gradient with respect to those rows keeps each sample's term apart
+// (no sum over samples inside a matmul's adjoint); mpi_total_rows then
+// sums them over the samples of every rank exactly, rounded once, as
+// mpi_total sums the loss. Loss, gradient and the trained parameters are
+// therefore the same bits on any number of ranks (issue #36), at the cost
+// of an n × p matrix of per-sample gradients.
 struct TrainingGraph {
   std::unique_ptr<Graph> graph = std::make_unique<Graph>();
   Value theta;    // placeholder [p], the same on every rank
   Value weight;   // placeholder [n_local]: sample weights (1/B in the batch)
-  Value loss;     // Σ_i weight_i·ℓ_i over all ranks' samples
-  Value grad;     // ∂loss/∂θ
+  Value loss;     // Σ_i weight_i·ℓ_i over all ranks' samples, every rank
+  Value grad;     // ∂loss/∂θ, every rank
   Value correct;  // number of correctly classified samples, all ranks
 };
 
@@ -89,6 +97,7 @@ inline TrainingGraph build_training_graph(Model model,
                                           bool distributed) {
   TrainingGraph t;
   Graph& g = *t.graph;
+  if (!distributed) g.set_comm(Communicator::self());
   const int64_t n = data.x.rows(), d = data.x.cols();
   Tensor x(Shape{n, d});
   for (int64_t i = 0; i < n; ++i) {
@@ -98,36 +107,36 @@ inline TrainingGraph build_training_graph(Model model,
   for (int64_t i = 0; i < n; ++i) y[i] = data.y(i);
   Value xs = g.constant(std::move(x), "features");
   Value ys = g.constant(std::move(y), "labels");
-  t.theta = g.placeholder("theta",
-                          {num_parameters(model, static_cast<int>(d), hidden)});
+  const int64_t p = num_parameters(model, static_cast<int>(d), hidden);
+  t.theta = g.placeholder("theta", {p});
   t.weight = g.placeholder("weight", {n});
+  Value rows = broadcast_to(reshape(t.theta, {1, p}), {n, p});
+  auto columns = [&](int64_t begin, int64_t end) {
+    return slice(rows, 1, begin, end);
+  };
 
   Value z;  // logits [n]
   if (model == Model::kLogistic) {
-    z = matvec(xs, slice(t.theta, 0, 0, d)) + slice(t.theta, 0, d, d + 1);
+    z = sum(xs * columns(0, d), {1}) + reshape(columns(d, d + 1), {n});
   } else {
     const int64_t h = hidden;
-    Value w1 = reshape(slice(t.theta, 0, 0, d * h), {d, h});
-    Value b1 = slice(t.theta, 0, d * h, d * h + h);
-    Value w2 = slice(t.theta, 0, d * h + h, d * h + 2 * h);
-    Value b2 = slice(t.theta, 0, d * h + 2 * h, d * h + 2 * h + 1);
-    Value hidden_layer = tanh(matmul(xs, w1) + broadcast_to(b1, {n, h}));
-    z = matvec(hidden_layer, w2) + b2;
+    Value w1 = reshape(columns(0, d * h), {n, d, h});
+    Value b1 = columns(d * h, d * h + h);
+    Value w2 = columns(d * h + h, d * h + 2 * h);
+    Value b2 = reshape(columns(d * h + 2 * h, d * h + 2 * h + 1), {n});
+    Value spread = broadcast_to(reshape(xs, {n, d, 1}), {n, d, h});
+    Value hidden_layer = tanh(sum(spread * w1, {1}) + b1);
+    z = sum(hidden_layer * w2, {1}) + b2;
   }
   // Binary cross-entropy from logits: softplus(z) − y·z, with the stable
   // softplus(z) = (z + |z|)/2 + log(1 + exp(−|z|)).
   Value softplus = 0.5 * (z + abs(z)) + log(1.0 + exp(-abs(z)));
-  Value local_loss = dot(t.weight, softplus - ys * z);
-  Value local_grad = gradient(local_loss, t.theta);
+  Value total = mpi_total(t.weight * (softplus - ys * z));  // on rank 0
   // Prediction sign(z) ∈ {−1, 0, 1} → (1 + sign)/2; correct = 1 − |p − y|.
-  Value local_correct = sum(1.0 - abs(0.5 * (1.0 + sign(z)) - ys));
-  if (distributed) {
-    t.loss = mpi_allreduce(local_loss, "sum");
-    t.grad = mpi_allreduce(local_grad, "sum");
-    t.correct = mpi_allreduce(local_correct, "sum");
-  } else {
-    t.loss = local_loss, t.grad = local_grad, t.correct = local_correct;
-  }
+  Value correct = 1.0 - abs(0.5 * (1.0 + sign(z)) - ys);
+  t.loss = mpi_bcast(total);
+  t.grad = mpi_bcast(mpi_total_rows(gradient(total, rows)));
+  t.correct = mpi_bcast(mpi_total(correct));
   return t;
 }
 
