@@ -75,8 +75,9 @@ inline Eigen::VectorXd initial_parameters(Model model, int d, int hidden) {
 // over the ranks of the world; without, over this process's data alone
 // (the single-process reference, on Communicator::self()).
 //
-// Every sample has its own copy of θ (row i of `rows` for sample i), so
-// the gradient with respect to those rows keeps each sample's term apart
+// Every sample has its own copy of θ (row i of each block of θ for sample
+// i), so the gradient with respect to those rows keeps each sample's term
+// apart
 // (no sum over samples inside a matmul's adjoint); mpi_total_rows then
 // sums them over the samples of every rank exactly, rounded once, as
 // mpi_total sums the loss. Loss, gradient and the trained parameters are
@@ -110,20 +111,25 @@ inline TrainingGraph build_training_graph(Model model,
   const int64_t p = num_parameters(model, static_cast<int>(d), hidden);
   t.theta = g.placeholder("theta", {p});
   t.weight = g.placeholder("weight", {n});
-  Value rows = broadcast_to(reshape(t.theta, {1, p}), {n, p});
-  auto columns = [&](int64_t begin, int64_t end) {
-    return slice(rows, 1, begin, end);
+  // θ in blocks (w, b or W1, b1, w2, b2), each given one row per sample.
+  std::vector<Value> blocks;
+  auto block = [&](int64_t begin, int64_t end) {
+    Value one = reshape(slice(t.theta, 0, begin, end), {1, end - begin});
+    blocks.push_back(broadcast_to(one, {n, end - begin}));
+    return blocks.back();
   };
 
   Value z;  // logits [n]
   if (model == Model::kLogistic) {
-    z = sum(xs * columns(0, d), {1}) + reshape(columns(d, d + 1), {n});
+    Value w = block(0, d);  // blocks made in θ's order, as concat joins them
+    Value b = reshape(block(d, d + 1), {n});
+    z = sum(xs * w, {1}) + b;
   } else {
     const int64_t h = hidden;
-    Value w1 = reshape(columns(0, d * h), {n, d, h});
-    Value b1 = columns(d * h, d * h + h);
-    Value w2 = columns(d * h + h, d * h + 2 * h);
-    Value b2 = reshape(columns(d * h + 2 * h, d * h + 2 * h + 1), {n});
+    Value w1 = reshape(block(0, d * h), {n, d, h});
+    Value b1 = block(d * h, d * h + h);
+    Value w2 = block(d * h + h, d * h + 2 * h);
+    Value b2 = reshape(block(d * h + 2 * h, d * h + 2 * h + 1), {n});
     Value spread = broadcast_to(reshape(xs, {n, d, 1}), {n, d, h});
     Value hidden_layer = tanh(sum(spread * w1, {1}) + b1);
     z = sum(hidden_layer * w2, {1}) + b2;
@@ -135,7 +141,8 @@ inline TrainingGraph build_training_graph(Model model,
   // Prediction sign(z) ∈ {−1, 0, 1} → (1 + sign)/2; correct = 1 − |p − y|.
   Value correct = 1.0 - abs(0.5 * (1.0 + sign(z)) - ys);
   t.loss = mpi_bcast(total);
-  t.grad = mpi_bcast(mpi_total_rows(gradient(total, rows)));
+  // The per-sample gradients, block by block, side by side: [n, p].
+  t.grad = mpi_bcast(mpi_total_rows(concat(gradients(total, blocks), 1)));
   t.correct = mpi_bcast(mpi_total(correct));
   return t;
 }
