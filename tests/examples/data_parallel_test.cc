@@ -103,6 +103,20 @@ Eigen::VectorXd hand_train(Model model,
   return theta;
 }
 
+// This rank's shard of `data` (shard_range) and the index of its first
+// sample.
+struct Shard {
+  int64_t first;
+  DataSet data;
+};
+Shard my_shard(const DataSet& data) {
+  const int64_t n = data.x.rows();
+  const auto [first, last] = shard_range(n, world_rank(), world_size());
+  return {first,
+          {data.x.middleRows(first, last - first),
+           data.y.segment(first, last - first)}};
+}
+
 struct Case {
   Model model;
   TrainOptions options;
@@ -110,11 +124,8 @@ struct Case {
 };
 
 TEST(DataParallel, EveryRankCountMatchesSingleProcessTraining) {
-  const int rank = world_rank(), size = world_size();
   const DataSet data = synthetic_data(kSamples, kFeatures);
-  const auto [first, last] = shard_range(kSamples, rank, size);
-  const DataSet shard{data.x.middleRows(first, last - first),
-                      data.y.segment(first, last - first)};
+  const auto [first, shard] = my_shard(data);
   const Case cases[] = {
       {Model::kLogistic, {"sgd", 100, 0.5, 0}, "logistic, full-batch SGD"},
       {Model::kLogistic, {"sgd", 100, 0.5, 32}, "logistic, SGD batch 32"},
@@ -152,11 +163,8 @@ TEST(DataParallel, EveryRankCountGivesTheSingleProcessBits) {
   // 4 ranks), mini-batches that fall unevenly on the shards, and L-BFGS.
   // Registered at 1 to 4 ranks, so every rank count meets the one-process
   // run.
-  const int rank = world_rank(), size = world_size();
   const DataSet data = synthetic_data(kSamples, kFeatures);
-  const auto [first, last] = shard_range(kSamples, rank, size);
-  const DataSet shard{data.x.middleRows(first, last - first),
-                      data.y.segment(first, last - first)};
+  const auto [first, shard] = my_shard(data);
   const Case cases[] = {
       {Model::kLogistic, {"sgd", 40, 0.5, 32}, "logistic, SGD batch 32"},
       {Model::kLogistic, {"lbfgs", 15, 0.0, 0}, "logistic, L-BFGS"},
@@ -204,11 +212,10 @@ TEST(DataParallel, ShardsCoverTheDataOnce) {
 }
 
 TEST(DataParallel, GraphGradientPassesTheChecker) {
-  const int rank = world_rank(), size = world_size();
+  const int size = world_size();
   const DataSet data = synthetic_data(40, 3);
-  const auto [first, last] = shard_range(40, rank, size);
-  const DataSet shard{data.x.middleRows(first, last - first),
-                      data.y.segment(first, last - first)};
+  const auto [first, shard] = my_shard(data);
+  const int64_t last = first + shard.x.rows();
   for (Model model : {Model::kLogistic, Model::kMlp}) {
     TrainingGraph t = build_training_graph(model, shard, 3, true);
     Tensor theta = random_tensor(t.theta.shape(), 5);
