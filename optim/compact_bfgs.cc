@@ -243,8 +243,8 @@ bool subspace_minimization(const Eigen::VectorXd& x,
   Eigen::VectorXd& z = cauchy.x;
 
   // Reduced residual r = −Zᵀ(g + θ(z − x) − W·M·c) on the free variables,
-  // and Wᵀ·Z·r and Wᵀ·Z·Zᵀ·W as exact sums (the same bits however the
-  // variables are split between ranks), in one reduction.
+  // then Wᵀ·Z·r and Wᵀ·Z·Zᵀ·W as exact sums (the same bits however the
+  // variables are split between ranks).
   const Eigen::VectorXd mc = bfgs.apply_middle(cauchy.c);
   Eigen::VectorXd r = Eigen::VectorXd::Zero(n);
   std::vector<ExactSum> sums(2 * k);
