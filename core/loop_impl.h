@@ -41,7 +41,7 @@ class BodyRunner final {
 
   // Runs the plan with body input i read from *inputs[i]. When `donated`
   // is given and donated[i] == inputs[i], the caller gives up that input's
-  // buffer: an in-place op (OpDef::in_place) that is its only reader writes
+  // buffer: an in-place op (OpDef::in_place) that is its last reader writes
   // its output there, and *donated[i] is left holding some buffer of the
   // same size (contents undefined). Donated or not, the results are the same.
   void run(const Tensor* const* inputs, Tensor* const* donated = nullptr);

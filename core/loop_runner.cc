@@ -101,19 +101,41 @@ BodyRunner::BodyRunner(const LoopBody& body, const std::vector<int>& wanted)
       step.readers.push_back(readers[step.first_slot + k]);
   }
   // In place: an output takes an input's buffer when this step is the
-  // input's only reader and the input is neither a body input nor output.
+  // input's last reader (the steps run in order, so the others have read
+  // it) and reads it through that input alone, and the input is not a
+  // body output (a body input only when donated). E.g. the gather adjoint
+  // of heat_step writes ū over the carried ū⁺ after heat_step_adjoint_edges
+  // has read its edges.
+  std::vector<int> last_reader(num_slots, -1);
+  for (std::size_t index = 0; index < steps_.size(); ++index) {
+    const Step& step = steps_[index];
+    for (std::size_t i = 0; i < step.input_slots.size(); ++i)
+      if (!is_shape_only(*step.node->op, static_cast<int>(i)))
+        last_reader[step.input_slots[i]] = static_cast<int>(index);
+  }
+  auto reads_once = [&](const Step& step, int slot) {
+    int count = 0;
+    for (std::size_t i = 0; i < step.input_slots.size(); ++i)
+      if (step.input_slots[i] == slot &&
+          !is_shape_only(*step.node->op, static_cast<int>(i)))
+        ++count;
+    return count == 1;
+  };
   std::vector<char> is_output_slot(num_slots, 0), handed_over(num_slots, 0);
   for (int slot : output_slot_)
     if (slot >= 0) is_output_slot[slot] = 1;
   std::vector<int> body_input_of(num_slots, -1);
   for (std::size_t i = 0; i < input_slot_.size(); ++i)
     body_input_of[input_slot_[i]] = static_cast<int>(i);
-  for (Step& step : steps_) {
+  for (std::size_t index = 0; index < steps_.size(); ++index) {
+    Step& step = steps_[index];
     for (const auto& [out, in] : step.node->op->in_place) {
       if (in >= static_cast<int>(step.input_slots.size())) continue;
       const int slot = step.input_slots[in];
       bool eligible =
-          readers[slot] == 1 && !is_output_slot[slot] && !handed_over[slot] &&
+          last_reader[slot] == static_cast<int>(index) &&
+          reads_once(step, slot) && !is_output_slot[slot] &&
+          !handed_over[slot] &&
           num_elements(step.node->inputs[in].shape()) == step.sizes[out];
       for (const auto& [o, s] : step.in_place) eligible = eligible && o != out;
       for (const auto& [o, i] : step.in_place_donated)

@@ -129,6 +129,32 @@ TEST(Loop, ValuesMatchAHandWrittenRecurrence) {
             (std::vector<double>{1.75, -0.5, 1.9375, -0.125}));
 }
 
+TEST(Loop, AnInPlaceLastReaderOfACarryRunsAfterItsOtherReaders) {
+  // c_{t+1} = 3·c_t + (−c_t) = 2·c_t: the carry is read by the product
+  // first and by the negation last, which may write over the carry's
+  // buffer (OpDef::in_place, the body runner's last-reader rule) only
+  // after the product has read it. 10 steps: c = 1024·x, exactly. And the
+  // same through the adjoint (whose body reads the carried cotangent
+  // twice too): dc/dx = 1024.
+  Graph g;
+  Value x = g.placeholder("x", {300});
+  LoopResult r = loop(10, {x}, {}, [](const LoopArgs& l) {
+    Value tripled = l.carries[0] * 3.0;
+    Value negated = -l.carries[0];
+    return LoopStep{{tripled + negated}, {}};
+  });
+  Value loss = sum(r.carries[0] * r.carries[0]) * 0.5;
+  Value grad = gradient(loss, x);
+  Tensor xv(Shape{300});
+  for (int64_t i = 0; i < xv.size(); ++i) xv[i] = 0.25 * i - 7.0;
+  Session s(g);
+  const auto out = s.run({r.carries[0], grad}, {{x, xv}});
+  for (int64_t i = 0; i < xv.size(); ++i) {
+    EXPECT_EQ(out[0][i], 1024.0 * xv[i]) << i;
+    EXPECT_EQ(out[1][i], 1024.0 * 1024.0 * xv[i]) << i;
+  }
+}
+
 TEST(Loop, StepIndexIsFedToTheBody) {
   // c_{t+1} = c_t + t: after 5 steps c = 0 + 1 + 2 + 3 + 4 = 10.
   Graph g;
