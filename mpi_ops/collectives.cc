@@ -114,6 +114,9 @@ Value mpi_reduce_scatter(Value x) {
 }
 Value mpi_alltoall(Value x) { return x.graph().add_node("mpi_alltoall", {x}); }
 Value mpi_total(Value x, int root) { return with_root("mpi_total", x, root); }
+Value mpi_dot(Value a, Value b, int root) {
+  return a.graph().add_node("mpi_dot", {a, b}, {{"root", root}});
+}
 Value mpi_total_rows(Value x, int root) {
   return with_root("mpi_total_rows", x, root);
 }
@@ -148,6 +151,43 @@ void register_total_op() {
   };
   total.tangent = linear_tangent;
   register_op(std::move(total));
+}
+
+// y = Σ_r Σ_i a_r[i]·b_r[i], the sum exact and rounded once, on root (0
+// elsewhere); s = bcast(ȳ, root), ā_r = s·b_r, b̄_r = s·a_r
+void register_dot_op() {
+  OpDef dot = collective("mpi_dot",
+                         "y = the sum of a * b over every element of every "
+                         "rank, exact and rounded once, on root; 0 elsewhere",
+                         true);
+  dot.inputs = {"a", "b"};
+  dot.shapes_differ_by_rank = true;
+  dot.shape = [](const ShapeContext& c) {
+    check_root(c);
+    if (c.input_shape(0) != c.input_shape(1)) {
+      c.fail("input \"b\"",
+             "shape " + shape_string(c.input_shape(1)) + " differs from a's " +
+                 shape_string(c.input_shape(0)));
+    }
+    return Shapes{Shape{}};
+  };
+  dot.bind = [](const Node& n) {
+    return comm_kernel(
+        [root = root_of(n)](KernelContext& c, Communicator& comm) {
+          const Tensor &a = c.input(0), &b = c.input(1);
+          ExactSum sum;
+          sum.add_products(a.data(), b.data(), a.size());
+          double y = 0;
+          comm.allreduce_exact_sums(&sum, &y, 1);
+          c.output(0)[0] = comm.rank() == root ? y : 0.0;
+        });
+  };
+  dot.gradient = [](const GradientContext& c) {
+    Value s = mpi_bcast(c.grad(), root_of(c.node()));
+    return Values{s * c.input(1), s * c.input(0)};
+  };
+  dot.tangent = bilinear_tangent;
+  register_op(std::move(dot));
 }
 
 // y[j…] = Σ_r Σ_i x_r[i, j…] exactly, rounded once, on root (0
@@ -207,6 +247,7 @@ void register_total_rows_op() {
 
 void register_collective_ops() {
   register_total_op();
+  register_dot_op();
   register_total_rows_op();
   // y = Σ_r x_r on root, 0 elsewhere;  x̄_r = bcast(ȳ, root)
   OpDef sum = collective(

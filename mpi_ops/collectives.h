@@ -44,6 +44,14 @@ Value mpi_sum(Value x, int root = 0, const std::string& exact = "auto");
 // Adjoint: x̄_r[i] = ȳ_root for every r and i.
 Value mpi_total(Value x, int root = 0);
 
+// y = Σ_r Σ_i a_r[i]·b_r[i] on `root` (0 elsewhere): each product rounded,
+// their sum over every rank exact and rounded once, so y is bitwise the
+// same however the elements are split. a and b have one shape on a rank
+// (it may differ between ranks). One pass over a and b: the decomposed
+// least-squares loss L = mpi_dot(misfit, misfit) without a misfit²
+// tensor. Adjoint: s = ȳ_root broadcast, ā_r = s·b_r, b̄_r = s·a_r.
+Value mpi_dot(Value a, Value b, int root = 0);
+
 // y[j…] = Σ_r Σ_i x_r[i, j…]: x's rows summed over every rank, exact and
 // rounded once per entry, on `root`; zeros elsewhere. Each rank may hold
 // its own number of rows (its samples), with the same trailing shape

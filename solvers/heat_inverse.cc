@@ -118,7 +118,7 @@ HeatInverse::HeatInverse(HeatInverseOptions options,
   Value u = in_time ? solution.observed : solution.u;
   obs_ = g.placeholder("u_obs", u.shape());
   // Σ misfit² over every rank's points (with sensors, Σ d ⊙ mask ⊙ d,
-  // exact for a 0/1 mask), exact and rounded once on rank 0 (mpi_total):
+  // exact for a 0/1 mask), exact and rounded once on rank 0 (mpi_dot):
   // the same bits for every decomposition.
   Value misfit = u - obs_;
   Value weighted = misfit;
@@ -134,7 +134,7 @@ HeatInverse::HeatInverse(HeatInverseOptions options,
     }
     weighted = misfit * g.constant(mask, "sensor_mask");
   }
-  misfit_ = mpi_total(misfit * weighted, 0);
+  misfit_ = mpi_dot(misfit, weighted, 0);
   local_loss_ = misfit_;
   // The regularization joins the graph only when asked for, so the plain
   // problem's graph (and result) is the same as without it.

@@ -220,7 +220,8 @@ void register_smoothness_ops() {
 void register_regularization_ops() { register_smoothness_ops(); }
 
 Value regularization_tikhonov(Value kappa, Value kappa0, double alpha) {
-  return alpha * mpi_total(square(kappa - kappa0), 0);
+  Value d = kappa - kappa0;
+  return alpha * mpi_dot(d, d, 0);
 }
 
 Value regularization_smoothness(Value kappa,

@@ -14,7 +14,8 @@
 
 namespace adgraph::solvers {
 
-// α·‖κ − κ₀‖² over this rank's entries. kappa and kappa0 have one shape;
+// α·‖κ − κ₀‖² over every rank's entries, the sum exact (mpi_dot), on rank
+// 0 (0 elsewhere). kappa and kappa0 have one shape;
 // alpha >= 0. Throws ShapeError (naming the nodes) when the shapes differ.
 Value regularization_tikhonov(Value kappa, Value kappa0, double alpha);
 

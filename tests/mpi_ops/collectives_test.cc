@@ -337,6 +337,57 @@ TEST(MpiTotal, AdjointBroadcastsTheRootCotangentToEveryElement) {
   EXPECT_THROW(mpi_total(x, size), ShapeError);
 }
 
+TEST(MpiDot, SumsTheProductsOfEveryRankRoundedOnce) {
+  // a = the shares of kTotalTerms, b = 1 but −1 where a term is doubled
+  // below: Σ a·b with its products exact, so the expected total is
+  // kTotalTerms' (as by __float128) minus twice the negated terms.
+  const int rank = world_rank(), size = world_size();
+  const Tensor a = share_of_terms(rank, size);
+  Tensor b(a.shape(), 1.0);
+  Tensor a_times_b = a;
+  for (int64_t i = 0; i < b.size(); i += 3) b[i] = -1.0, a_times_b[i] = -a[i];
+  Graph g;
+  Value va = g.constant(a), vb = g.constant(b);
+  Value products = g.constant(a_times_b);
+  const int root = size - 1;
+  Session s(g);
+  const double dot = s.run(mpi_dot(va, vb, root)).item();
+  const double total = s.run(mpi_total(products, root)).item();
+  EXPECT_EQ(dot, total);
+  // The negated terms over all ranks: every third of each share.
+  __float128 want = 0;
+  for (int r = 0; r < size; ++r) {
+    const Tensor share = share_of_terms(r, size);
+    for (int64_t i = 0; i < share.size(); ++i)
+      want += i % 3 == 0 ? -static_cast<__float128>(share[i]) : share[i];
+  }
+  EXPECT_EQ(dot, rank == root ? static_cast<double>(want) : 0.0);
+}
+
+TEST(MpiDot, GradientsAndRefusals) {
+  const int rank = world_rank(), size = world_size();
+  const int root = size - 1;
+  Graph g;
+  const Shape shape{rank + 1, 2};  // a different shape on each rank
+  Value a = g.placeholder("a", shape), b = g.placeholder("b", shape);
+  expect_gradients_ok(
+      rank_weighted_loss(mpi_dot(a, b, root)),
+      {a, b},
+      {{a, random_tensor(shape, 7)}, {b, random_tensor(shape, 8)}});
+  // ∂/∂a of (q + 1)·mpi_dot(a, a) summed over q: 2·(root + 1)·a.
+  Graph h;
+  Value h_a = h.placeholder("a", shape);
+  Value grad = gradient(mpi_dot(h_a, h_a, root) * (rank + 1.0), h_a);
+  Session s(h);
+  const Tensor x = random_tensor(shape, 9);
+  const Tensor got = s.run(grad, {{h_a, x}});
+  for (int64_t i = 0; i < x.size(); ++i)
+    EXPECT_EQ(got[i], 2 * (root + 1.0) * x[i]);
+  Value other = g.placeholder("c", {rank + 2});
+  EXPECT_THROW(mpi_dot(a, other, root), ShapeError);
+  EXPECT_THROW(mpi_dot(a, b, size), ShapeError);
+}
+
 // kTotalTerms as a 12 × 2 matrix: column 0 in order, column 1 reversed;
 // rank r holds the rows of its share (uneven, empty on rank 1 of 4).
 Tensor rows_of_terms(int r, int size) {
