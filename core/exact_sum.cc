@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -123,12 +124,120 @@ void add_binned(ExactSum& sum, int64_t n, Value value) {
 
 }  // namespace
 
+namespace {
+
+// Blocks of kBlock values are first split by extraction (S. M. Rump,
+// T. Ogita, S. Oishi, "Accurate floating-point summation part I", SIAM J.
+// Sci. Comput. 31, 2008, Lemma 3.3): with σ = 2^k >= 2^kBlockBits·max|x|,
+// q = (σ + x) − σ and r = x − q are exact, every q is a multiple of
+// 2^(k−53) and the sum of a block's q (at most kBlock of them, each below
+// σ/2^kBlockBits + 2^(k−53)) stays below σ, so it is exact in any order:
+// plain double adds in vector lanes. Each pass takes 53 − kBlockBits bits
+// of every value; the residuals go through the next pass with σ scaled
+// down by 2^(kBlockBits−53). What is left after kPasses (values far below
+// the block's largest) goes to the bins, and so does a block with NaN,
+// infinities, values near overflow or a σ near the subnormals. Every part
+// is exact, so the accumulator holds the same number as element by
+// element: about 0.6 ns an element instead of 2.2 (bench/exact_sum_bench).
+constexpr int64_t kBlock = 2048;
+constexpr int kBlockBits = 12;  // 2^12 >= kBlock + 2
+constexpr int kPasses = 3;
+// As many lanes as the target's vectors hold (the sums are exact, so the
+// width does not change them).
+#if defined(__AVX__)
+constexpr int kWidth = 4;
+#else
+constexpr int kWidth = 2;
+#endif
+using Lanes = double __attribute__((vector_size(kWidth * sizeof(double))));
+using LaneBits = long long __attribute__((vector_size(kWidth * 8)));
+
+inline Lanes load_lanes(const double* p) {
+  Lanes v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+inline void store_lanes(double* p, Lanes v) { std::memcpy(p, &v, sizeof v); }
+
+inline Lanes splat(double v) {
+  Lanes out;
+  for (int k = 0; k < kWidth; ++k) out[k] = v;
+  return out;
+}
+
+// Adds r[0..count) (count a multiple of kWidth; r is overwritten) to sum.
+void add_block(ExactSum& sum, double* r, int64_t count) {
+  Lanes top = splat(0.0);
+  LaneBits odd = {};  // NaN seen
+  LaneBits magnitude;
+  for (int k = 0; k < kWidth; ++k) magnitude[k] = INT64_MAX;
+  for (int64_t i = 0; i < count; i += kWidth) {
+    const Lanes x = load_lanes(r + i);
+    const auto a =
+        reinterpret_cast<Lanes>(reinterpret_cast<LaneBits>(x) & magnitude);
+    top = a > top ? a : top;
+    odd |= x != x;
+  }
+  double largest = 0;
+  bool nan = false;
+  for (int k = 0; k < kWidth; ++k) {
+    largest = std::max(largest, top[k]);
+    nan = nan || odd[k] != 0;
+  }
+  if (largest == 0 && !nan) return;
+  int e = 0;
+  if (!nan && std::isfinite(largest)) std::frexp(largest, &e);  // < 2^e
+  constexpr int kLowestSigma = -900;  // far above the subnormals
+  bool left = true;
+  if (!nan && std::isfinite(largest) && e + kBlockBits <= 1023 &&
+      e + kBlockBits - 53 * kPasses >= kLowestSigma) {
+    double sigma = std::ldexp(1.0, e + kBlockBits);
+    for (int pass = 0; pass < kPasses && left; ++pass) {
+      const Lanes s = splat(sigma);
+      Lanes total = splat(0.0);
+      LaneBits rest = {};
+      for (int64_t i = 0; i < count; i += kWidth) {
+        const Lanes x = load_lanes(r + i);
+        const Lanes q = (s + x) - s;
+        const Lanes residual = x - q;
+        store_lanes(r + i, residual);
+        total += q;
+        rest |= residual != 0;
+      }
+      double block_total = 0;
+      left = false;
+      for (int k = 0; k < kWidth; ++k) {
+        block_total += total[k];
+        left = left || rest[k] != 0;
+      }
+      sum.add(block_total);
+      sigma = std::ldexp(sigma, kBlockBits - 53);
+    }
+  }
+  if (left) add_binned(sum, count, [r](int64_t i) { return r[i]; });
+}
+
+template <class Value>
+void add_extracted(ExactSum& sum, int64_t n, Value value) {
+  alignas(64) double r[kBlock];
+  for (int64_t first = 0; first < n; first += kBlock) {
+    const int64_t count = std::min(kBlock, n - first);
+    for (int64_t i = 0; i < count; ++i) r[i] = value(first + i);
+    const int64_t padded = (count + kWidth - 1) / kWidth * kWidth;
+    std::fill(r + count, r + padded, 0.0);
+    add_block(sum, r, padded);
+  }
+}
+
+}  // namespace
+
 void ExactSum::add(const double* x, int64_t n) {
   if (n < kBinnedFrom) {
     for (int64_t i = 0; i < n; ++i) add(x[i]);
     return;
   }
-  add_binned(*this, n, [x](int64_t i) { return x[i]; });
+  add_extracted(*this, n, [x](int64_t i) { return x[i]; });
 }
 
 void ExactSum::add_products(const double* a, const double* b, int64_t n) {
@@ -136,7 +245,7 @@ void ExactSum::add_products(const double* a, const double* b, int64_t n) {
     for (int64_t i = 0; i < n; ++i) add(a[i] * b[i]);
     return;
   }
-  add_binned(*this, n, [a, b](int64_t i) { return a[i] * b[i]; });
+  add_extracted(*this, n, [a, b](int64_t i) { return a[i] * b[i]; });
 }
 
 void ExactSum::normalize() {

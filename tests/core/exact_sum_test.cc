@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace adgraph {
@@ -137,12 +138,13 @@ TEST(ExactSum, OrderGroupingAndSplitsGiveBitwiseTheSameSum) {
   }
 }
 
-// Arrays of 64 values or more go through per-exponent bins
-// (ExactSum::add(const double*, n), add_products); element by element they
-// do not. Both must hold the same exact sum: compared on block edges
-// (2048 values a block), the largest and smallest exponents, subnormals,
-// cancellation within a bin, and NaN and infinities among them.
-TEST(ExactSum, LongArraysGoThroughBinsToTheSameBits) {
+// Arrays of 64 values or more go through extraction passes and
+// per-exponent bins (ExactSum::add(const double*, n), add_products);
+// element by element they do not. Both must hold the same exact sum:
+// compared on block edges (2048 values a block), the largest and smallest
+// exponents, subnormals, narrow and wide ranges, cancellation, and NaN and
+// infinities among them.
+TEST(ExactSum, LongArraysGoThroughExtractionAndBinsToTheSameBits) {
   const double inf = std::numeric_limits<double>::infinity();
   const double tiny = std::numeric_limits<double>::denorm_min();
   for (int n : {64, 65, 2047, 2048, 2049, 5000}) {
@@ -168,6 +170,23 @@ TEST(ExactSum, LongArraysGoThroughBinsToTheSameBits) {
       const double a = binned.round(), b = one_by_one.round();
       EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0)
           << "n " << n << " trial " << trial << ": " << a << " vs " << b;
+    }
+    // Narrow, moderate and tiny ranges (the extraction passes alone, with
+    // leftovers for the bins, and below its lowest σ), with cancellation.
+    for (auto [lo, hi] : {std::pair{-3, 3},
+                          std::pair{-40, 30},
+                          std::pair{-200, 100},
+                          std::pair{-1000, -900}}) {
+      std::vector<double> v = random_values(n, lo, hi, n + lo);
+      const std::vector<double> w = random_values(n, lo / 2, hi / 2, n - lo);
+      for (int i = 0; i < n; i += 3) v[i] = -v[i / 2];
+      ExactSum extracted, one_by_one;
+      extracted.add(v.data(), n);
+      extracted.add_products(v.data(), w.data(), n);
+      for (int i = 0; i < n; ++i) one_by_one.add(v[i]);
+      for (int i = 0; i < n; ++i) one_by_one.add(v[i] * w[i]);
+      EXPECT_EQ(extracted.round(), one_by_one.round())
+          << "n " << n << " exponents " << lo << ".." << hi;
     }
     // Many equal values in one bin (its integer sum near its bound).
     std::vector<double> same(n, std::nextafter(2.0, 0.0));
