@@ -65,12 +65,13 @@ void ExactSum::add_shifted(int64_t v, int offset) {
 
 namespace {
 
-// Long arrays go through one bin per binary exponent first: a bin adds the
-// signed 53-bit significands of its exponent as integers (exact while
-// fewer than 2^10 of them are in it), and every kBinBlock values the
-// touched bins go into the words, one add_shifted each. An element then
-// costs an integer add instead of three word adds (bench/exact_sum_bench:
-// 5.4 -> 2.3 ns an element); the sum is the same exact number either way.
+// What the extraction below leaves (or cannot take) goes through one bin
+// per binary exponent: a bin adds the signed 53-bit significands of its
+// exponent as integers (exact while at most 2^10 of them are in it), and
+// every kBinBlock values the touched bins go into the words, one
+// add_shifted each. An element then costs an integer add instead of three
+// word adds (bench/exact_sum_bench: 5.4 -> 2.3 ns an element alone); the
+// sum is the same exact number either way.
 constexpr int64_t kBinnedFrom = 64;
 constexpr int64_t kBinBlock = 2048;  // 1024 values a set of bins
 
