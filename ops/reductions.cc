@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "core/exact_sum.h"
 #include "core/op.h"
 #include "ops/elementwise.h"
 #include "ops/shape_ops.h"
@@ -107,12 +108,33 @@ std::vector<int64_t> node_axes(const Node& n, const Shape& x) {
 }
 
 // Sums `big` into out[0, num_elements(small)), the elements of a tensor of
-// shape `small` that broadcasts to big's shape.
+// shape `small` that broadcasts to big's shape, in index order (sum_to:
+// the adjoint of a broadcast).
 void sum_into(const Tensor& big, const Shape& small, double* out) {
   std::fill(out, out + num_elements(small), 0.0);
   const double* in = big.data();
   for_each_broadcast(
       small, big.shape(), [&](int64_t i, int64_t j) { out[j] += in[i]; });
+}
+
+// The same sums, each exact and rounded once (core/exact_sum.h): the terms
+// of each output gathered side by side, then summed by exact_sum_of_few
+// (a few terms) or ExactSum.
+void exact_sum_into(const Tensor& big, const Shape& small, double* out) {
+  const int64_t outputs = num_elements(small);
+  const int64_t terms = outputs == 0 ? 0 : big.size() / outputs;
+  std::vector<double> gathered(static_cast<std::size_t>(big.size()));
+  std::vector<int64_t> next(static_cast<std::size_t>(outputs));
+  for (int64_t j = 0; j < outputs; ++j) next[j] = j * terms;
+  const double* in = big.data();
+  for_each_broadcast(small, big.shape(), [&](int64_t i, int64_t j) {
+    gathered[next[j]++] = in[i];
+  });
+  for (int64_t j = 0; j < outputs; ++j) {
+    const double* x = gathered.data() + j * terms;
+    out[j] = terms <= 64 ? exact_sum_of_few(x, static_cast<int>(terms))
+                         : exact_sum(x, terms);
+  }
 }
 
 void sum_into(const Tensor& big, Tensor& small) {
@@ -146,10 +168,10 @@ OpDef reduction(std::string name, std::string doc, bool mean) {
       const Tensor& x = c.input(0);
       Tensor& y = c.output(0);
       if (all) {
-        y[0] = sum_in_index_order(x.array());
+        y[0] = exact_sum(x.data(), x.size());
       } else {
         // y holds the kept shape's elements in the same order.
-        sum_into(x, kept, y.data());
+        exact_sum_into(x, kept, y.data());
       }
       if (mean) y.array() /= count;
     });
@@ -192,14 +214,20 @@ Value sum_to(Value x, Shape shape) {
 
 void register_reduction_ops() {
   register_op(
-      reduction("sum", "y = sum of x over axes (all when empty)", false));
-  register_op(
-      reduction("mean", "y = mean of x over axes (all when empty)", true));
+      reduction("sum",
+                "y = sum of x over axes (all when empty), each exact and "
+                "rounded once",
+                false));
+  register_op(reduction("mean",
+                        "y = mean of x over axes (all when empty): the exact "
+                        "sum, rounded, divided by the count",
+                        true));
 
   // y = Σ a·b;  ā += ȳ·b,  b̄ += ȳ·a
   OpDef dot_def;
   dot_def.name = "dot";
-  dot_def.doc = "y = sum(a * b), a scalar";
+  dot_def.doc =
+      "y = sum(a * b), a scalar; the products rounded, their sum exact";
   dot_def.inputs = {"a", "b"};
   dot_def.shape = [](const ShapeContext& c) {
     if (c.input_shape(0) != c.input_shape(1)) {
@@ -210,7 +238,9 @@ void register_reduction_ops() {
     return Shapes{Shape{}};
   };
   dot_def.compute = [](KernelContext& c) {
-    c.output(0)[0] = (c.input(0).array() * c.input(1).array()).sum();
+    ExactSum sum;
+    sum.add_products(c.input(0).data(), c.input(1).data(), c.input(0).size());
+    c.output(0)[0] = sum.round();
   };
   dot_def.gradient = [](const GradientContext& c) {
     return Values{c.grad() * c.input(1), c.grad() * c.input(0)};

@@ -8,13 +8,18 @@
 namespace adgraph {
 
 // Sum of all elements (scalar result), or over `axes` (those axes removed).
-// Axes may be negative (counted from the end); each at most once.
+// Axes may be negative (counted from the end); each at most once. Each sum
+// is exact and rounded once (core/exact_sum.h), so it does not depend on
+// the order of the elements, the vector width or the build (about 1 ns an
+// element for a whole array; sum_to, a broadcast's adjoint, adds in index
+// order).
 Value sum(Value x);
 Value sum(Value x, std::vector<int64_t> axes);
 // Mean of all elements, or over `axes`.
 Value mean(Value x);
 Value mean(Value x, std::vector<int64_t> axes);
-// Σ a·b over all elements of two tensors of one shape (scalar result).
+// Σ a·b over all elements of two tensors of one shape (scalar result):
+// each product rounded, their sum exact and rounded once.
 Value dot(Value a, Value b);
 // NumPy broadcasting of x to `shape` (dimensions aligned at the end; each
 // of x's extents is 1 or equal to the target's).

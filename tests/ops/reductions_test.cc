@@ -29,6 +29,33 @@ TEST(Sum, AllAndAlongAxes) {
   EXPECT_THROW(sum(x, {0, 0}), ShapeError);
 }
 
+TEST(Sum, EverySumIsExactAndRoundedOnce) {
+  // Rows and columns that cancel: 1e16 + 1 + 1 − 1e16 is 2, which adding
+  // in order loses (1e16 + 1 ties to 1e16). The expected values are exact
+  // by hand; a 1000-term column against __float128 (exact at this range).
+  Graph g;
+  Value x = g.placeholder("x", {2, 4});
+  Value v = g.placeholder("v", {1000});
+  Value ones = g.constant(Tensor(Shape{2, 4}, 1.0));
+  Session s(g);
+  const Tensor rows({2, 4}, {1e16, 1, 1, -1e16, 1, 1e16, -1e16, 0.5});
+  FeedMap f{{x, rows}};
+  EXPECT_EQ(s.run(sum(x), f).item(), 2.5 + 1.0);
+  EXPECT_EQ(s.run(sum(x, {1}), f).to_vector(), (std::vector<double>{2, 1.5}));
+  EXPECT_EQ(s.run(sum(x, {0}), f).to_vector(),
+            (std::vector<double>{1e16 + 1, 1e16 + 1, 1 - 1e16, 0.5 - 1e16}));
+  EXPECT_EQ(s.run(mean(x, {1}), f).to_vector(),
+            (std::vector<double>{0.5, 0.375}));
+  EXPECT_EQ(s.run(dot(x, ones), f).item(), 3.5);
+  Tensor many(Shape{1000});
+  __float128 exact = 0;
+  for (int i = 0; i < 1000; ++i) {
+    many[i] = (i % 2 ? -1.0 : 1.0) * (1.0 + i * 0x1p-30) * (i % 7 ? 1 : 0x1p40);
+    exact += many[i];
+  }
+  EXPECT_EQ(s.run(sum(v), {{v, many}}).item(), static_cast<double>(exact));
+}
+
 TEST(Sum, TensorsOfMoreThanEightDimensionsAndRepeatedRuns) {
   // A 10-D tensor of 2^10 elements, x[i] = i (row-major). Summing over the
   // last axis pairs elements 2k and 2k + 1: y[k] = 4k + 1. Summing over the
