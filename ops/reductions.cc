@@ -108,33 +108,12 @@ std::vector<int64_t> node_axes(const Node& n, const Shape& x) {
 }
 
 // Sums `big` into out[0, num_elements(small)), the elements of a tensor of
-// shape `small` that broadcasts to big's shape, in index order (sum_to:
-// the adjoint of a broadcast).
+// shape `small` that broadcasts to big's shape, in index order.
 void sum_into(const Tensor& big, const Shape& small, double* out) {
   std::fill(out, out + num_elements(small), 0.0);
   const double* in = big.data();
   for_each_broadcast(
       small, big.shape(), [&](int64_t i, int64_t j) { out[j] += in[i]; });
-}
-
-// The same sums, each exact and rounded once (core/exact_sum.h): the terms
-// of each output gathered side by side, then summed by exact_sum_of_few
-// (a few terms) or ExactSum.
-void exact_sum_into(const Tensor& big, const Shape& small, double* out) {
-  const int64_t outputs = num_elements(small);
-  const int64_t terms = outputs == 0 ? 0 : big.size() / outputs;
-  std::vector<double> gathered(static_cast<std::size_t>(big.size()));
-  std::vector<int64_t> next(static_cast<std::size_t>(outputs));
-  for (int64_t j = 0; j < outputs; ++j) next[j] = j * terms;
-  const double* in = big.data();
-  for_each_broadcast(small, big.shape(), [&](int64_t i, int64_t j) {
-    gathered[next[j]++] = in[i];
-  });
-  for (int64_t j = 0; j < outputs; ++j) {
-    const double* x = gathered.data() + j * terms;
-    out[j] = terms <= 64 ? exact_sum_of_few(x, static_cast<int>(terms))
-                         : exact_sum(x, terms);
-  }
 }
 
 void sum_into(const Tensor& big, Tensor& small) {
@@ -170,8 +149,10 @@ OpDef reduction(std::string name, std::string doc, bool mean) {
       if (all) {
         y[0] = exact_sum(x.data(), x.size());
       } else {
-        // y holds the kept shape's elements in the same order.
-        exact_sum_into(x, kept, y.data());
+        // y holds the kept shape's elements in the same order; each sum in
+        // index order (exact sums of a few terms each cost a data-parallel
+        // model 60 % of its training time, PERFORMANCE.md).
+        sum_into(x, kept, y.data());
       }
       if (mean) y.array() /= count;
     });
@@ -215,12 +196,12 @@ Value sum_to(Value x, Shape shape) {
 void register_reduction_ops() {
   register_op(
       reduction("sum",
-                "y = sum of x over axes (all when empty), each exact and "
-                "rounded once",
+                "y = sum of x over axes (all when empty): of all, exact and "
+                "rounded once; along axes, in index order",
                 false));
   register_op(reduction("mean",
-                        "y = mean of x over axes (all when empty): the exact "
-                        "sum, rounded, divided by the count",
+                        "y = mean of x over axes (all when empty): sum's "
+                        "sum divided by the count",
                         true));
 
   // y = Σ a·b;  ā += ȳ·b,  b̄ += ȳ·a
