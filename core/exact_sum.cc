@@ -37,20 +37,13 @@ void ExactSum::add(double x) {
   const bool normal = biased != 0;
   const uint64_t m = (bits & kFractionBits) | (uint64_t{normal} << 52);
   const int offset = biased - int{normal};
-  const Wide shifted = static_cast<Wide>(m) << (offset % 32);
-  // Two's-complement negation by mask: (d ^ s) − s is d or −d.
-  const int64_t s = -static_cast<int64_t>(bits >> 63);
-  int64_t* w = words_.data() + offset / 32;
-  for (int k = 0; k < 3; ++k) {
-    const auto digit = static_cast<int64_t>(
-        static_cast<uint64_t>(shifted >> (32 * k)) & 0xffffffffu);
-    w[k] += (digit ^ s) - s;
-  }
-  if (++pending_ >= kNormalizeEvery) normalize();
+  const auto v = static_cast<int64_t>(m);
+  add_shifted((bits >> 63) != 0 ? -v : v, offset);
 }
 
 void ExactSum::add_shifted(int64_t v, int offset) {
-  // v·2^(kLowest + offset), |v| < 2^63: as add(), 95 bits over three words.
+  // v·2^(kLowest + offset), |v| < 2^63: 94 bits over three words, each
+  // digit added as d or −d by a two's-complement mask ((d ^ s) − s).
   const int64_t s = v < 0 ? -1 : 0;
   const uint64_t magnitude = v < 0 ? 0 - static_cast<uint64_t>(v) : v;
   const Wide shifted = static_cast<Wide>(magnitude) << (offset % 32);
