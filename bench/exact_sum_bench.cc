@@ -2,8 +2,10 @@
 //   1. a scalar allreduce: MPI_Allreduce of one double against
 //      CommContext::allreduce_exact (one value a rank: up to 16 ranks the
 //      values are gathered and each rank sums them exactly) and
-//      CommContext::allreduce_exact_sum (any number of values a rank: its
-//      ExactSum words, 71 doubles, summed by MPI), 2000 calls a sample;
+//      CommContext::allreduce_exact_sum (any number of values a rank: up
+//      to 16 ranks its exact sum as four doubles in slots, else its
+//      ExactSum words, 71 doubles, summed by MPI), and allreduce_exact_sums
+//      of a dot product's accumulated share, 2000 calls a sample;
 //   2. a vector allreduce, 1 KiB to 64 MiB: MPI_Allreduce (MPI_SUM)
 //      against CommContext::allreduce_exact (exact per element), in ns per
 //      element;
@@ -34,6 +36,10 @@ int main(int argc, char** argv) {
   // 1. One double.
   constexpr int kCalls = 2000;
   double x = normal(rng), sink = 0;
+  // A rank's share of a dot product: 1000 products of deviates, already
+  // accumulated (their exact sum needs two or three terms).
+  ExactSum dot;
+  for (int i = 0; i < 1000; ++i) dot.add(normal(rng) * normal(rng));
   const auto scalar = bench::median_times(
       21,
       {[&] {
@@ -53,18 +59,28 @@ int main(int argc, char** argv) {
        [&] {
          for (int i = 0; i < kCalls; ++i)
            sink += comm->allreduce_exact_sum(&x, 1);
+       },
+       [&] {
+         for (int i = 0; i < kCalls; ++i) {
+           double y = 0;
+           comm->allreduce_exact_sums(&dot, &y, 1);
+           sink += y;
+         }
        }});
   if (root) {
     std::printf(
         "scalar allreduce, %d ranks: MPI_Allreduce %.2f us, "
         "allreduce_exact %.2f us (ratio %.2f), allreduce_exact_sum %.2f us "
+        "(ratio %.2f), allreduce_exact_sums of a dot's ExactSum %.2f us "
         "(ratio %.2f)\n",
         comm->size(),
         scalar[0] / kCalls * 1e6,
         scalar[1] / kCalls * 1e6,
         scalar[1] / scalar[0],
         scalar[2] / kCalls * 1e6,
-        scalar[2] / scalar[0]);
+        scalar[2] / scalar[0],
+        scalar[3] / kCalls * 1e6,
+        scalar[3] / scalar[0]);
     std::printf("\n%12s %14s %14s %8s\n",
                 "bytes",
                 "mpi_ns/elem",

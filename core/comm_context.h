@@ -60,11 +60,14 @@ class CommContext {
   // rank count and however the values are split. Collective.
   double allreduce_exact_sum(const double* in, int64_t n);
   // out[i] = Σ over ranks of in[i], each exact and rounded once. Collective
-  // (the same n everywhere); it sends ExactSum::kWords doubles an element.
+  // (the same n everywhere); up to 16 ranks it sends one double a rank and
+  // element, beyond ExactSum::kWords doubles an element.
   void allreduce_exact(const double* in, double* out, int64_t n);
   // out[k] = the union over ranks of every rank's sums[k] (each rank its
-  // own terms), rounded once, for k < n: one message. Collective (the same
-  // n everywhere).
+  // own terms), rounded once, for k < n. Collective (the same n
+  // everywhere): up to 16 ranks one message of four doubles a rank and
+  // sum, a second of ExactSum::kWords doubles a sum when some rank's sum
+  // needs more than four; beyond 16 ranks the second alone.
   void allreduce_exact_sums(const ExactSum* sums, double* out, int n);
 
   // Collective. Throws adgraph::RunError with the same message on every rank
@@ -104,6 +107,8 @@ class CommContext {
   virtual void complete_sends_from(std::size_t first) { (void)first; }
 
  private:
+  // allreduce_exact_sums by the accumulators' words (any rank count).
+  void allreduce_exact_words(const ExactSum* sums, double* out, int n);
   double reduce_one(double value, ReduceOp op) {
     allreduce(&value, &value, 1, op);
     return value;

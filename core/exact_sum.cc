@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "core/comm_context.h"
@@ -301,6 +302,129 @@ double ExactSum::round() const {
   return negative ? -magnitude : magnitude;
 }
 
+namespace {
+
+// The exact sum of the values added so far as non-overlapping partials,
+// increasing in magnitude, by error-free additions (J. R. Shewchuk,
+// "Adaptive precision floating-point arithmetic", DCG 18, 1997; the
+// algorithm of Python's math.fsum).
+class Partials {
+ public:
+  static constexpr int kMost = 64;
+
+  // False on an intermediate overflow or when kMost partials do not hold
+  // the sum (the partials are then not the sum).
+  bool add(double v) {
+    int kept = 0;
+    for (int j = 0; j < m_; ++j) {
+      double y = p_[j];
+      if (std::fabs(v) < std::fabs(y)) std::swap(v, y);
+      const double high = v + y;
+      const double low = y - (high - v);  // exact: |v| >= |y| (Fast2Sum)
+      if (low != 0) p_[kept++] = low;
+      v = high;
+    }
+    if (!std::isfinite(v) || kept == kMost) return false;
+    p_[kept++] = v;
+    m_ = kept;
+    return true;
+  }
+  int size() const { return m_; }
+  double operator[](int j) const { return p_[j]; }
+
+  // Fewer partials of the same sum (Shewchuk's Compress): a sweep down
+  // joins what fits into one double, a sweep up joins again; the result
+  // has no two adjacent partials, so about one a 53 bits of the sum.
+  void compress() {
+    if (m_ < 2) return;
+    double g[kMost];
+    int bottom = m_ - 1;
+    double q = p_[m_ - 1];
+    for (int i = m_ - 2; i >= 0; --i) {
+      const double high = q + p_[i];
+      const double low = p_[i] - (high - q);
+      if (low != 0) {
+        g[bottom--] = high;
+        q = low;
+      } else {
+        q = high;
+      }
+    }
+    g[bottom] = q;
+    int top = 0;
+    for (int i = bottom + 1; i < m_; ++i) {
+      const double high = g[i] + q;
+      const double low = q - (high - g[i]);
+      if (low != 0) p_[top++] = low;
+      q = high;
+    }
+    p_[top++] = q;
+    m_ = top;
+  }
+
+  // The sum rounded once: add from the top until a rounding error shows;
+  // then the next partial below decides a tie (round half away only where
+  // the rest says so).
+  double round() const {
+    if (m_ == 0) return 0.0;
+    int j = m_ - 1;
+    double high = p_[j], low = 0;
+    while (j > 0) {
+      const double v = high, y = p_[--j];
+      high = v + y;
+      low = y - (high - v);
+      if (low != 0) break;
+    }
+    if (j > 0 && ((low < 0 && p_[j - 1] < 0) || (low > 0 && p_[j - 1] > 0))) {
+      const double twice = low * 2, moved = high + twice;
+      if (twice == moved - high) high = moved;
+    }
+    return high == 0 ? 0.0 : high;  // +0, as ExactSum gives any zero sum
+  }
+
+ private:
+  double p_[kMost];
+  int m_ = 0;
+};
+
+// 2^e for kLowest <= e <= 1023, from its bits.
+double power_of_two(int e) {
+  return std::bit_cast<double>(e >= -1022
+                                   ? static_cast<uint64_t>(e + 1023) << 52
+                                   : uint64_t{1} << (e - kLowest));
+}
+
+}  // namespace
+
+bool ExactSum::expand(double* terms, int count) const {
+  std::fill(terms, terms + count, 0.0);
+  if (words_[kNan] > 0 || words_[kPlusInf] > 0 || words_[kMinusInf] > 0) {
+    if (count > 0) terms[0] = round();
+    return count > 0;
+  }
+  // Each word's high and low 32 bits, scaled, are exact doubles; their
+  // partials are the terms. No carries over the 68 words (normalize and
+  // negating a negative sum took 110 ns; bench/exact_sum_bench).
+  Partials partials;
+  for (int k = 0; k < kDigitWords; ++k) {
+    const int64_t w = words_[k];
+    if (w == 0) continue;
+    const double low = static_cast<double>(w & (kDigit - 1));
+    const double high = static_cast<double>(w >> 32);
+    const int e = 32 * k + kLowest;  // past 1023: no finite sum of doubles
+    if (low != 0 && (e > 1023 || !partials.add(low * power_of_two(e))))
+      return false;
+    if (high != 0 &&
+        (e + 32 > 1023 || !partials.add(high * power_of_two(e + 32))))
+      return false;
+  }
+  partials.compress();
+  if (partials.size() > count) return false;
+  for (int t = 0; t < partials.size(); ++t)
+    terms[t] = partials[partials.size() - 1 - t];
+  return true;
+}
+
 double exact_sum(const double* x, int64_t n) {
   ExactSum s;
   s.add(x, n);
@@ -308,46 +432,13 @@ double exact_sum(const double* x, int64_t n) {
 }
 
 double exact_sum_of_few(const double* x, int n) {
-  constexpr int kMost = 64;
-  if (n > kMost) return exact_sum(x, n);
-  // Invariant: the exact sum so far is partials[0] + … + partials[m - 1],
-  // non-overlapping and increasing in magnitude.
-  double partials[kMost];
-  int m = 0;
-  for (int k = 0; k < n; ++k) {
-    double v = x[k];
-    if (!std::isfinite(v)) return exact_sum(x, n);
-    int kept = 0;
-    for (int j = 0; j < m; ++j) {
-      double y = partials[j];
-      if (std::fabs(v) < std::fabs(y)) std::swap(v, y);
-      const double high = v + y;
-      const double low = y - (high - v);  // exact: |v| >= |y| (Fast2Sum)
-      if (low != 0) partials[kept++] = low;
-      v = high;
-    }
-    if (!std::isfinite(v)) return exact_sum(x, n);  // intermediate overflow
-    partials[kept++] = v;
-    m = kept;
-  }
-  if (m == 0) return 0.0;
-  // Add from the top until a rounding error shows; then the next partial
-  // below decides a tie (round half away only where the rest says so).
-  int j = m - 1;
-  double high = partials[j], low = 0;
-  while (j > 0) {
-    const double v = high, y = partials[--j];
-    high = v + y;
-    low = y - (high - v);
-    if (low != 0) break;
-  }
-  if (j > 0 &&
-      ((low < 0 && partials[j - 1] < 0) || (low > 0 && partials[j - 1] > 0))) {
-    const double twice = low * 2, moved = high + twice;
-    if (twice == moved - high) high = moved;
-  }
-  if (!std::isfinite(high)) return exact_sum(x, n);  // ±Inf as ExactSum has it
-  return high == 0 ? 0.0 : high;  // +0, as ExactSum gives any zero sum
+  if (n > Partials::kMost) return exact_sum(x, n);
+  Partials partials;
+  for (int k = 0; k < n; ++k)
+    if (!std::isfinite(x[k]) || !partials.add(x[k])) return exact_sum(x, n);
+  const double rounded = partials.round();
+  // ±Inf as ExactSum has it (a rounding past the largest double).
+  return std::isfinite(rounded) ? rounded : exact_sum(x, n);
 }
 
 // Normalized words are integers below 2^33 in magnitude (the digits, the
@@ -405,9 +496,51 @@ double CommContext::allreduce_exact_sum(const double* in, int64_t n) {
   return out;
 }
 
+// Up to kGatherRanks ranks, each rank's exact sums go in slots too: a
+// sum as kTerms doubles whose exact sum it is (ExactSum::expand), one more
+// slot counting the sums that need more; each rank then sums every rank's
+// terms exactly. Only when that count is not zero do the words go as well.
+// Sums of similar magnitudes need two terms, of magnitudes 2^±40 three:
+// kTerms·P doubles and no carries over 71 words (bench/exact_sum_bench).
+constexpr int kTerms = 4;
+static_assert(kGatherRanks * kTerms <= 64, "exact_sum_of_few takes 64 terms");
+
 void CommContext::allreduce_exact_sums(const ExactSum* sums,
                                        double* out,
                                        int n) {
+  const int ranks = size();
+  if (ranks <= kGatherRanks) {
+    const int64_t width = int64_t{ranks} * kTerms;
+    // One sum's slots on the stack (a scalar's heap allocation showed).
+    std::array<double, kGatherRanks * kTerms + 1> one{};
+    std::vector<double> many;
+    if (n > 1) many.assign(static_cast<std::size_t>(n * width + 1), 0.0);
+    const std::span<double> slots =
+        n > 1 ? std::span<double>(many)
+              : std::span<double>(one.data(), width + 1);
+    double& needing_more = slots.back();
+    for (int i = 0; i < n; ++i) {
+      double* mine = slots.data() + i * width + rank() * kTerms;
+      if (!sums[i].expand(mine, kTerms)) needing_more += 1;
+    }
+    allreduce(slots.data(), slots.data(), n * width + 1, ReduceOp::kSum);
+    if (needing_more == 0) {
+      double terms[kGatherRanks * kTerms];
+      for (int i = 0; i < n; ++i) {
+        int m = 0;
+        for (int64_t j = i * width; j < (i + 1) * width; ++j)
+          if (slots[j] != 0) terms[m++] = slots[j];
+        out[i] = exact_sum_of_few(terms, m);
+      }
+      return;
+    }
+  }
+  allreduce_exact_words(sums, out, n);
+}
+
+void CommContext::allreduce_exact_words(const ExactSum* sums,
+                                        double* out,
+                                        int n) {
   constexpr int kW = ExactSum::kWords;
   std::vector<double> words(static_cast<std::size_t>(n) * kW);
   for (int i = 0; i < n; ++i) {

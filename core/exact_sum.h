@@ -41,6 +41,11 @@ class ExactSum {
   void merge(const ExactSum& other);
   // The sum rounded to the nearest double (ties to even).
   double round() const;
+  // Writes the sum as `count` doubles whose exact sum it is: the sum
+  // rounded, then what remains rounded, and so on, zeros after the last
+  // (a NaN or an infinity: itself, then zeros). False when it needs more
+  // terms, or when its rounding overflows a finite sum.
+  bool expand(double* terms, int count) const;
 
   // Propagates carries so every digit word but the last is in [0, 2^32).
   void normalize();

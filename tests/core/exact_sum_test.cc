@@ -269,5 +269,69 @@ TEST(ExactSum, TheFewValuesFormGivesExactSumsBits) {
   EXPECT_EQ(exact_sum_of_few(over, 2), std::numeric_limits<double>::infinity());
 }
 
+// expand: the terms' exact sum is the sum (the remainder after taking them
+// away is exactly zero), they shrink, the first has the sum's sign, and the
+// counts by hand: 2^0 + 2^-60 + 2^-120 needs three terms, five such powers
+// five, 1 − 2^-80 two.
+TEST(ExactSum, ExpandWritesTermsWhoseExactSumIsTheSum) {
+  auto accumulate = [](const std::vector<double>& x) {
+    ExactSum s;
+    for (double v : x) s.add(v);
+    return s;
+  };
+  auto remainder = [](ExactSum s, const double* terms, int count) {
+    for (int t = 0; t < count; ++t) s.add(-terms[t]);
+    return s.round();
+  };
+  std::mt19937_64 rng(42);
+  for (int trial = 0; trial < 300; ++trial) {
+    // Narrow ranges need two terms, a 2^±40 range three.
+    const int range = trial % 3 == 0 ? 0 : trial % 3 == 1 ? 20 : 40;
+    const ExactSum s = accumulate(random_values(1000, -range, range, rng()));
+    double terms[4];
+    ASSERT_TRUE(s.expand(terms, 4)) << "range " << range;
+    EXPECT_EQ(remainder(s, terms, 4), 0.0);
+    EXPECT_EQ(std::signbit(terms[0]), std::signbit(s.round()));
+    for (int t = 1; t < 4; ++t) {
+      if (terms[t] != 0) {
+        EXPECT_LT(std::fabs(terms[t]), std::fabs(terms[t - 1]));
+      }
+    }
+  }
+  double terms[5];
+  const ExactSum three = accumulate({0x1p-120, 1.0, 0x1p-60});
+  ASSERT_TRUE(three.expand(terms, 4));
+  EXPECT_EQ(terms[0], 1.0);
+  EXPECT_EQ(terms[1], 0x1p-60);
+  EXPECT_EQ(terms[2], 0x1p-120);
+  EXPECT_EQ(terms[3], 0.0);
+  EXPECT_FALSE(three.expand(terms, 2));
+  const ExactSum five =
+      accumulate({-1.0, -0x1p-60, -0x1p-120, -0x1p-180, -0x1p-240});
+  EXPECT_FALSE(five.expand(terms, 4));
+  ASSERT_TRUE(five.expand(terms, 5));
+  EXPECT_EQ(terms[0], -1.0);
+  EXPECT_EQ(terms[4], -0x1p-240);
+  const ExactSum ones = accumulate({1.0, -0x1p-80});
+  ASSERT_TRUE(ones.expand(terms, 4));
+  EXPECT_EQ(terms[0], 1.0);
+  EXPECT_EQ(terms[1], -0x1p-80);
+  EXPECT_EQ(terms[2], 0.0);
+  // Empty: zeros. Beyond the doubles: no terms. NaN and infinities: first.
+  ASSERT_TRUE(ExactSum().expand(terms, 4));
+  EXPECT_EQ(terms[0], 0.0);
+  const double big = std::numeric_limits<double>::max();
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_FALSE(accumulate({big, big}).expand(terms, 4));
+  ASSERT_TRUE(accumulate({big, big, -big, 1.0}).expand(terms, 4));
+  EXPECT_EQ(terms[0], big);
+  EXPECT_EQ(terms[1], 1.0);
+  ASSERT_TRUE(accumulate({1.0, inf}).expand(terms, 4));
+  EXPECT_EQ(terms[0], inf);
+  EXPECT_EQ(terms[1], 0.0);
+  ASSERT_TRUE(accumulate({inf, -inf}).expand(terms, 4));
+  EXPECT_TRUE(std::isnan(terms[0]));
+}
+
 }  // namespace
 }  // namespace adgraph

@@ -5,6 +5,9 @@
 // where that is exact, and the cancelling case's known answer.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -105,6 +108,84 @@ TEST(ExactAllreduce, LongVectorsCrossChunksInPlaceAndStayExact) {
     std::vector<double> terms;
     for (int r = 0; r < size; ++r) terms.push_back(element(i, r));
     ASSERT_EQ(v[i], exact_sum(terms.data(), size)) << "element " << i;
+  }
+}
+
+// allreduce_exact_sums: sums that travel as a few terms a rank (narrow and
+// 2^±40 ranges), sums some rank cannot send so (five powers 2^60 apart,
+// a rank's sum beyond the largest double that the others cancel), NaN and
+// infinities on different ranks, and an empty rank, in one call and one
+// by one. The expected values are the one-process exact sums of every
+// rank's terms together, which each rank can make.
+TEST(ExactAllreduce, SumsOfManyTermsAgreeWhetherTheyTravelAsTermsOrAsWords) {
+  auto comm = Communicator::world();
+  const int rank = comm->rank(), size = comm->size();
+  const double big = std::numeric_limits<double>::max();
+  const double inf = std::numeric_limits<double>::infinity();
+  // The terms of sum `k` on rank `r`.
+  auto terms_of = [&](int k, int r) -> std::vector<double> {
+    std::mt19937_64 rng(100 * k + r);
+    std::uniform_real_distribution<double> unit(1.0, 2.0);
+    std::vector<double> x;
+    switch (k) {
+      case 0:  // narrow: two terms a rank
+        for (int i = 0; i < 1000 + 37 * r; ++i)
+          x.push_back(unit(rng) * (i % 2 ? -1 : 1));
+        break;
+      case 1:  // 2^±40: three terms a rank
+        for (int i = 0; i < 500; ++i)
+          x.push_back(std::ldexp(unit(rng), static_cast<int>(rng() % 81) - 40));
+        break;
+      case 2:  // five terms on the last rank
+        if (r == size - 1)
+          x = {1.0, 0x1p-60, 0x1p-120, 0x1p-180, 0x1p-240};
+        else
+          x = {0.5};
+        break;
+      case 3:  // beyond the doubles on even ranks, cancelled on odd ones
+        x = {r % 2 ? -big : big, r % 2 ? -big : big, 0x1p-30};
+        break;
+      case 4:  // +Inf on rank 0, −Inf on the last rank (NaN together)
+        x = {1.0};
+        if (r == 0) x.push_back(inf);
+        if (r == size - 1) x.push_back(-inf);
+        break;
+      case 5:  // +Inf on the last rank only
+        x = {2.0};
+        if (r == size - 1) x.push_back(inf);
+        break;
+      default:  // nothing on rank 0
+        if (r > 0) x = {std::ldexp(1.0, -r), 3.0};
+    }
+    return x;
+  };
+  constexpr int kSums = 7;
+  std::vector<ExactSum> mine(kSums);
+  std::vector<double> expected(kSums);
+  for (int k = 0; k < kSums; ++k) {
+    for (double v : terms_of(k, rank)) mine[k].add(v);
+    std::vector<double> all;
+    for (int r = 0; r < size; ++r)
+      for (double v : terms_of(k, r)) all.push_back(v);
+    expected[k] = exact_sum(all.data(), static_cast<int64_t>(all.size()));
+  }
+  // Checked by hand where the rank count decides: a sum of Inf and −Inf
+  // is NaN; 2·max on an odd count of ranks overflows, else cancels.
+  EXPECT_TRUE(std::isnan(expected[4]));
+  EXPECT_EQ(expected[5], inf);
+  EXPECT_EQ(expected[3], size % 2 ? inf : size * 0x1p-30);
+  auto same = [](double a, double b) {
+    return std::memcmp(&a, &b, sizeof a) == 0;
+  };
+  std::vector<double> together(kSums);
+  comm->allreduce_exact_sums(mine.data(), together.data(), kSums);
+  for (int k = 0; k < kSums; ++k) {
+    double alone = 0;
+    comm->allreduce_exact_sums(&mine[k], &alone, 1);
+    EXPECT_TRUE(same(together[k], expected[k]))
+        << "sum " << k << ": " << together[k] << " against " << expected[k];
+    EXPECT_TRUE(same(alone, expected[k]))
+        << "sum " << k << " alone: " << alone << " against " << expected[k];
   }
 }
 
