@@ -49,6 +49,47 @@ Shape unstacked(const ShapeContext& c, const Shape& x) {
   return Shape(x.begin() + 1, x.end());
 }
 
+// The terms of a scalar cotangent that accumulate nodes sum: a sum of all
+// elements (sum_to a scalar, sum without axes, or either reshaped, as an
+// element-wise op's gradient sums its broadcast operand) gives its input's
+// elements rather than their rounded sum. True when such a sum was opened.
+bool open_sums(const Value& v, Values& terms) {
+  const Node& n = v.node();
+  const std::string& op = n.op_name();
+  if (op == "accumulate") {
+    const bool first = open_sums(n.inputs[0], terms);
+    return open_sums(n.inputs[1], terms) || first;
+  }
+  const bool sums_all = (op == "sum_to" && v.shape().empty()) ||
+                        (op == "sum" && n.attr_ints("axes").empty());
+  if (sums_all) {
+    terms.push_back(n.inputs[0]);
+    return true;
+  }
+  if (op == "reshape" && num_elements(v.shape()) == 1) {
+    Values inner;
+    if (open_sums(n.inputs[0], inner)) {
+      terms.insert(terms.end(), inner.begin(), inner.end());
+      return true;
+    }
+  }
+  terms.push_back(v);
+  return false;
+}
+
+// Σ over ranks of a scalar's cotangent, on root (0 elsewhere), when the
+// scalar multiplied a distributed array (every rank holds the scalar; its
+// cotangent is a sum_to of the array's terms): one exact total over those
+// terms of every rank, mpi_total, rather than each rank's rounded sum
+// summed, whose rounding depends on how the array is split. Invalid for
+// any other cotangent.
+Value exact_total_of_terms(const Value& grad, int root) {
+  Values terms;
+  if (!grad.shape().empty() || !open_sums(grad, terms)) return {};
+  for (Value& t : terms) t = reshape(t, {num_elements(t.shape())});
+  return mpi_total(terms.size() == 1 ? terms[0] : concat(terms, 0), root);
+}
+
 OpDef collective(std::string name, std::string doc, bool with_root) {
   OpDef def;
   def.name = std::move(name);
@@ -312,7 +353,13 @@ void register_collective_ops() {
   all.in_place = {{0, 0}};  // MPI_IN_PLACE when x dies here
   all.gradient = [](const GradientContext& c) {
     const std::string op = c.node().attr_string("op");
-    Value total = mpi_allreduce(c.grad(), "sum", c.node().attr_string("exact"));
+    const std::string exact = c.node().attr_string("exact");
+    Value total;
+    if (exact != "no") {
+      if (Value terms = exact_total_of_terms(c.grad(), 0); terms.valid())
+        total = mpi_bcast(terms, 0);
+    }
+    if (!total.valid()) total = mpi_allreduce(c.grad(), "sum", exact);
     if (op == "sum") return Values{total};
     if (op == "prod") {
       return Values{total * c.graph().add_node("mpi_allreduce_prod_others",
@@ -407,7 +454,9 @@ void register_collective_ops() {
   };
   bcast.in_place = {{0, 0}};
   bcast.gradient = [](const GradientContext& c) {
-    return Values{mpi_sum(c.grad(), root_of(c.node()))};
+    const int root = root_of(c.node());
+    Value terms = exact_total_of_terms(c.grad(), root);
+    return Values{terms.valid() ? terms : mpi_sum(c.grad(), root)};
   };
   bcast.tangent = linear_tangent;
   register_op(std::move(bcast));

@@ -22,7 +22,8 @@ namespace adgraph {
 //   "yes":  each element's sum is exact and rounded once (an exact
 //           accumulator, core/exact_sum.h), so it is bitwise the same
 //           whatever the rank count and whichever rank holds which term;
-//           it sends ExactSum::kWords (71) doubles an element;
+//           up to 16 ranks it sends one double a rank and element, beyond
+//           ExactSum::kWords (71) doubles an element;
 //   "no":   MPI's sum, whose rounding depends on the rank count;
 //   "auto" (the default): exact for at most kExactAutoElements elements
 //           (losses, norms, dot products: one message either way), MPI's
@@ -72,6 +73,11 @@ Value mpi_allreduce(Value x,
                     const std::string& exact = "auto");
 
 // y = x_root on every rank. Adjoint: x̄_root = Σ_q ȳ_q, zeros elsewhere.
+// For a scalar y whose cotangent sums distributed terms (y multiplied or
+// was added to each rank's array: the sum nodes of element-wise ops'
+// gradients, accumulated), Σ_q ȳ_q is one mpi_total over those terms of
+// every rank, rounded once, so it does not depend on how the array is
+// split; mpi_allreduce ("sum", exact not "no") does the same.
 Value mpi_bcast(Value x, int root = 0);
 
 // y = [x_0; x_1; …] (shape [P, …x]) on root, zeros elsewhere.

@@ -388,6 +388,41 @@ TEST(MpiDot, GradientsAndRefusals) {
   EXPECT_THROW(mpi_dot(a, b, size), ShapeError);
 }
 
+// A scalar every rank holds (from mpi_bcast or mpi_allreduce) multiplies
+// each rank's share of 36 terms: ±2^40 … ±2^51, small dyadic ones, and the
+// big ones negated, so a split puts cancelling terms on different ranks.
+// Its gradient is Σ of every term plus 3 for each rank's 3·w, summed
+// exactly and rounded once (in __float128, which holds that sum exactly)
+// on any split, rather than each rank's rounded share summed (the small
+// terms lost beside the big ones).
+TEST(MpiBcastAndAllreduce, AScalarsCotangentOverADistributedArrayIsExact) {
+  const int rank = world_rank(), size = world_size();
+  std::vector<double> terms(36);
+  for (int i = 0; i < 12; ++i) {
+    terms[i] = std::ldexp(i % 2 ? -1.0 : 1.0, 40 + i);
+    terms[35 - i] = -terms[i];
+    terms[12 + i] = std::ldexp(2 * i + 1, -i);
+  }
+  __float128 exact = 3.0 * size;
+  for (double v : terms) exact += v;
+  const double want = static_cast<double>(exact);
+  const int64_t n = 36, b = n * rank * rank / (size * size),
+                e = n * (rank + 1) * (rank + 1) / (size * size);
+  const Tensor share(Shape{e - b},
+                     std::vector<double>(terms.begin() + b, terms.begin() + e));
+  for (const bool by_bcast : {true, false}) {
+    Graph g;
+    Value w0 = g.placeholder("w0", {});
+    Value w = by_bcast ? mpi_bcast(w0, 0) : mpi_allreduce(w0);
+    Value loss = mpi_total(w * g.constant(share)) + w * 3.0;
+    Session s(g);
+    const double got =
+        s.run(gradient(loss, w0), {{w0, Tensor::scalar(0.5)}}).item();
+    EXPECT_EQ(got, by_bcast && rank != 0 ? 0.0 : want)
+        << (by_bcast ? "mpi_bcast" : "mpi_allreduce");
+  }
+}
+
 // kTotalTerms as a 12 × 2 matrix: column 0 in order, column 1 reversed;
 // rank r holds the rows of its share (uneven, empty on rank 1 of 4).
 Tensor rows_of_terms(int r, int size) {
