@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/exact_sum.h"
 #include "core/op.h"
@@ -128,8 +129,16 @@ OpDef reduction(std::string name, std::string doc, bool mean) {
   def.attrs = {{"axes",
                 AttrType::kInts,
                 nlohmann::json::array(),
-                "axes to reduce; empty reduces all"}};
+                "axes to reduce; empty reduces all"},
+               {"exact",
+                AttrType::kString,
+                "no",
+                "sums along axes: yes (each exact, rounded once) or no (in "
+                "index order); the sum of all elements is always exact"}};
   def.shape = [](const ShapeContext& c) {
+    const std::string exact = c.node().attr_string("exact");
+    if (exact != "yes" && exact != "no")
+      c.fail("attribute \"exact\"", "\"" + exact + "\" is not one of yes, no");
     const Shape& x = c.input_shape(0);
     return Shapes{removed_shape(x, normalise_axes(c, x))};
   };
@@ -142,12 +151,18 @@ OpDef reduction(std::string name, std::string doc, bool mean) {
                              ? static_cast<double>(num_elements(x))
                              : static_cast<double>(num_elements(x)) /
                                    std::max<int64_t>(1, num_elements(kept));
-    const bool all = axes.empty();
-    return ComputeFn([mean, all, kept, count](KernelContext& c) {
+    const bool all = axes.empty(), exact = n.attr_string("exact") == "yes";
+    return ComputeFn([mean, all, exact, kept, count](KernelContext& c) {
       const Tensor& x = c.input(0);
       Tensor& y = c.output(0);
       if (all) {
         y[0] = exact_sum(x.data(), x.size());
+      } else if (exact) {
+        std::vector<ExactSum> sums(static_cast<std::size_t>(y.size()));
+        const double* in = x.data();
+        for_each_broadcast(
+            kept, x.shape(), [&](int64_t i, int64_t j) { sums[j].add(in[i]); });
+        for (int64_t j = 0; j < y.size(); ++j) y[j] = sums[j].round();
       } else {
         // y holds the kept shape's elements in the same order; each sum in
         // index order (exact sums of a few terms each cost a data-parallel
@@ -176,12 +191,14 @@ OpDef reduction(std::string name, std::string doc, bool mean) {
 }  // namespace
 
 Value sum(Value x) { return sum(x, {}); }
-Value sum(Value x, std::vector<int64_t> axes) {
-  return x.graph().add_node("sum", {x}, {{"axes", axes}});
+Value sum(Value x, std::vector<int64_t> axes, bool exact) {
+  return x.graph().add_node(
+      "sum", {x}, {{"axes", axes}, {"exact", exact ? "yes" : "no"}});
 }
 Value mean(Value x) { return mean(x, {}); }
-Value mean(Value x, std::vector<int64_t> axes) {
-  return x.graph().add_node("mean", {x}, {{"axes", axes}});
+Value mean(Value x, std::vector<int64_t> axes, bool exact) {
+  return x.graph().add_node(
+      "mean", {x}, {{"axes", axes}, {"exact", exact ? "yes" : "no"}});
 }
 Value dot(Value a, Value b) { return a.graph().add_node("dot", {a, b}); }
 Value broadcast_to(Value x, Shape shape) {
@@ -197,7 +214,8 @@ void register_reduction_ops() {
   register_op(
       reduction("sum",
                 "y = sum of x over axes (all when empty): of all, exact and "
-                "rounded once; along axes, in index order",
+                "rounded once; along axes, in index order or (exact: yes) "
+                "each exact",
                 false));
   register_op(reduction("mean",
                         "y = mean of x over axes (all when empty): sum's "

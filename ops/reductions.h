@@ -13,12 +13,14 @@ namespace adgraph {
 // an element), so it does not depend on the order of the elements, the
 // vector width or the build; sums along axes add each output's terms in
 // index order (a fixed order, the same in every build; exact sums of a
-// few terms each would cost a data-parallel model 60 % of its time).
+// few terms each would cost a data-parallel model 60 % of its time), or,
+// with `exact` (attribute "exact": "yes"; "no" is the default), each
+// exactly and rounded once.
 Value sum(Value x);
-Value sum(Value x, std::vector<int64_t> axes);
-// Mean of all elements, or over `axes`.
+Value sum(Value x, std::vector<int64_t> axes, bool exact = false);
+// Mean of all elements, or over `axes`: the sum's, divided by the count.
 Value mean(Value x);
-Value mean(Value x, std::vector<int64_t> axes);
+Value mean(Value x, std::vector<int64_t> axes, bool exact = false);
 // Σ a·b over all elements of two tensors of one shape (scalar result):
 // each product rounded, their sum exact and rounded once.
 Value dot(Value a, Value b);

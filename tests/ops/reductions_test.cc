@@ -15,6 +15,7 @@ using testing::expect_gradients_ok;
 
 // x = [[1, 2, 3], [4, 5, 6]]
 Tensor sample() { return Tensor({2, 3}, {1, 2, 3, 4, 5, 6}); }
+Tensor sample24() { return Tensor({2, 4}, {1, -2, 3, 0.5, 4, 5, -6, 2}); }
 
 TEST(Sum, AllAndAlongAxes) {
   Graph g;
@@ -52,6 +53,31 @@ TEST(Sum, TheSumOfAllElementsIsExactAndRoundedOnce) {
     exact += many[i];
   }
   EXPECT_EQ(s.run(sum(v), {{v, many}}).item(), static_cast<double>(exact));
+}
+
+TEST(Sum, ExactAlongAxesRoundsEachOutputOnce) {
+  // The rows of Sum.TheSumOfAllElementsIsExactAndRoundedOnce: in index
+  // order 0 and 0.5, exactly 2 and 1.5 (by hand); along axis 0, with the
+  // columns' 1e16 + 1 exact; mean divides the exact sum; the gradient and
+  // tangent are the index-order sum's; a mode other than yes/no refused.
+  Graph g;
+  Value x = g.placeholder("x", {2, 4});
+  Session s(g);
+  const Tensor rows({2, 4}, {1e16, 1, 1, -1e16, 1, 1e16, -1e16, 0.5});
+  FeedMap f{{x, rows}};
+  EXPECT_EQ(s.run(sum(x, {1}, true), f).to_vector(),
+            (std::vector<double>{2, 1.5}));
+  EXPECT_EQ(s.run(sum(x, {-1}, false), f).to_vector(),
+            (std::vector<double>{0, 0.5}));
+  EXPECT_EQ(s.run(sum(x, {0}, true), f).to_vector(),
+            (std::vector<double>{1e16 + 1, 1e16 + 1, 1 - 1e16, 0.5 - 1e16}));
+  EXPECT_EQ(s.run(mean(x, {1}, true), f).to_vector(),
+            (std::vector<double>{0.5, 0.375}));
+  Value w = g.constant(Tensor({3.0, -1.0}));
+  expect_gradients_ok(
+      dot(square(sum(x, {1}, true)), w), {x}, {{x, sample24()}});
+  EXPECT_THROW(g.add_node("sum", {x}, {{"axes", {0}}, {"exact", "auto"}}),
+               ShapeError);
 }
 
 TEST(Sum, TensorsOfMoreThanEightDimensionsAndRepeatedRuns) {

@@ -49,6 +49,25 @@ def test_arithmetic_with_numbers_and_arrays_on_either_side():
         np.testing.assert_allclose(got, want, rtol=1e-15)
 
 
+def test_sums_along_axes_in_index_order_or_exactly_as_math_fsum():
+    g = ag.Graph()
+    x = g.placeholder("x", (3, 4))
+    rng = np.random.default_rng(36)
+    xv = rng.standard_normal((3, 4)) * 10.0 ** rng.integers(-12, 16, (3, 4))
+    exact, ordered = ag.Session(g).run([ag.sum(x, axes=[1], exact="yes"), ag.sum(x, axes=[1])],
+                                       {x: xv})
+    assert list(exact) == [math.fsum(row) for row in xv]
+    in_order = []
+    for row in xv:
+        total = 0.0
+        for v in row:
+            total += v
+        in_order.append(total)
+    assert list(ordered) == in_order
+    with pytest.raises(ag.ShapeError, match='attribute "exact"'):
+        ag.sum(x, axes=[0], exact="auto")
+
+
 def test_fetched_arrays_own_their_data_and_outlive_the_graph():
     g, x, loss = least_squares()
     grad = ag.gradient(loss, x)
