@@ -158,11 +158,21 @@ OpDef reduction(std::string name, std::string doc, bool mean) {
       if (all) {
         y[0] = exact_sum(x.data(), x.size());
       } else if (exact) {
-        std::vector<ExactSum> sums(static_cast<std::size_t>(y.size()));
+        // Each output's terms side by side, then summed exactly: the
+        // error-free form for a few, the array form for many.
+        const int64_t outputs = y.size();
+        const int64_t terms = outputs == 0 ? 0 : x.size() / outputs;
+        std::vector<double> grouped(static_cast<std::size_t>(x.size()));
+        std::vector<int64_t> filled(static_cast<std::size_t>(outputs), 0);
         const double* in = x.data();
-        for_each_broadcast(
-            kept, x.shape(), [&](int64_t i, int64_t j) { sums[j].add(in[i]); });
-        for (int64_t j = 0; j < y.size(); ++j) y[j] = sums[j].round();
+        for_each_broadcast(kept, x.shape(), [&](int64_t i, int64_t j) {
+          grouped[j * terms + filled[j]++] = in[i];
+        });
+        for (int64_t j = 0; j < outputs; ++j) {
+          const double* t = grouped.data() + j * terms;
+          y[j] = terms <= 64 ? exact_sum_of_few(t, static_cast<int>(terms))
+                             : exact_sum(t, terms);
+        }
       } else {
         // y holds the kept shape's elements in the same order; each sum in
         // index order (exact sums of a few terms each cost a data-parallel
