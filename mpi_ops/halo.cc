@@ -108,6 +108,40 @@ struct Grid {
 
 }  // namespace
 
+namespace {
+
+// Whether no cotangent reached the four received strips (heat_step's
+// gather-form adjoint takes its neighbours' terms through an exchange of
+// its own): then the adjoint swap would send zeros, and it is left out.
+// Every rank of one graph skips alike; a rank-dependent graph whose halos
+// get cotangents on some ranks only would leave a neighbour waiting (the
+// communication deadline names it).
+bool no_strip_cotangents(const GradientContext& c) {
+  for (int k = 0; k < 4; ++k)
+    if (c.grad(k).node().op_name() != "zeros") return false;
+  return true;
+}
+
+// Zero cotangents for the four strips `exchange` sends.
+Values zero_strips(const GradientContext& c, const Node& exchange) {
+  Values zero;
+  for (const Value& strip : exchange.inputs)
+    zero.push_back(zeros(c.graph(), strip.shape()));
+  return zero;
+}
+
+// Whether a data_exchange_finish in `g` finishes `request`.
+bool finished_in_graph(const Graph& g, const Value& request) {
+  for (int id = request.node_id() + 1; id < g.num_nodes(); ++id) {
+    const Node& n = g.node(id);
+    if (n.op_name() == "data_exchange_finish" && n.inputs[0] == request)
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 void register_halo_ops() {
   // y_k = strip the neighbour in direction k sent to this rank (0 if none);
   // x̄ = data_exchange(ȳ)
@@ -133,21 +167,7 @@ void register_halo_ops() {
     });
   };
   def.gradient = [](const GradientContext& c) {
-    // No cotangent reached the halos (heat_step's gather-form adjoint takes
-    // its neighbours' terms through an exchange of its own): the edges'
-    // cotangents are zeros, and no message is sent. Every rank of one graph
-    // skips alike; a rank-dependent graph whose halos get cotangents on
-    // some ranks only would leave a neighbour waiting (the communication
-    // deadline names it).
-    bool any = false;
-    for (int k = 0; k < 4; ++k)
-      any = any || c.grad(k).node().op_name() != "zeros";
-    if (!any) {
-      Values zero;
-      for (int k = 0; k < 4; ++k)
-        zero.push_back(zeros(c.graph(), c.input(k).shape()));
-      return zero;
-    }
+    if (no_strip_cotangents(c)) return zero_strips(c, c.node());
     auto adj = data_exchange(c.grad(0),
                              c.grad(1),
                              c.grad(2),
@@ -186,6 +206,11 @@ void register_halo_ops() {
   };
   start.gradient = [](const GradientContext& c) {
     const Value& reverse = c.grad(0);
+    // The finish's adjoint found no cotangent on the strips (see
+    // no_strip_cotangents) and started no reverse swap.
+    if (reverse.valid() && reverse.node().op_name() == "zeros" &&
+        finished_in_graph(c.graph(), c.output(0)))
+      return zero_strips(c, c.node());
     if (!reverse.valid() || reverse.node().op_name() != "data_exchange_start") {
       throw GraphError(
           "its request must be finished by exactly one data_exchange_finish "
@@ -229,6 +254,7 @@ void register_halo_ops() {
   });
   finish.gradient = [](const GradientContext& c) {
     const Node& start = c.node().inputs[0].node();
+    if (no_strip_cotangents(c)) return Values{zeros(c.graph(), Shape{})};
     return Values{
         data_exchange_start(c.grad(0),
                             c.grad(1),

@@ -146,6 +146,34 @@ TEST(DataExchangeStartFinish, AdjointAndTangentPassTheCheckers) {
   }
 }
 
+// The loss uses x only, so no cotangent reaches the received strips: the
+// adjoint adds no reverse swap (the graph still holds one exchange after
+// gradients()), and the gradient is the local one, 2x, on every grid.
+TEST(DataExchangeStartFinish, StripsWithoutCotangentsGetNoReverseSwap) {
+  const int size = world_size();
+  auto count = [](const Graph& g, const std::string& op) {
+    int n = 0;
+    for (int id = 0; id < g.num_nodes(); ++id) n += g.node(id).op_name() == op;
+    return n;
+  };
+  for (const bool overlap : {false, true}) {
+    Graph g;
+    Value x = g.placeholder("x", {10});
+    const Value l = slice(x, 0, 0, 3), r = slice(x, 0, 3, 6),
+                u = slice(x, 0, 6, 8), d = slice(x, 0, 8, 10);
+    auto out =
+        overlap ? data_exchange_finish(data_exchange_start(l, r, u, d, 1, size))
+                : data_exchange(l, r, u, d, 1, size);
+    Value received = concat({out[0], out[1], out[2], out[3]}, 0);
+    Value grad = gradient(sum(square(x)), x);
+    EXPECT_EQ(count(g, overlap ? "data_exchange_start" : "data_exchange"), 1);
+    Session s(g);
+    const Tensor xv = random_tensor({10}, 5);
+    const auto got = s.run({grad, received}, {{x, xv}});
+    for (int64_t i = 0; i < 10; ++i) EXPECT_EQ(got[0][i], 2 * xv[i]);
+  }
+}
+
 TEST(DataExchangeStartFinish, UnfinishedAndMisusedRequestsAreErrors) {
   const int size = world_size();
   Graph g;
