@@ -82,7 +82,9 @@ bool open_sums(const Value& v, Values& terms) {
 // cotangent is a sum_to of the array's terms): one exact total over those
 // terms of every rank, mpi_total, rather than each rank's rounded sum
 // summed, whose rounding depends on how the array is split. Invalid for
-// any other cotangent.
+// any other cotangent. The choice is read from each rank's graph, so every
+// rank must build the same kind of cotangent here: a rank-dependent graph
+// that differs gets Session's "collectives differ" RunError on every rank.
 Value exact_total_of_terms(const Value& grad, int root) {
   Values terms;
   if (!grad.shape().empty() || !open_sums(grad, terms)) return {};
