@@ -153,7 +153,7 @@ std::string stage_checkpoint(const std::string& prefix,
   const int64_t fh = static_cast<int64_t>(state.f_history.size());
   w.put(int32_t{rank});
   w.put(int32_t{size});
-  w.put(state.kind);
+  w.put(static_cast<int32_t>(state.kind));
   w.put(state.bounds_hash);
   w.put(state.problem);
   w.put(int32_t{history});
@@ -172,7 +172,7 @@ std::string stage_checkpoint(const std::string& prefix,
   for (double r : state.rho) w.put(r);
   for (double f : state.f_history) w.put(f);
   for (double f : state.gnorm_history) w.put(f);
-  if (state.kind == 1) {
+  if (state.kind == SolverKind::kLbfgsb) {
     w.put(state.sy);
     w.put(state.ss);
   }
@@ -244,7 +244,7 @@ std::string read_checkpoint(const std::string& prefix,
                             int size,
                             int64_t n,
                             int history,
-                            int32_t kind,
+                            SolverKind kind,
                             uint64_t bounds_hash,
                             const std::string& problem,
                             LbfgsState* state,
@@ -293,10 +293,10 @@ std::string read_checkpoint(const std::string& prefix,
     if (!diff.empty()) return path + ": written for another problem: " + diff;
   }
   static const char* const kKinds[] = {"L-BFGS (no bounds)", "L-BFGS-B"};
-  if (file_kind != kind) {
+  if (file_kind != static_cast<int32_t>(kind)) {
     return path + ": written by an " +
            (file_kind == 0 || file_kind == 1 ? kKinds[file_kind] : "unknown") +
-           " run, this run is " + kKinds[kind];
+           " run, this run is " + kKinds[static_cast<int32_t>(kind)];
   }
   if (file_bounds != bounds_hash) {
     return path + ": written with other bounds than this run's";
@@ -322,7 +322,7 @@ std::string read_checkpoint(const std::string& prefix,
   }
   s.s.resize(count);
   s.y.resize(count);
-  s.rho.resize(kind == 0 ? count : 0);
+  s.rho.resize(kind == SolverKind::kLbfgs ? count : 0);
   for (int i = 0; i < count; ++i) {
     if (!r.get(&s.s[i], n)) return corrupt("short history");
   }
@@ -340,7 +340,8 @@ std::string read_checkpoint(const std::string& prefix,
   for (int64_t i = 0; i < fh; ++i) {
     if (!r.get(&s.gnorm_history[i])) return corrupt("short trace");
   }
-  if (kind == 1 && (!r.get(&s.sy, count) || !r.get(&s.ss, count))) {
+  if (kind == SolverKind::kLbfgsb &&
+      (!r.get(&s.sy, count) || !r.get(&s.ss, count))) {
     return corrupt("short history");
   }
   if (r.position() + sizeof(uint64_t) != body.size())
@@ -354,7 +355,7 @@ void load_checkpoint(const Reducer& reduce,
                      int rank,
                      int size,
                      int64_t n,
-                     int32_t kind,
+                     SolverKind kind,
                      uint64_t bounds_hash,
                      LbfgsState* state) {
   const auto read = [&](LbfgsState* into, const std::string& suffix) {

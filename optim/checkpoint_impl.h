@@ -12,10 +12,14 @@
 
 namespace adgraph::optim::detail {
 
+// Which solver wrote a state; the value is what a checkpoint file holds.
+enum class SolverKind : int32_t {
+  kLbfgs = 0,   // optim/lbfgs.h
+  kLbfgsb = 1,  // optim/lbfgsb.h: also keeps sy, ss and θ (in gamma)
+};
+
 struct LbfgsState {
-  // 0: L-BFGS (optim/lbfgs.h); 1: L-BFGS-B (optim/lbfgsb.h), which also
-  // keeps the k × k products sy and ss and θ (in gamma).
-  int32_t kind = 0;
+  SolverKind kind = SolverKind::kLbfgs;
   // Fingerprint of this rank's bounds (0 without bounds): a resumed run
   // must have the same box.
   uint64_t bounds_hash = 0;
@@ -30,7 +34,7 @@ struct LbfgsState {
   std::vector<double> f_history;
   // ‖∇f‖∞ (projected, with bounds) after each iteration, starting at x0.
   std::vector<double> gnorm_history;
-  Eigen::MatrixXd sy, ss;  // kind 1 only
+  Eigen::MatrixXd sy, ss;  // kLbfgsb only
   // LbfgsOptions::checkpoint_problem of the run that wrote it.
   std::string problem;
 };
@@ -71,7 +75,7 @@ std::string read_checkpoint(const std::string& prefix,
                             int size,
                             int64_t n,
                             int history,
-                            int32_t kind,
+                            SolverKind kind,
                             uint64_t bounds_hash,
                             const std::string& problem,
                             LbfgsState* state,
@@ -86,7 +90,7 @@ void load_checkpoint(const Reducer& reduce,
                      int rank,
                      int size,
                      int64_t n,
-                     int32_t kind,
+                     SolverKind kind,
                      uint64_t bounds_hash,
                      LbfgsState* state);
 

@@ -1,24 +1,22 @@
 #include "optim/lbfgsb.h"
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <iostream>
 #include <limits>
 
 #include "core/error.h"
-#include "optim/checkpoint_impl.h"
 #include "optim/lbfgsb_impl.h"
 #include "optim/run_impl.h"
 
 namespace adgraph::optim {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using detail::Box;
 using detail::CompactBfgs;
 using detail::LbfgsState;
 using detail::Reducer;
+using detail::Run;
+using detail::Step;
 using detail::Where;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -136,23 +134,232 @@ uint64_t bounds_fingerprint(const Eigen::VectorXd& lower,
   return detail::fnv1a(bytes.data(), bytes.size()) | 1;  // never 0
 }
 
-void print_line(std::ostream& out,
-                int iteration,
-                double f,
-                double pgnorm,
-                int64_t active,
-                double seconds,
-                const std::function<std::string()>& extra) {
+// L-BFGS-B: the generalized Cauchy point, the subspace step from it, a
+// Moré–Thuente search inside the box, the compact memory.
+class Lbfgsb final : public detail::Method {
+ public:
+  explicit Lbfgsb(const Bounds& bounds) : bounds_(bounds) {}
+
+  detail::SolverKind kind() const override {
+    return detail::SolverKind::kLbfgsb;
+  }
+  void prepare(const Run& run, const Eigen::VectorXd& x) override;
+  uint64_t fingerprint() const override { return fingerprint_; }
+  Eigen::VectorXd start(const Eigen::VectorXd& x) const override {
+    return x.cwiseMax(lower_).cwiseMin(upper_);
+  }
+  void resume(const Run& run) override {
+    const LbfgsState& st = run.st;
+    bfgs_.assign(st.s, st.y, st.sy, st.ss, st.gamma, run.reduce);
+  }
+  double gradient_norm(const Run& run) const override {
+    return projected_gradient_norm(run.st.x, run.st.g, box(), run.reduce);
+  }
+  Step iterate(const Run& run) override;
+  void observe(const Run& run) override {
+    active_ = count_active(run.st.x, box(), run.reduce);
+  }
+  void store(const Run& run) const override {
+    LbfgsState& st = run.st;
+    st.s = bfgs_.s(), st.y = bfgs_.y();
+    st.sy = bfgs_.sy(), st.ss = bfgs_.ss();
+    st.gamma = bfgs_.theta();
+    st.rho.clear();
+  }
+  bool converged(const Run& run,
+                 double old_f,
+                 double norm,
+                 Termination* why) const override;
+  std::string trace_header() const override {
+    return "  Iter          Function value  Proj. gradient    Active       "
+           "time";
+  }
+  std::string trace_columns(const Run& run,
+                            double norm,
+                            double seconds) const override;
+  void finish(const Run& run, LbfgsSummary* s) const override;
+
+ private:
+  // The Cauchy point z and the subspace step from it, in z; false when the
+  // memory broke down.
+  bool step_point(const Run& run, detail::CauchyPoint* z);
+  // The search along d = z − x; false when it found no step.
+  bool search(const Run& run, const detail::CauchyPoint& z);
+
+  Box box() const { return {lower_, upper_, bounds_.global_index}; }
+
+  const Bounds& bounds_;
+  Eigen::VectorXd lower_, upper_;  // filled out to x's length
+  std::vector<Where> where_;
+  bool boxed_ = false, constrained_ = false;
+  uint64_t fingerprint_ = 0;
+  int64_t active_ = 0;
+  CompactBfgs bfgs_;
+  // The search direction, gᵀd and dᵀd, the search's result and its point.
+  Eigen::VectorXd d_, trial_x_, trial_g_;
+  double gd_ = 0, dtd_ = 0;
+  MoreThuenteResult found_;
+};
+
+void Lbfgsb::prepare(const Run& run, const Eigen::VectorXd& x) {
+  const Reducer& reduce = run.reduce;
+  Eigen::VectorXd lower, upper;
+  detail::agree_or_throw(
+      reduce,
+      complete_bounds(bounds_, x.size(), reduce.rank(), &lower, &upper),
+      [](const std::string& m) { throw OptionsError(m, {}, {}, "bounds"); });
+  fingerprint_ = bounds_fingerprint(lower, upper);
+  lower_ = std::move(lower), upper_ = std::move(upper);
+  const Box b = box();
+
+  // What the box holds fixed, and whether every variable is bounded on
+  // both sides (then the first step is 1) or any at all.
+  const int64_t n = x.size();
+  where_.assign(n, Where::kFree);
+  double kinds[2] = {0, 0};  // variables without both bounds, with any
+  for (int64_t i = 0; i < n; ++i) {
+    const bool l = b.has_lower(i), u = b.has_upper(i);
+    if (!l && !u) where_[i] = Where::kUnbounded;
+    if (l && u && b.upper[i] - b.lower[i] <= 0) where_[i] = Where::kFixed;
+    kinds[0] += !(l && u);
+    kinds[1] += l || u;
+  }
+  reduce.sum_over_variables(kinds, 2);
+  boxed_ = kinds[0] == 0, constrained_ = kinds[1] > 0;
+}
+
+bool Lbfgsb::step_point(const Run& run, detail::CauchyPoint* z) {
+  // Without bounds, once there is curvature, the step is plain L-BFGS.
+  if (!constrained_ && bfgs_.k() > 0) {
+    z->x = run.st.x;  // with c = 0 the subspace step's residual is −g
+    z->c = Eigen::VectorXd::Zero(2 * bfgs_.k());
+  } else {
+    *z = detail::cauchy_point(
+        run.st.x, run.st.g, box(), where_, bfgs_, run.reduce);
+  }
+  if (!z->ok || bfgs_.k() == 0) return z->ok;
+  double free = 0;
+  for (Where w : where_) free += detail::is_free(w);
+  run.reduce.sum_over_variables(&free, 1);
+  return free == 0 ||
+         detail::subspace_minimization(
+             run.st.x, run.st.g, box(), where_, bfgs_, run.reduce, *z);
+}
+
+bool Lbfgsb::search(const Run& run, const detail::CauchyPoint& z) {
+  const LbfgsState& st = run.st;
+  const int64_t n = st.x.size();
+  d_ = z.x - st.x;
+  ExactSum sums[2];
+  sums[0].add_products(st.g.data(), d_.data(), n);
+  sums[1].add_products(d_.data(), d_.data(), n);
+  double dots[2];
+  run.reduce.round_over_variables(sums, dots, 2);
+  gd_ = dots[0], dtd_ = dots[1];
+  if (!(gd_ < 0)) return false;  // the projection can make an ascent direction
+
+  const double stpmax = !constrained_ ? 1e10
+                        : st.iteration == 0
+                            ? 1.0
+                            : longest_step(st.x, d_, box(), 1e10, run.reduce);
+  const double step = st.iteration == 0 && !boxed_
+                          ? std::min(1.0 / std::sqrt(dtd_), stpmax)
+                          : 1.0;
+  auto line = [&](double a, double* phi, double* dphi) {
+    trial_x_ = a == 1.0 ? z.x : Eigen::VectorXd(st.x + a * d_);
+    *phi = run.evaluate(trial_x_, trial_g_);
+    *dphi = run.reduce.dot(trial_g_, d_);
+  };
+  MoreThuenteOptions ls = run.options.line_search_bounded;
+  ls.max_evaluations = std::min(ls.max_evaluations, run.evaluations_left());
+  found_ = line_search_more_thuente(line, st.f, gd_, step, 0.0, stpmax, ls);
+  return found_.status == MoreThuenteStatus::kConverged ||
+         found_.status == MoreThuenteStatus::kWarning;
+}
+
+Step Lbfgsb::iterate(const Run& run) {
+  LbfgsState& st = run.st;
+  // A memory that breaks down is dropped and the iteration restarted.
+  detail::CauchyPoint z;
+  if (!step_point(run, &z) || !search(run, z)) {
+    // x stays; with curvature pairs, restart from steepest descent.
+    if (run.evaluations_left() <= 0)
+      return Step::stop(Termination::kMaxEvaluations);
+    if (bfgs_.k() == 0) return Step::stop(Termination::kLineSearchFailed);
+    bfgs_.clear();
+    return {Step::Outcome::kRestart};
+  }
+
+  // Accept the step, then update the memory with s = α·d, y = Δg
+  // (skipped when sᵀy is not safely positive).
+  const double alpha = found_.alpha;
+  Eigen::VectorXd y = trial_g_ - st.g;
+  st.x = std::move(trial_x_);
+  st.g = std::move(trial_g_);
+  st.f = found_.phi;
+  const double sy = (found_.dphi - gd_) * alpha, minus_gd = -gd_ * alpha;
+  if (sy > std::numeric_limits<double>::epsilon() * minus_gd) {
+    Eigen::VectorXd s = alpha == 1.0 ? d_ : Eigen::VectorXd(alpha * d_);
+    const double ss = alpha == 1.0 ? dtd_ : alpha * alpha * dtd_;
+    if (!bfgs_.push(std::move(s),
+                    std::move(y),
+                    sy,
+                    ss,
+                    run.options.history,
+                    run.reduce))
+      bfgs_.clear();
+  }
+  return {Step::Outcome::kTaken};
+}
+
+bool Lbfgsb::converged(const Run& run,
+                       double old_f,
+                       double norm,
+                       Termination* why) const {
+  const LbfgsOptions& options = run.options;
+  const double f = run.st.f;
+  if (norm <= options.tolerance_gradient) {
+    *why = Termination::kGradientNorm;
+    return true;
+  }
+  if (options.tolerance_function > 0 &&
+      (old_f - f) <= options.tolerance_function *
+                         std::max({std::fabs(old_f), std::fabs(f), 1.0})) {
+    *why = Termination::kFunctionChange;
+    return true;
+  }
+  return false;
+}
+
+std::string Lbfgsb::trace_columns(const Run& run,
+                                  double norm,
+                                  double seconds) const {
   char line[128];
   std::snprintf(line,
                 sizeof(line),
                 "%6d  %22.15e  %14.6e  %8lld  %9.3f",
-                iteration,
-                f,
-                pgnorm,
-                static_cast<long long>(active),
+                run.st.iteration,
+                run.st.f,
+                norm,
+                static_cast<long long>(active_),
                 seconds);
-  detail::write_trace_line(out, line, extra);
+  return line;
+}
+
+void Lbfgsb::finish(const Run& run, LbfgsSummary* s) const {
+  s->active_bounds = active_;
+  char message[300];
+  std::snprintf(message,
+                sizeof(message),
+                "%s after %d iterations and %d evaluations: f = %.17g, "
+                "|proj g|inf = %.3e, %lld active bounds",
+                lbfgsb_message(s->termination),
+                run.st.iteration,
+                run.st.evaluations,
+                run.st.f,
+                s->gradient_norm,
+                static_cast<long long>(active_));
+  s->message = message;
 }
 
 }  // namespace
@@ -181,228 +388,8 @@ LbfgsSummary lbfgsb(const Objective& objective,
                     const LbfgsOptions& options,
                     CommContext* comm,
                     Layout layout) {
-  std::string error;
-  if (!options.is_valid(&error))
-    throw OptionsError(error, {}, {}, "LbfgsOptions");
-  const Reducer reduce(comm, layout);
-  const int rank = reduce.rank(), size = reduce.size();
-  Eigen::VectorXd lower, upper;
-  detail::agree_or_throw(
-      reduce,
-      complete_bounds(bounds, x.size(), rank, &lower, &upper),
-      [](const std::string& m) { throw OptionsError(m, {}, {}, "bounds"); });
-  const Box box{lower, upper, bounds.global_index};
-  const int64_t n = x.size();
-  const bool printing = options.trace && rank == 0;
-  std::ostream& trace =
-      options.trace_stream ? *options.trace_stream : std::cout;
-  const auto start = Clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(Clock::now() - start).count();
-  };
-
-  // What the box holds fixed, and whether every variable is bounded on
-  // both sides (then the first step is 1) or any at all.
-  std::vector<Where> where(n, Where::kFree);
-  double kinds[2] = {0, 0};  // variables without both bounds, with any
-  for (int64_t i = 0; i < n; ++i) {
-    const bool l = box.has_lower(i), u = box.has_upper(i);
-    if (!l && !u) where[i] = Where::kUnbounded;
-    if (l && u && upper[i] - lower[i] <= 0) where[i] = Where::kFixed;
-    kinds[0] += !(l && u);
-    kinds[1] += l || u;
-  }
-  reduce.sum_over_variables(kinds, 2);
-  const bool boxed = kinds[0] == 0, constrained = kinds[1] > 0;
-  const uint64_t fingerprint = bounds_fingerprint(lower, upper);
-
-  LbfgsSummary summary;
-  LbfgsState st;
-  st.problem = options.checkpoint_problem;
-  CompactBfgs bfgs;
-  auto evaluate = [&](const Eigen::VectorXd& at, Eigen::VectorXd& g) {
-    g.resize(at.size());
-    const double f = objective(at, g);
-    ++st.evaluations;
-    return reduce.combine(f, g);
-  };
-  if (options.resume) {
-    detail::load_checkpoint(
-        reduce, options, rank, size, n, 1, fingerprint, &st);
-    bfgs.assign(st.s, st.y, st.sy, st.ss, st.gamma, reduce);
-    summary.resumed_at = st.iteration;
-  } else {
-    st.x = x.cwiseMax(lower).cwiseMin(upper);
-    st.f = evaluate(st.x, st.g);
-    st.initial_f = st.f;
-    st.f_history = {st.f};
-    st.gnorm_history = {projected_gradient_norm(st.x, st.g, box, reduce)};
-  }
-  double pgnorm = st.gnorm_history.back();
-  // Collective: every rank counts, rank 0 prints.
-  int64_t active = count_active(st.x, box, reduce);
-  auto print_state = [&] {
-    print_line(trace,
-               st.iteration,
-               st.f,
-               pgnorm,
-               active,
-               elapsed(),
-               options.trace_columns);
-  };
-  if (printing) {
-    trace << "  Iter          Function value  Proj. gradient    Active       "
-             "time"
-          << options.trace_columns_header << "\n";
-    print_state();
-  }
-
-  Termination why = Termination::kMaxIterations;
-  auto stop = [&](Termination t) {
-    why = t;
-    return true;
-  };
-  Eigen::VectorXd d, trial_x, trial_g;
-  while (true) {
-    if ((!std::isfinite(st.f) || !std::isfinite(pgnorm)) &&
-        stop(Termination::kNotFinite))
-      break;
-    if (pgnorm <= options.tolerance_gradient &&
-        stop(Termination::kGradientNorm))
-      break;
-    if (st.iteration >= options.max_iterations &&
-        stop(Termination::kMaxIterations))
-      break;
-    if (st.evaluations >= options.max_evaluations &&
-        stop(Termination::kMaxEvaluations))
-      break;
-
-    // The Cauchy point z, then the subspace step from it (skipped without
-    // bounds once there is curvature: the step is then plain L-BFGS).
-    // A memory that breaks down is dropped and the iteration restarted.
-    detail::CauchyPoint z;
-    if (!constrained && bfgs.k() > 0) {
-      z.x = st.x;  // with c = 0 the subspace step's residual is −g
-      z.c = Eigen::VectorXd::Zero(2 * bfgs.k());
-    } else {
-      z = detail::cauchy_point(st.x, st.g, box, where, bfgs, reduce);
-    }
-    bool usable = z.ok;
-    if (usable && bfgs.k() > 0) {
-      double free = 0;
-      for (Where w : where) free += detail::is_free(w);
-      reduce.sum_over_variables(&free, 1);
-      if (free > 0)
-        usable = detail::subspace_minimization(
-            st.x, st.g, box, where, bfgs, reduce, z);
-    }
-
-    // Search along d = z − x.
-    double gd = 0, dtd = 0, step = 1.0;
-    MoreThuenteResult found;
-    if (usable) {
-      d = z.x - st.x;
-      ExactSum sums[2];
-      sums[0].add_products(st.g.data(), d.data(), n);
-      sums[1].add_products(d.data(), d.data(), n);
-      double dots[2];
-      reduce.round_over_variables(sums, dots, 2);
-      gd = dots[0], dtd = dots[1];
-      usable = gd < 0;  // the projection can make an ascent direction
-    }
-    if (usable) {
-      const double stpmax = !constrained ? 1e10
-                            : st.iteration == 0
-                                ? 1.0
-                                : longest_step(st.x, d, box, 1e10, reduce);
-      step = st.iteration == 0 && !boxed
-                 ? std::min(1.0 / std::sqrt(dtd), stpmax)
-                 : 1.0;
-      auto line = [&](double a, double* phi, double* dphi) {
-        trial_x = a == 1.0 ? z.x : Eigen::VectorXd(st.x + a * d);
-        *phi = evaluate(trial_x, trial_g);
-        *dphi = reduce.dot(trial_g, d);
-      };
-      MoreThuenteOptions ls = options.line_search_bounded;
-      ls.max_evaluations = std::min(ls.max_evaluations,
-                                    options.max_evaluations - st.evaluations);
-      found = line_search_more_thuente(line, st.f, gd, step, 0.0, stpmax, ls);
-      usable = found.status == MoreThuenteStatus::kConverged ||
-               found.status == MoreThuenteStatus::kWarning;
-    }
-    if (!usable) {
-      // x stays; with curvature pairs, restart from steepest descent.
-      if (bfgs.k() == 0 || st.evaluations >= options.max_evaluations) {
-        stop(st.evaluations >= options.max_evaluations
-                 ? Termination::kMaxEvaluations
-                 : Termination::kLineSearchFailed);
-        break;
-      }
-      bfgs.clear();
-      continue;
-    }
-
-    // Accept the step, then update the memory with s = α·d, y = Δg
-    // (skipped when sᵀy is not safely positive).
-    const double alpha = found.alpha;
-    const double gd_new = found.dphi;
-    Eigen::VectorXd y = trial_g - st.g;
-    const double old_f = st.f;
-    st.x = std::move(trial_x);
-    st.g = std::move(trial_g);
-    st.f = found.phi;
-    ++st.iteration;
-    const double sy = (gd_new - gd) * alpha, minus_gd = -gd * alpha;
-    if (sy > std::numeric_limits<double>::epsilon() * minus_gd) {
-      Eigen::VectorXd s = alpha == 1.0 ? d : Eigen::VectorXd(alpha * d);
-      const double ss = alpha == 1.0 ? dtd : alpha * alpha * dtd;
-      if (!bfgs.push(
-              std::move(s), std::move(y), sy, ss, options.history, reduce))
-        bfgs.clear();
-    }
-    pgnorm = projected_gradient_norm(st.x, st.g, box, reduce);
-    st.f_history.push_back(st.f);
-    st.gnorm_history.push_back(pgnorm);
-    active = count_active(st.x, box, reduce);
-    if (printing) print_state();
-    if (options.checkpoint_every > 0 &&
-        st.iteration % options.checkpoint_every == 0) {
-      st.kind = 1;
-      st.bounds_hash = fingerprint;
-      st.s = bfgs.s(), st.y = bfgs.y();
-      st.sy = bfgs.sy(), st.ss = bfgs.ss();
-      st.gamma = bfgs.theta();
-      st.rho.clear();
-      detail::save_checkpoint(reduce, options, rank, size, st);
-    }
-    if (pgnorm <= options.tolerance_gradient &&
-        stop(Termination::kGradientNorm))
-      break;
-    if (options.tolerance_function > 0 &&
-        (old_f - st.f) <=
-            options.tolerance_function *
-                std::max({std::fabs(old_f), std::fabs(st.f), 1.0}) &&
-        stop(Termination::kFunctionChange))
-      break;
-  }
-
-  x = st.x;
-  summary = detail::summarize(st, why, pgnorm, elapsed(), summary.resumed_at);
-  summary.active_bounds = active;
-  char message[300];
-  std::snprintf(message,
-                sizeof(message),
-                "%s after %d iterations and %d evaluations: f = %.17g, "
-                "|proj g|inf = %.3e, %lld active bounds",
-                lbfgsb_message(why),
-                st.iteration,
-                st.evaluations,
-                st.f,
-                pgnorm,
-                static_cast<long long>(summary.active_bounds));
-  summary.message = message;
-  if (printing) trace << summary.message << "\n";
-  return summary;
+  Lbfgsb method(bounds);
+  return detail::run(method, objective, x, options, comm, layout);
 }
 
 }  // namespace adgraph::optim

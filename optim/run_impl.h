@@ -1,45 +1,94 @@
-// What optim::lbfgs and optim::lbfgsb share about a run: the end of a trace
-// line and the summary of the state a run ended in. Internal to optim/.
+// The run both optimizers share (optim::lbfgs and optim::lbfgsb): option
+// checks, the first evaluation or the resume from a checkpoint, the stop
+// tests, the histories, the trace, the checkpoints and the summary are
+// written once here; a Method supplies only its direction, its step and
+// its memory. Internal to optim/.
 #pragma once
 
-#include <functional>
-#include <ostream>
+#include <Eigen/Core>
 #include <string>
 
 #include "optim/checkpoint_impl.h"
 #include "optim/lbfgs.h"
+#include "optim/reducer_impl.h"
 
 namespace adgraph::optim::detail {
 
-// Writes a trace line: the optimizer's own `columns`, the caller's extra
-// columns (when set), a newline.
-inline void write_trace_line(std::ostream& out,
-                             const char* columns,
-                             const std::function<std::string()>& extra) {
-  out << columns;
-  if (extra) out << extra();
-  out << "\n" << std::flush;
-}
+// What a method sees of the run it takes part in.
+struct Run {
+  const Objective& objective;
+  const LbfgsOptions& options;
+  const Reducer& reduce;
+  LbfgsState& st;
 
-// The summary of `st` after termination `why` (message and active bounds
-// are the caller's).
-inline LbfgsSummary summarize(const LbfgsState& st,
-                              Termination why,
-                              double gradient_norm,
-                              double seconds,
-                              int resumed_at) {
-  LbfgsSummary s;
-  s.termination = why;
-  s.iterations = st.iteration;
-  s.evaluations = st.evaluations;
-  s.initial_f = st.initial_f;
-  s.final_f = st.f;
-  s.gradient_norm = gradient_norm;
-  s.f_history = st.f_history;
-  s.gradient_norm_history = st.gnorm_history;
-  s.seconds = seconds;
-  s.resumed_at = resumed_at;
-  return s;
-}
+  // f at `at`, summed over ranks per the layout, and ∇f into `g` (resized
+  // to at's length); counts the evaluation.
+  double evaluate(const Eigen::VectorXd& at, Eigen::VectorXd& g) const;
+  // Evaluations the options still allow.
+  int evaluations_left() const {
+    return options.max_evaluations - st.evaluations;
+  }
+};
+
+// What one iteration of a method did.
+struct Step {
+  enum class Outcome {
+    kTaken,      // st holds the new point
+    kTakenLast,  // st holds a better point, but the search failed: stop
+    kRestart,    // x stays, the memory was dropped: iterate again
+    kStop,       // x stays: the run ends with `why`
+  };
+  Outcome outcome = Outcome::kTaken;
+  Termination why = Termination::kLineSearchFailed;
+
+  static Step stop(Termination t) { return {Outcome::kStop, t}; }
+};
+
+// An L-BFGS method: the direction, the step and the memory, and what the
+// trace and the summary say of them. Every call is collective.
+class Method {
+ public:
+  virtual ~Method() = default;
+  virtual SolverKind kind() const = 0;
+  // Checks what the method adds to the options against x (bounds); throws
+  // the same error on every rank.
+  virtual void prepare(const Run& run, const Eigen::VectorXd& x) = 0;
+  // What a checkpoint must have been written with besides the options (a
+  // fingerprint of the bounds); 0 for nothing.
+  virtual uint64_t fingerprint() const { return 0; }
+  // The point the run starts from, given x0.
+  virtual Eigen::VectorXd start(const Eigen::VectorXd& x) const { return x; }
+  // Takes the memory from a resumed state.
+  virtual void resume(const Run& /*run*/) {}
+  // The norm the stop tests and the history use (‖∇f‖∞, or projected).
+  virtual double gradient_norm(const Run& run) const = 0;
+  // One iteration from run.st.
+  virtual Step iterate(const Run& run) = 0;
+  // Called at the start point and after each step (e.g. counts the active
+  // bounds for the trace).
+  virtual void observe(const Run& /*run*/) {}
+  // Writes the method's memory into run.st before a checkpoint.
+  virtual void store(const Run& /*run*/) const {}
+  // After a step from f = old_f: whether the run has converged, and why.
+  virtual bool converged(const Run& run,
+                         double old_f,
+                         double norm,
+                         Termination* why) const = 0;
+  // The trace's header line and one iteration's columns.
+  virtual std::string trace_header() const = 0;
+  virtual std::string trace_columns(const Run& run,
+                                    double norm,
+                                    double seconds) const = 0;
+  // The summary's message (and anything else the method reports).
+  virtual void finish(const Run& run, LbfgsSummary* summary) const = 0;
+};
+
+// Minimises from x (overwritten with the result) with `method`.
+LbfgsSummary run(Method& method,
+                 const Objective& objective,
+                 Eigen::VectorXd& x,
+                 const LbfgsOptions& options,
+                 CommContext* comm,
+                 Layout layout);
 
 }  // namespace adgraph::optim::detail
