@@ -1,6 +1,7 @@
 // The library's entry point for ops: OpRegistry::global() registers the
 // core's own ops and then calls this, which asks every layer above the core
 // to register its families. core/ never includes a layer above it.
+#include "core/loops/loop.h"
 #include "core/op.h"
 #include "mpi_ops/collectives.h"
 #include "mpi_ops/halo.h"
@@ -18,11 +19,13 @@
 namespace adgraph {
 
 void detail::register_library_ops() {
+  register_loop_ops();
   register_elementwise_ops();
   register_reduction_ops();
   register_shape_ops();
   register_linalg_ops();
   register_collective_ops();
+  register_exact_total_ops();
   register_point_to_point_ops();
   register_halo_ops();
   register_nonblocking_ops();

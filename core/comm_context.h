@@ -22,7 +22,7 @@ class CommContext {
   virtual int rank() const = 0;
   virtual int size() const = 0;
 
-  // For the plan-time pairing check (core/plan_checks.h), which simulates
+  // For the plan-time pairing check (core/exec/plan_checks.h), which simulates
   // every rank: the world ranks of the group that world rank `world_rank`
   // belongs to here, in this communicator's rank order (every rank for the
   // world, the ranks that passed the same color for a split of it). Null

@@ -7,7 +7,6 @@
 #include "core/check.h"
 #include "core/comm_context.h"
 #include "core/error.h"
-#include "core/loop.h"
 #include "core/op.h"
 #include "core/tensor_json.h"
 
@@ -263,9 +262,9 @@ std::vector<Value> Graph::add_node_outputs(const std::string& op,
   node->communication = def->communication;
   node->every_rank = def->every_rank;
   if (node->loop) {
-    node->communication = node->loop->communicates();
-    node->every_rank = node->loop->has_every_rank_node();
-    if (node->communication) set_comm(node->loop->shared_comm());
+    node->communication = options.body.communicates;
+    node->every_rank = options.body.every_rank;
+    if (node->communication) set_comm(options.body.comm);
   } else if (def->communicator) {
     // The first communication node binds the graph's communicator, before
     // its shape rule (which may ask for the communicator's size) runs.

@@ -84,7 +84,7 @@ struct Node {
   // Every rank runs it (its op is every_rank, or a loop body holds such a
   // node), so it joins the plan-time sequence check.
   bool every_rank = false;
-  // A loop node's body and schedule (core/loop.h); null for other nodes.
+  // A loop node's body and schedule (core/loops/loop.h); null for other nodes.
   std::shared_ptr<const LoopSpec> loop;
   // The communicator of a node whose op needs one (OpDef::communicator);
   // null for other nodes. Its adjoint and tangent nodes use the same one.
@@ -105,6 +105,14 @@ struct Node {
 };
 
 // Optional parts of a new node.
+// What the graph needs to know of a node's body (a loop's; the loop code
+// fills it in from core/loops/loop.h's LoopSpec::traits).
+struct BodyTraits {
+  bool communicates = false;          // a node of the body communicates
+  bool every_rank = false;            // a node of the body runs on every rank
+  std::shared_ptr<CommContext> comm;  // the body's communicator, if any
+};
+
 struct NodeOptions {
   // Unique name; empty gives "<op>_<id>".
   std::string name;
@@ -112,8 +120,10 @@ struct NodeOptions {
   std::vector<Value> after;
   // Values of kTensor attributes given as tensors rather than JSON.
   std::map<std::string, Tensor> tensors;
-  // The body of a loop node (core/loop.h builds it).
+  // The body of a loop node (core/loops/loop.h builds it).
   std::shared_ptr<const LoopSpec> loop;
+  // With `loop`: what its body holds.
+  BodyTraits body;
   // For an op that needs a communicator (OpDef::communicator): the one to
   // use. Empty: the graph's CommScope if one is open, else the graph's
   // communicator (bound by the first such node).
@@ -204,7 +214,7 @@ class Graph final {
   // Declares that every rank builds this graph identically (as adgraph-run
   // builds its document). Session then checks each new plan's
   // point-to-point messages pair up, on every rank and without
-  // communicating (core/plan_checks.h). Default: false, since graphs built
+  // communicating (core/exec/plan_checks.h). Default: false, since graphs built
   // through the C++ API may differ by rank.
   void set_same_on_every_rank(bool same) { same_on_every_rank_ = same; }
   bool same_on_every_rank() const { return same_on_every_rank_; }

@@ -6,7 +6,6 @@
 
 #include "core/core_ops.h"
 #include "core/error.h"
-#include "core/loop.h"
 
 namespace adgraph {
 namespace {
@@ -247,7 +246,6 @@ OpRegistry& OpRegistry::global() {
     std::call_once(once, [] {
       registering = true;
       register_core_ops();
-      register_loop_ops();
       detail::register_library_ops();
       registering = false;
     });

@@ -304,8 +304,9 @@ class OpRegistry final {
   std::vector<const OpDef*> all() const;
 
   // The process-wide registry. On first use it registers the core's own
-  // ops (core/core_ops.h, the loop ops) and then asks the library's entry
-  // point to register every other family (detail::register_library_ops).
+  // ops (core/core_ops.h) and then asks the library's entry
+  // point to register every other family, the loop ops among them
+  // (detail::register_library_ops).
   static OpRegistry& global();
 
  private:

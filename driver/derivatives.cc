@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/gradients.h"
-#include "core/jvp.h"
+#include "core/ad/gradients.h"
+#include "core/ad/jvp.h"
 #include "driver/loader_impl.h"
 
 namespace adgraph::driver::detail {

@@ -6,9 +6,9 @@
 #include <set>
 
 #include "core/error.h"
-#include "core/gradients.h"
-#include "core/jvp.h"
-#include "core/loop.h"
+#include "core/ad/gradients.h"
+#include "core/ad/jvp.h"
+#include "core/loops/loop.h"
 #include "core/op.h"
 #include "core/tensor_json.h"
 #include "driver/loader_impl.h"

@@ -42,7 +42,7 @@
 // "g:k" is the k-th of a list of "wrt". Inputs must name earlier nodes;
 // "after" may name any node, as long as no cycle forms.
 //
-// A "repeat" entry among the nodes is one loop node (core/loop.h) that runs
+// A "repeat" entry among the nodes is one loop node (core/loops/loop.h) that runs
 // its body K times; the graph does not grow with K:
 //   {"repeat": K, "carry": {"u": "u0"}, "body": [nodes…],
 //    "checkpoints": "all" | s | {"every": k}}
@@ -82,7 +82,7 @@
 #include <vector>
 
 #include "core/graph.h"
-#include "core/session.h"
+#include "core/exec/session.h"
 #include "optim/lbfgs.h"
 #include "optim/minimize.h"
 

@@ -101,7 +101,7 @@ class Loader final {
   static void bind_group(std::map<std::string, Value>& scope,
                          const std::string& var,
                          const std::vector<Value>& values);
-  // A repeat block becomes one loop node (core/loop.h): carries from
+  // A repeat block becomes one loop node (core/loops/loop.h): carries from
   // "carry", the outer values the body reads as invariants.
   void build_repeat(const json& e,
                     std::map<std::string, Value>& scope,

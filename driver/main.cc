@@ -14,7 +14,7 @@
 
 #include "adgraph.h"
 #include "core/output_file.h"
-#include "core/plan_checks.h"
+#include "core/exec/plan_checks.h"
 #include "core/tensor_json.h"
 #include "driver/loader.h"
 #include "mpi_ops/mpi_environment.h"

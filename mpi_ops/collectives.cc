@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/exact_sum.h"
 #include "core/op.h"
+#include "mpi_ops/collective_impl.h"
 #include "mpi_ops/communicator.h"
 #include "ops/elementwise.h"
 #include "ops/reductions.h"
@@ -16,20 +17,12 @@
 namespace adgraph {
 namespace {
 
+using detail::check_root;
+using detail::collective;
+using detail::root_of;
+using detail::with_root;
+
 const std::set<std::string> kReduceOps = {"sum", "max", "min", "prod"};
-
-int root_of(const Node& n) { return static_cast<int>(n.attr_int("root")); }
-
-// Checks `root` against the communicator size.
-void check_root(const ShapeContext& c) {
-  const int size = c.comm()->size();
-  if (c.attr_int("root") >= size) {
-    c.fail("attribute \"root\"",
-           "root " + std::to_string(c.attr_int("root")) +
-               " is not a rank of a " + std::to_string(size) +
-               "-rank communicator");
-  }
-}
 
 // Shape [P, …x].
 Shape stacked(const ShapeContext& c, const Shape& x) {
@@ -92,22 +85,6 @@ Value exact_total_of_terms(const Value& grad, int root) {
   return mpi_total(terms.size() == 1 ? terms[0] : concat(terms, 0), root);
 }
 
-OpDef collective(std::string name, std::string doc, bool with_root) {
-  OpDef def;
-  def.name = std::move(name);
-  def.doc = std::move(doc);
-  def.inputs = {"x"};
-  def.communication = true;
-  def.every_rank = true;
-  def.communicator = world_communicator;
-  if (with_root) def.attrs = {{"root", AttrType::kInt, 0, "root rank", 0}};
-  return def;
-}
-
-Value with_root(const char* op, Value x, int root) {
-  return x.graph().add_node(op, {x}, {{"root", root}});
-}
-
 const AttrSpec kExactAttr = {
     "exact",
     AttrType::kString,
@@ -156,142 +133,12 @@ Value mpi_reduce_scatter(Value x) {
   return x.graph().add_node("mpi_reduce_scatter", {x});
 }
 Value mpi_alltoall(Value x) { return x.graph().add_node("mpi_alltoall", {x}); }
-Value mpi_total(Value x, int root) { return with_root("mpi_total", x, root); }
-Value mpi_dot(Value a, Value b, int root) {
-  return a.graph().add_node("mpi_dot", {a, b}, {{"root", root}});
-}
-Value mpi_total_rows(Value x, int root) {
-  return with_root("mpi_total_rows", x, root);
-}
 Value mpi_rank(Graph& graph) { return graph.add_node("mpi_rank", {}); }
 Value mpi_size(Graph& graph) { return graph.add_node("mpi_size", {}); }
 
 namespace {
 
-// y = Σ_r Σ_i x_r[i] exactly, rounded once, on root (0 elsewhere);
-// x̄_r = bcast(ȳ, root) in every element
-void register_total_op() {
-  OpDef total = collective("mpi_total",
-                           "y = the sum of every element of x on every rank, "
-                           "exact and rounded once, on root; 0 elsewhere",
-                           true);
-  total.shapes_differ_by_rank = true;
-  total.shape = [](const ShapeContext& c) {
-    check_root(c);
-    return Shapes{Shape{}};
-  };
-  total.bind = [](const Node& n) {
-    return comm_kernel(
-        [root = root_of(n)](KernelContext& c, Communicator& comm) {
-          const Tensor& x = c.input(0);
-          const double y = comm.allreduce_exact_sum(x.data(), x.size());
-          c.output(0)[0] = comm.rank() == root ? y : 0.0;
-        });
-  };
-  total.gradient = [](const GradientContext& c) {
-    return Values{broadcast_to(mpi_bcast(c.grad(), root_of(c.node())),
-                               c.input(0).shape())};
-  };
-  total.tangent = linear_tangent;
-  register_op(std::move(total));
-}
-
-// y = Σ_r Σ_i a_r[i]·b_r[i], the sum exact and rounded once, on root (0
-// elsewhere); s = bcast(ȳ, root), ā_r = s·b_r, b̄_r = s·a_r
-void register_dot_op() {
-  OpDef dot = collective("mpi_dot",
-                         "y = the sum of a * b over every element of every "
-                         "rank, exact and rounded once, on root; 0 elsewhere",
-                         true);
-  dot.inputs = {"a", "b"};
-  dot.shapes_differ_by_rank = true;
-  dot.shape = [](const ShapeContext& c) {
-    check_root(c);
-    if (c.input_shape(0) != c.input_shape(1)) {
-      c.fail("input \"b\"",
-             "shape " + shape_string(c.input_shape(1)) + " differs from a's " +
-                 shape_string(c.input_shape(0)));
-    }
-    return Shapes{Shape{}};
-  };
-  dot.bind = [](const Node& n) {
-    return comm_kernel(
-        [root = root_of(n)](KernelContext& c, Communicator& comm) {
-          const Tensor &a = c.input(0), &b = c.input(1);
-          ExactSum sum;
-          sum.add_products(a.data(), b.data(), a.size());
-          double y = 0;
-          comm.allreduce_exact_sums(&sum, &y, 1);
-          c.output(0)[0] = comm.rank() == root ? y : 0.0;
-        });
-  };
-  dot.gradient = [](const GradientContext& c) {
-    Value s = mpi_bcast(c.grad(), root_of(c.node()));
-    return Values{s * c.input(1), s * c.input(0)};
-  };
-  dot.tangent = bilinear_tangent;
-  register_op(std::move(dot));
-}
-
-// y[j…] = Σ_r Σ_i x_r[i, j…] exactly, rounded once, on root (0
-// elsewhere); x̄_r = bcast(ȳ, root) in every row
-void register_total_rows_op() {
-  OpDef total = collective("mpi_total_rows",
-                           "y = x's rows summed over every rank, exact and "
-                           "rounded once per entry, on root; 0 elsewhere",
-                           true);
-  total.shapes_differ_by_rank = true;
-  total.shape = [](const ShapeContext& c) {
-    check_root(c);
-    const Shape& x = c.input_shape(0);
-    if (x.empty())
-      c.fail("input \"x\"", "expected rows (at least one axis), got a scalar");
-    return Shapes{Shape(x.begin() + 1, x.end())};
-  };
-  total.bind = [](const Node& n) {
-    return comm_kernel([root = root_of(n), name = n.name](KernelContext& c,
-                                                          Communicator& comm) {
-      const Tensor& x = c.input(0);
-      Tensor& y = c.output(0);
-      const int64_t m = y.size(), rows = x.shape()[0];
-      // Every rank must sum entries of one shape: agreed before the
-      // message whose length depends on it.
-      double extents[2] = {static_cast<double>(m), -static_cast<double>(m)};
-      comm.allreduce(extents, extents, 2, ReduceOp::kMax);
-      if (extents[0] != -extents[1]) {
-        throw RunError("the entries of a row differ between ranks (" +
-                           std::to_string(static_cast<int64_t>(-extents[1])) +
-                           " to " +
-                           std::to_string(static_cast<int64_t>(extents[0])) +
-                           "); only the number of rows may",
-                       name,
-                       "mpi_total_rows",
-                       "input \"x\"");
-      }
-      std::vector<ExactSum> sums(static_cast<std::size_t>(m));
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < m; ++j) sums[j].add(x[i * m + j]);
-      comm.allreduce_exact_sums(sums.data(), y.data(), static_cast<int>(m));
-      if (comm.rank() != root) y.array().setZero();
-    });
-  };
-  total.gradient = [](const GradientContext& c) {
-    const Shape& x = c.input(0).shape();
-    Shape one_row = x;
-    one_row[0] = 1;
-    return Values{broadcast_to(
-        reshape(mpi_bcast(c.grad(), root_of(c.node())), one_row), x)};
-  };
-  total.tangent = linear_tangent;
-  register_op(std::move(total));
-}
-
-}  // namespace
-
-void register_collective_ops() {
-  register_total_op();
-  register_dot_op();
-  register_total_rows_op();
+void register_mpi_sum_op() {
   // y = Σ_r x_r on root, 0 elsewhere;  x̄_r = bcast(ȳ, root)
   OpDef sum = collective(
       "mpi_sum", "y = sum over ranks of x on root, zeros elsewhere", true);
@@ -319,7 +166,9 @@ void register_collective_ops() {
   };
   sum.tangent = linear_tangent;
   register_op(std::move(sum));
+}
 
+void register_mpi_allreduce_op() {
   // y = ⊕_r x_r;  x̄_r = Σ_q ȳ_q (sum), masked (max/min), · Π_{q≠r} x_q (prod)
   OpDef all = collective(
       "mpi_allreduce", "y = sum/max/min/prod over ranks of x", false);
@@ -382,7 +231,9 @@ void register_collective_ops() {
     return Values{mpi_allreduce(t, "sum", c.node().attr_string("exact"))};
   };
   register_op(std::move(all));
+}
 
+void register_mpi_allreduce_owner_op() {
   // mask = 1 where this rank is the lowest holding x == y;  no derivative
   OpDef owner = collective(
       "mpi_allreduce_owner",
@@ -413,7 +264,9 @@ void register_collective_ops() {
   };
   owner.tangent = [](const TangentContext&) { return Values{Value()}; };
   register_op(std::move(owner));
+}
 
+void register_mpi_allreduce_prod_others_op() {
   // z_r = Π_{q≠r} x_q, multiplied in rank order (no division: zero-safe).
   // Helper of the prod adjoint; it declares no adjoint of its own.
   OpDef others =
@@ -436,7 +289,9 @@ void register_collective_ops() {
     comm.keep_spare(std::move(all));
   });
   register_op(std::move(others));
+}
 
+void register_mpi_bcast_op() {
   // y = x_root;  x̄_r = mpi_sum(ȳ, root)
   OpDef bcast = collective("mpi_bcast", "y = x of root on every rank", true);
   bcast.shape = [](const ShapeContext& c) {
@@ -462,7 +317,9 @@ void register_collective_ops() {
   };
   bcast.tangent = linear_tangent;
   register_op(std::move(bcast));
+}
 
+void register_mpi_gather_op() {
   // y = [x_0; …; x_{P−1}] on root, 0 elsewhere;  x̄_r = scatter(ȳ, root)[r]
   OpDef gather =
       collective("mpi_gather",
@@ -485,7 +342,9 @@ void register_collective_ops() {
   };
   gather.tangent = linear_tangent;
   register_op(std::move(gather));
+}
 
+void register_mpi_scatter_op() {
   // y_r = x_root[r];  x̄ = gather(ȳ, root) (zeros off root)
   OpDef scatter =
       collective("mpi_scatter", "y = slice r of root's x on rank r", true);
@@ -505,7 +364,9 @@ void register_collective_ops() {
   };
   scatter.tangent = linear_tangent;
   register_op(std::move(scatter));
+}
 
+void register_mpi_allgather_op() {
   // y = [x_0; …; x_{P−1}];  x̄_r = reduce_scatter(ȳ)
   OpDef allgather = collective(
       "mpi_allgather", "y = x of every rank stacked, on every rank", false);
@@ -520,7 +381,9 @@ void register_collective_ops() {
   };
   allgather.tangent = linear_tangent;
   register_op(std::move(allgather));
+}
 
+void register_mpi_reduce_scatter_op() {
   // y_r = Σ_q x_q[r];  x̄ = allgather(ȳ)
   OpDef reduce_scatter =
       collective("mpi_reduce_scatter",
@@ -539,7 +402,9 @@ void register_collective_ops() {
   };
   reduce_scatter.tangent = linear_tangent;
   register_op(std::move(reduce_scatter));
+}
 
+void register_mpi_alltoall_op() {
   // y_r[q] = x_q[r];  x̄ = alltoall(ȳ)
   OpDef alltoall =
       collective("mpi_alltoall", "y[q] on rank r = x[r] of rank q", false);
@@ -556,7 +421,9 @@ void register_collective_ops() {
   };
   alltoall.tangent = linear_tangent;
   register_op(std::move(alltoall));
+}
 
+void register_mpi_rank_ops() {
   // Local queries; no communication and no inputs.
   OpDef rank;
   rank.name = "mpi_rank";
@@ -574,6 +441,22 @@ void register_collective_ops() {
   };
   register_op(std::move(rank));
   register_op(std::move(size));
+}
+
+}  // namespace
+
+void register_collective_ops() {
+  register_mpi_sum_op();
+  register_mpi_allreduce_op();
+  register_mpi_allreduce_owner_op();
+  register_mpi_allreduce_prod_others_op();
+  register_mpi_bcast_op();
+  register_mpi_gather_op();
+  register_mpi_scatter_op();
+  register_mpi_allgather_op();
+  register_mpi_reduce_scatter_op();
+  register_mpi_alltoall_op();
+  register_mpi_rank_ops();
 }
 
 }  // namespace adgraph

@@ -100,5 +100,7 @@ Value mpi_rank(Graph& graph);
 Value mpi_size(Graph& graph);
 
 void register_collective_ops();
+// mpi_total, mpi_dot and mpi_total_rows (mpi_ops/exact_totals.cc).
+void register_exact_total_ops();
 
 }  // namespace adgraph

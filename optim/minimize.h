@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "core/graph.h"
-#include "core/session.h"
+#include "core/exec/session.h"
 #include "optim/lbfgs.h"
 #include "optim/lbfgsb.h"
 

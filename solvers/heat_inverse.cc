@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "core/exact_sum.h"
-#include "core/gradients.h"
+#include "core/ad/gradients.h"
 #include "mpi_ops/collectives.h"
 #include "mpi_ops/communicator.h"
 #include "ops/elementwise.h"

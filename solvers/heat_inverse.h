@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "core/graph.h"
-#include "core/loop.h"
-#include "core/session.h"
+#include "core/loops/loop.h"
+#include "core/exec/session.h"
 #include "optim/lbfgs.h"
 #include "solvers/heat_solver.h"
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "core/loop.h"
+#include "core/loops/loop.h"
 #include "core/op.h"
 #include "mpi_ops/communicator.h"
 #include "mpi_ops/halo.h"

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "core/gradient_checker.h"
+#include "core/checker/gradient_checker.h"
 #include "core/op.h"
 #include "ops/elementwise.h"
 

@@ -1,6 +1,6 @@
 // solvers::HeatInverse (adgraph.solvers.HeatInverse) and the JSON driver's
 // loader (adgraph.load_json) from Python.
-#include "core/plan_checks.h"
+#include "core/exec/plan_checks.h"
 #include "driver/loader.h"
 #include "python/src/bindings.h"
 #include "solvers/heat_inverse.h"

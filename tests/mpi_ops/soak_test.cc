@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "core/gradients.h"
+#include "core/ad/gradients.h"
 #include "mpi_ops/collectives.h"
 #include "mpi_ops/halo.h"
 #include "mpi_ops/point_to_point.h"

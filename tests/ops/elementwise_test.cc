@@ -6,8 +6,8 @@
 #include <functional>
 
 #include "core/error.h"
-#include "core/gradients.h"
-#include "core/session.h"
+#include "core/ad/gradients.h"
+#include "core/exec/session.h"
 #include "ops/reductions.h"
 #include "tests/test_util.h"
 

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "core/gradients.h"
-#include "core/session.h"
+#include "core/ad/gradients.h"
+#include "core/exec/session.h"
 #include "ops/elementwise.h"
 #include "ops/reductions.h"
 #include "tests/test_util.h"

@@ -1,7 +1,7 @@
-// Loops (core/loop.h) without communication: values, gradients and tangents
+// Loops (core/loops/loop.h) without communication: values, gradients and tangents
 // through one and two levels of loops, every checkpoint schedule, the
 // binomial forward-step counts and the errors.
-#include "core/loop.h"
+#include "core/loops/loop.h"
 
 #include <gtest/gtest.h>
 
@@ -12,9 +12,9 @@
 #include <string>
 
 #include "core/error.h"
-#include "core/gradients.h"
-#include "core/jvp.h"
-#include "core/session.h"
+#include "core/ad/gradients.h"
+#include "core/ad/jvp.h"
+#include "core/exec/session.h"
 #include "ops/elementwise.h"
 #include "ops/reductions.h"
 #include "tests/test_util.h"

@@ -189,6 +189,10 @@ struct LoopSpec {
   // adjoint built from it share one.
   std::shared_ptr<detail::LoopCache> cache;
 
+  // What the graph of the loop node needs to know of its bodies.
+  BodyTraits traits() const {
+    return {communicates(), has_every_rank_node(), shared_comm()};
+  }
   bool communicates() const;
   bool has_every_rank_node() const;
   std::shared_ptr<CommContext> shared_comm() const;

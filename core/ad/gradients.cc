@@ -1,4 +1,4 @@
-#include "core/gradients.h"
+#include "core/ad/gradients.h"
 
 #include <map>
 #include <optional>
@@ -111,7 +111,7 @@ std::vector<Value> reverse_sweep(const Values& ys,
   // path from xs to y (with a zero cotangent): its partner rank may be on
   // such a path, and the adjoint messages must pair up on every rank. A run
   // executes the collectives it needs and every older point-to-point node
-  // (core/session.h), so those messages pair up too. A loop off the path
+  // (core/exec/session.h), so those messages pair up too. A loop off the path
   // is the exception: its messages pair up inside its own bodies.
   const int last_forward_communication = g.last_communication();
   for (int id = top; id >= 0; --id) {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/graph.h"
-#include "core/loop.h"
+#include "core/loops/loop.h"
 
 namespace adgraph::detail {
 

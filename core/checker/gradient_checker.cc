@@ -1,4 +1,4 @@
-#include "core/gradient_checker.h"
+#include "core/checker/gradient_checker.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,8 +9,8 @@
 
 #include "core/comm_context.h"
 #include "core/error.h"
-#include "core/gradients.h"
-#include "core/jvp.h"
+#include "core/ad/gradients.h"
+#include "core/ad/jvp.h"
 
 namespace adgraph {
 namespace {

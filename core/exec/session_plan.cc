@@ -1,7 +1,7 @@
 // Session's planning: which nodes a fetch list needs, in which order, which
 // buffers each step reads, takes over and releases, and the checks a new
 // plan gets before it first runs.
-#include "core/session_plan.h"
+#include "core/exec/session_plan.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -13,11 +13,11 @@
 #include "core/check.h"
 #include "core/comm_context.h"
 #include "core/error.h"
-#include "core/loop.h"
-#include "core/loop_impl.h"
-#include "core/loop_memory.h"
+#include "core/loops/loop.h"
+#include "core/loops/loop_impl.h"
+#include "core/loops/loop_memory.h"
 #include "core/op.h"
-#include "core/plan_checks.h"
+#include "core/exec/plan_checks.h"
 
 namespace adgraph {
 

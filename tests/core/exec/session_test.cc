@@ -1,4 +1,4 @@
-#include "core/session.h"
+#include "core/exec/session.h"
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/gradients.h"
-#include "core/loop.h"
+#include "core/ad/gradients.h"
+#include "core/loops/loop.h"
 #include "core/op.h"
 #include "ops/elementwise.h"
 #include "ops/reductions.h"

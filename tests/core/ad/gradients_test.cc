@@ -1,4 +1,4 @@
-#include "core/gradients.h"
+#include "core/ad/gradients.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include "core/core_ops.h"
 #include "core/error.h"
 #include "core/op.h"
-#include "core/session.h"
+#include "core/exec/session.h"
 #include "ops/elementwise.h"
 #include "ops/reductions.h"
 

@@ -1,14 +1,14 @@
-#include "core/jvp.h"
+#include "core/ad/jvp.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "core/error.h"
-#include "core/gradient_checker.h"
-#include "core/gradients.h"
+#include "core/checker/gradient_checker.h"
+#include "core/ad/gradients.h"
 #include "core/op.h"
-#include "core/session.h"
+#include "core/exec/session.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
 #include "ops/reductions.h"

@@ -1,4 +1,4 @@
-#include "core/jvp.h"
+#include "core/ad/jvp.h"
 
 #include <algorithm>
 #include <map>
@@ -7,7 +7,7 @@
 
 #include "core/core_ops.h"
 #include "core/error.h"
-#include "core/gradients.h"
+#include "core/ad/gradients.h"
 #include "core/op.h"
 
 namespace adgraph {
@@ -116,7 +116,7 @@ std::vector<Value> forward_sweep(const std::vector<Value>& ys,
   for (int id = 0; id <= top; ++id) {
     const Node& node = g.node(id);
     // A loop off the path to the ys is skipped: its messages pair up inside
-    // its own body (see core/loop.h).
+    // its own body (see core/loops/loop.h).
     const bool communicates =
         node.communication && !node.inputs.empty() && !(node.loop && !to_y[id]);
     // An x keeps its given tangent; a communicating x still builds its

@@ -7,7 +7,7 @@
 
 #include "core/comm_context.h"
 #include "core/op.h"
-#include "core/session.h"
+#include "core/exec/session.h"
 
 namespace adgraph {
 

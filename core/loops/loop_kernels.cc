@@ -1,4 +1,4 @@
-// The kernels of loop and loop_adjoint (core/loop.h): the forward steps,
+// The kernels of loop and loop_adjoint (core/loops/loop.h): the forward steps,
 // the tape hand-over and the reversal schedules.
 #include <algorithm>
 #include <cstring>
@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "core/check.h"
-#include "core/loop_impl.h"
+#include "core/loops/loop_impl.h"
 #include "core/op.h"
 
 namespace adgraph::detail {

@@ -1,4 +1,4 @@
-#include "core/gradient_checker.h"
+#include "core/checker/gradient_checker.h"
 
 #include <gtest/gtest.h>
 

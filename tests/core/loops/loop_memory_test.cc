@@ -1,4 +1,4 @@
-// The memory a loop holds (core/loop.h): snapshots under each schedule, and
+// The memory a loop holds (core/loops/loop.h): snapshots under each schedule, and
 // the plan's estimate of them, of the tape two adjoints read, of nested
 // loops and of the values body runners keep, each refused under a limit
 // with the message that names what is large.
@@ -8,9 +8,9 @@
 #include <string>
 
 #include "core/error.h"
-#include "core/gradients.h"
-#include "core/loop.h"
-#include "core/session.h"
+#include "core/ad/gradients.h"
+#include "core/loops/loop.h"
+#include "core/exec/session.h"
 #include "ops/elementwise.h"
 #include "ops/reductions.h"
 #include "tests/test_util.h"

@@ -1,4 +1,4 @@
-#include "core/plan_checks.h"
+#include "core/exec/plan_checks.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -9,7 +9,7 @@
 
 #include "core/comm_context.h"
 #include "core/error.h"
-#include "core/loop.h"
+#include "core/loops/loop.h"
 #include "core/op.h"
 
 namespace adgraph {

@@ -37,7 +37,7 @@ std::vector<Value> local_gradients(const std::vector<Value>& ys,
                                    const std::vector<Value>& grad_ys,
                                    const std::vector<Value>& xs);
 
-// The reverse sweep of a loop body (core/loop.cc): the cotangents of xs
+// The reverse sweep of a loop body (core/loops/loop.cc): the cotangents of xs
 // for Σ_k ⟨grad_ys_k, ys_k⟩, plus initial[i] (when valid) added to x_i's
 // cotangent first, where gradient builders may fold it into their own pass
 // (GradientContext::accumulated). Every communication node gets its adjoint;

@@ -7,10 +7,10 @@
 #include <atomic>
 #include <cmath>
 
-#include "core/gradients.h"
-#include "core/jvp.h"
-#include "core/loop.h"
-#include "core/session.h"
+#include "core/ad/gradients.h"
+#include "core/ad/jvp.h"
+#include "core/loops/loop.h"
+#include "core/exec/session.h"
 #include "ops/elementwise.h"
 #include "ops/reductions.h"
 #include "tests/test_util.h"

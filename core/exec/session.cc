@@ -1,4 +1,4 @@
-#include "core/session.h"
+#include "core/exec/session.h"
 
 #include <omp.h>
 
@@ -11,10 +11,10 @@
 #include "core/check.h"
 #include "core/comm_context.h"
 #include "core/error.h"
-#include "core/loop.h"
+#include "core/loops/loop.h"
 #include "core/op.h"
-#include "core/plan_checks.h"
-#include "core/session_plan.h"
+#include "core/exec/plan_checks.h"
+#include "core/exec/session_plan.h"
 
 namespace adgraph {
 

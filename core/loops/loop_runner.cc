@@ -6,7 +6,7 @@
 #include "core/check.h"
 #include "core/comm_context.h"
 #include "core/error.h"
-#include "core/loop_impl.h"
+#include "core/loops/loop_impl.h"
 #include "core/op.h"
 
 namespace adgraph::detail {
@@ -345,6 +345,7 @@ std::vector<Value> clone_body(const LoopBody& body,
     if (n.name != n.op_name() + "_" + std::to_string(id)) options.name = n.name;
     options.tensors = n.tensors;
     options.loop = n.loop;
+    if (n.loop) options.body = n.loop->traits();
     options.resource = n.resource;
     // A node on a sub-communicator stays on it.
     if (n.comm && n.comm != g.shared_comm()) options.comm = n.comm;

@@ -1,9 +1,9 @@
-#include "core/loop_memory.h"
+#include "core/loops/loop_memory.h"
 
 #include <algorithm>
 #include <numeric>
 
-#include "core/loop_impl.h"
+#include "core/loops/loop_impl.h"
 #include "core/op.h"
 
 namespace adgraph::detail {

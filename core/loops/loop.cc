@@ -1,4 +1,4 @@
-#include "core/loop.h"
+#include "core/loops/loop.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,9 +7,9 @@
 
 #include "core/check.h"
 #include "core/error.h"
-#include "core/gradients.h"
-#include "core/jvp.h"
-#include "core/loop_impl.h"
+#include "core/ad/gradients.h"
+#include "core/ad/jvp.h"
+#include "core/loops/loop_impl.h"
 #include "core/op.h"
 
 namespace adgraph {

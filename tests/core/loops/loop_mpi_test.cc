@@ -1,4 +1,4 @@
-// Loops whose bodies communicate (core/loop.h): the gradient checker (finite
+// Loops whose bodies communicate (core/loops/loop.h): the gradient checker (finite
 // differences, Taylor, jvp) through a halo exchange, an allreduce and a
 // send/recv ring in a body, at every rank count; schedules agree bitwise;
 // a body on a sub-communicator against the same steps unrolled;

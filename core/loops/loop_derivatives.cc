@@ -1,13 +1,13 @@
-// The derivative rules of loop and loop_adjoint (core/loop.h): the adjoint
+// The derivative rules of loop and loop_adjoint (core/loops/loop.h): the adjoint
 // loop a loop's gradient builds, and the tangent loops.
 #include <map>
 #include <set>
 #include <utility>
 
 #include "core/error.h"
-#include "core/gradients.h"
-#include "core/jvp.h"
-#include "core/loop_impl.h"
+#include "core/ad/gradients.h"
+#include "core/ad/jvp.h"
+#include "core/loops/loop_impl.h"
 #include "core/op.h"
 
 namespace adgraph::detail {
@@ -25,6 +25,7 @@ std::vector<Value> add_loop_node(Graph& g,
   NodeOptions options;
   options.name = name;
   options.loop = spec;
+  options.body = spec->traits();
   return g.add_node_outputs(
       op,
       inputs,

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "core/graph.h"
-#include "core/session.h"
+#include "core/exec/session.h"
 
 namespace adgraph {
 

@@ -82,7 +82,7 @@ class Session final {
   // Throws RunError when a needed placeholder is not fed, when a feed has
   // the wrong shape or is not a placeholder, when its estimated peak memory
   // (loops' snapshots included) exceeds what the process can allocate
-  // (core/plan_checks.h), when its loops would run more body steps than
+  // (core/exec/plan_checks.h), when its loops would run more body steps than
   // ADGRAPH_MAX_LOOP_STEPS allows (10^9 unless set; LoopSpec::body_steps),
   // and (with communication nodes) when ranks would
   // run different collective sequences or, for a graph the same on every

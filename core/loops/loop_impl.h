@@ -1,4 +1,4 @@
-// Internals of loops (core/loop.h): running a body, copying a body into
+// Internals of loops (core/loops/loop.h): running a body, copying a body into
 // another graph, and the reversal schedules. Not installed.
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/loop.h"
+#include "core/loops/loop.h"
 #include "core/op.h"
 #include "core/tensor.h"
 
