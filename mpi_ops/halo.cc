@@ -106,10 +106,6 @@ struct Grid {
   }
 };
 
-}  // namespace
-
-namespace {
-
 // Whether no cotangent reached the four received strips (heat_step's
 // gather-form adjoint takes its neighbours' terms through an exchange of
 // its own): then the adjoint swap would send zeros, and it is left out.
@@ -140,9 +136,7 @@ bool finished_in_graph(const Graph& g, const Value& request) {
   return false;
 }
 
-}  // namespace
-
-void register_halo_ops() {
+void register_data_exchange_op() {
   // y_k = strip the neighbour in direction k sent to this rank (0 if none);
   // x̄ = data_exchange(ȳ)
   OpDef def = exchange_def(
@@ -177,7 +171,9 @@ void register_halo_ops() {
     return Values{adj[0], adj[1], adj[2], adj[3]};
   };
   register_op(std::move(def));
+}
 
+void register_data_exchange_start_op() {
   // y = request for the swap of (left, right, up, down);  x̄ = what the
   // reverse swap (the request's cotangent, started by the finish's
   // adjoint) brings back
@@ -223,7 +219,9 @@ void register_halo_ops() {
     return Values{adj[0], adj[1], adj[2], adj[3]};
   };
   register_op(std::move(start));
+}
 
+void register_data_exchange_finish_op() {
   // y_k = as data_exchange, for the swap `request` started;  the request's
   // cotangent = the reverse swap of ȳ, started here
   OpDef finish = exchange_def(
@@ -264,6 +262,14 @@ void register_halo_ops() {
                             static_cast<int>(start.attr_int("cols")))};
   };
   register_op(std::move(finish));
+}
+
+}  // namespace
+
+void register_halo_ops() {
+  register_data_exchange_op();
+  register_data_exchange_start_op();
+  register_data_exchange_finish_op();
 }
 
 }  // namespace adgraph

@@ -97,6 +97,25 @@ OpDef unary(std::string name,
   return def;
 }
 
+// A unary op's derivative, written once for both modes: `seed` (a
+// cotangent ȳ in reverse mode, a tangent ẋ in forward mode) times ∂y/∂x
+// at x with y = f(x).
+using Chain = Value (*)(Value seed, const Value& x, const Value& y);
+
+template <class F>
+OpDef unary(std::string name, std::string doc, F f, Chain chain) {
+  return unary(
+      std::move(name),
+      std::move(doc),
+      f,
+      [chain](const GradientContext& c) {
+        return Values{chain(c.grad(), c.input(0), c.output(0))};
+      },
+      [chain](const TangentContext& c) {
+        return Values{chain(c.tangent(), c.input(0), c.output(0))};
+      });
+}
+
 // The tangent of a binary op, ȧ·∂y/∂a + ḃ·∂y/∂b, broadcast to y's shape.
 // `da` and `db` build the products from a valid tangent; a zero tangent
 // skips its term.
@@ -156,7 +175,9 @@ Value operator*(double a, Value b) { return mul(b.graph().scalar(a), b); }
 Value operator/(Value a, double b) { return div(a, a.graph().scalar(b)); }
 Value operator/(double a, Value b) { return div(b.graph().scalar(a), b); }
 
-void register_elementwise_ops() {
+namespace {
+
+void register_add_op() {
   // y = a + b;  ā += ȳ,  b̄ += ȳ (summed over broadcast)
   register_op(binary(
       "add",
@@ -170,6 +191,9 @@ void register_elementwise_ops() {
         return binary_tangent(
             c, [](Value ta) { return ta; }, [](Value tb) { return tb; });
       }));
+}
+
+void register_sub_op() {
   // y = a − b;  ā += ȳ,  b̄ −= ȳ
   register_op(binary(
       "sub",
@@ -183,6 +207,9 @@ void register_elementwise_ops() {
         return binary_tangent(
             c, [](Value ta) { return ta; }, [](Value tb) { return -tb; });
       }));
+}
+
+void register_mul_op() {
   // y = a·b;  ā += ȳ·b,  b̄ += ȳ·a
   register_op(binary(
       "mul",
@@ -198,6 +225,9 @@ void register_elementwise_ops() {
             [&](Value ta) { return ta * c.input(1); },
             [&](Value tb) { return c.input(0) * tb; });
       }));
+}
+
+void register_div_op() {
   // y = a/b;  ā += ȳ/b,  b̄ −= ȳ·y/b
   register_op(binary(
       "div",
@@ -214,6 +244,9 @@ void register_elementwise_ops() {
             [&](Value ta) { return ta / c.input(1); },
             [&](Value tb) { return -(c.output(0) * tb / c.input(1)); });
       }));
+}
+
+void register_pow_op() {
   // y = a^b;  ā += ȳ·pow_base_derivative(a, b),  b̄ += ȳ·y·log(a)
   register_op(binary(
       "pow",
@@ -234,6 +267,9 @@ void register_elementwise_ops() {
             },
             [&](Value tb) { return tb * c.output(0) * log(a); });
       }));
+}
+
+void register_pow_base_derivative_op() {
   // y = b·a^(b−1), exactly 0 where b = 0 (so a = 0 gives 0, not 0·∞);
   // ā += ȳ·b·pow_base_derivative(a, b − 1),  b̄ += ȳ·(a^(b−1) + y·log(a))
   register_op(binary(
@@ -263,7 +299,9 @@ void register_elementwise_ops() {
               return tb * (pow(a, b - 1.0) + c.output(0) * log(a));
             });
       }));
+}
 
+void register_pow_scalar_op() {
   // y = x^p;  x̄ += ȳ·p·x^(p−1)
   OpDef pow_scalar;
   pow_scalar.name = "pow_scalar";
@@ -297,98 +335,108 @@ void register_elementwise_ops() {
     return Values{c.tangent(0) * (p * pow(c.input(0), p - 1.0))};
   };
   register_op(std::move(pow_scalar));
+}
 
+void register_neg_op() {
   // y = −x;  x̄ −= ȳ
   register_op(unary(
       "neg",
       "y = -x",
       [](const auto& x) { return -x; },
-      [](const GradientContext& c) { return Values{-c.grad()}; },
-      [](const TangentContext& c) { return Values{-c.tangent()}; }));
+      [](Value seed, const Value& /*x*/, const Value& /*y*/) -> Value {
+        return -seed;
+      }));
+}
+
+void register_exp_op() {
   // y = exp(x);  x̄ += ȳ·y
   register_op(unary(
       "exp",
       "y = exp(x)",
       [](const auto& x) { return x.unaryExpr(libm_exp); },
-      [](const GradientContext& c) { return Values{c.grad() * c.output(0)}; },
-      [](const TangentContext& c) {
-        return Values{c.tangent() * c.output(0)};
+      [](Value seed, const Value& /*x*/, const Value& y) -> Value {
+        return seed * y;
       }));
+}
+
+void register_log_op() {
   // y = log(x);  x̄ += ȳ/x
   register_op(unary(
       "log",
       "y = log(x)",
       [](const auto& x) { return x.unaryExpr(libm_log); },
-      [](const GradientContext& c) { return Values{c.grad() / c.input(0)}; },
-      [](const TangentContext& c) {
-        return Values{c.tangent() / c.input(0)};
+      [](Value seed, const Value& x, const Value& /*y*/) -> Value {
+        return seed / x;
       }));
+}
+
+void register_sqrt_op() {
   // y = √x;  x̄ += ȳ/(2y)
   register_op(unary(
       "sqrt",
       "y = sqrt(x)",
       [](const auto& x) { return x.sqrt(); },
-      [](const GradientContext& c) {
-        return Values{c.grad() / (2.0 * c.output(0))};
-      },
-      [](const TangentContext& c) {
-        return Values{c.tangent() / (2.0 * c.output(0))};
+      [](Value seed, const Value& /*x*/, const Value& y) -> Value {
+        return seed / (2.0 * y);
       }));
+}
+
+void register_square_op() {
   // y = x²;  x̄ += 2xȳ
   register_op(unary(
       "square",
       "y = x^2",
       [](const auto& x) { return x.square(); },
-      [](const GradientContext& c) {
-        return Values{c.grad() * (2.0 * c.input(0))};
-      },
-      [](const TangentContext& c) {
-        return Values{c.tangent() * (2.0 * c.input(0))};
+      [](Value seed, const Value& x, const Value& /*y*/) -> Value {
+        return seed * (2.0 * x);
       }));
+}
+
+void register_sin_op() {
   // y = sin(x);  x̄ += ȳ·cos(x)
   register_op(unary(
       "sin",
       "y = sin(x)",
       [](const auto& x) { return x.unaryExpr(libm_sin); },
-      [](const GradientContext& c) {
-        return Values{c.grad() * cos(c.input(0))};
-      },
-      [](const TangentContext& c) {
-        return Values{c.tangent() * cos(c.input(0))};
+      [](Value seed, const Value& x, const Value& /*y*/) -> Value {
+        return seed * cos(x);
       }));
+}
+
+void register_cos_op() {
   // y = cos(x);  x̄ −= ȳ·sin(x)
   register_op(unary(
       "cos",
       "y = cos(x)",
       [](const auto& x) { return x.unaryExpr(libm_cos); },
-      [](const GradientContext& c) {
-        return Values{-(c.grad() * sin(c.input(0)))};
-      },
-      [](const TangentContext& c) {
-        return Values{-(c.tangent() * sin(c.input(0)))};
+      [](Value seed, const Value& x, const Value& /*y*/) -> Value {
+        return -(seed * sin(x));
       }));
+}
+
+void register_tanh_op() {
   // y = tanh(x);  x̄ += ȳ·(1 − y²)
   register_op(unary(
       "tanh",
       "y = tanh(x)",
       [](const auto& x) { return x.unaryExpr(libm_tanh); },
-      [](const GradientContext& c) {
-        return Values{c.grad() * (1.0 - square(c.output(0)))};
-      },
-      [](const TangentContext& c) {
-        return Values{c.tangent() * (1.0 - square(c.output(0)))};
+      [](Value seed, const Value& /*x*/, const Value& y) -> Value {
+        return seed * (1.0 - square(y));
       }));
+}
+
+void register_abs_op() {
   // y = |x|;  x̄ += ȳ·sign(x)
   register_op(unary(
       "abs",
       "y = |x| (derivative 0 at 0)",
       [](const auto& x) { return x.abs(); },
-      [](const GradientContext& c) {
-        return Values{c.grad() * sign(c.input(0))};
-      },
-      [](const TangentContext& c) {
-        return Values{c.tangent() * sign(c.input(0))};
+      [](Value seed, const Value& x, const Value& /*y*/) -> Value {
+        return seed * sign(x);
       }));
+}
+
+void register_sign_op() {
   // y = sign(x);  x̄ += 0
   register_op(unary(
       "sign",
@@ -396,6 +444,28 @@ void register_elementwise_ops() {
       [](const auto& x) { return x.sign(); },
       [](const GradientContext&) { return Values{Value()}; },
       [](const TangentContext&) { return Values{Value()}; }));
+}
+
+}  // namespace
+
+void register_elementwise_ops() {
+  register_add_op();
+  register_sub_op();
+  register_mul_op();
+  register_div_op();
+  register_pow_op();
+  register_pow_base_derivative_op();
+  register_pow_scalar_op();
+  register_neg_op();
+  register_exp_op();
+  register_log_op();
+  register_sqrt_op();
+  register_square_op();
+  register_sin_op();
+  register_cos_op();
+  register_tanh_op();
+  register_abs_op();
+  register_sign_op();
 }
 
 }  // namespace adgraph

@@ -77,7 +77,9 @@ Value concat(const std::vector<Value>& xs, int64_t axis) {
   return xs[0].graph().add_node("concat", xs, {{"axis", axis}});
 }
 
-void register_shape_ops() {
+namespace {
+
+void register_reshape_op() {
   // y = reshape(x);  x̄ += reshape(ȳ, shape(x))
   OpDef reshape_def;
   reshape_def.name = "reshape";
@@ -126,7 +128,9 @@ void register_shape_ops() {
   };
   reshape_def.tangent = linear_tangent;
   register_op(std::move(reshape_def));
+}
 
+void register_slice_op() {
   // y = x[begin:end] along axis;  x̄ += pad(ȳ, begin, n − end)
   OpDef slice_def;
   slice_def.name = "slice";
@@ -165,7 +169,9 @@ void register_shape_ops() {
   };
   slice_def.tangent = linear_tangent;
   register_op(std::move(slice_def));
+}
 
+void register_pad_op() {
   // y = [value…, x, value…] along axis;  x̄ += ȳ[before : before + n]
   OpDef pad_def;
   pad_def.name = "pad";
@@ -201,7 +207,9 @@ void register_shape_ops() {
   };
   pad_def.tangent = linear_tangent;
   register_op(std::move(pad_def));
+}
 
+void register_concat_op() {
   // y = [x_0, x_1, …] along axis;  x̄_k += ȳ[offset_k : offset_k + n_k]
   OpDef concat_def;
   concat_def.name = "concat";
@@ -252,6 +260,15 @@ void register_shape_ops() {
   };
   concat_def.tangent = linear_tangent;
   register_op(std::move(concat_def));
+}
+
+}  // namespace
+
+void register_shape_ops() {
+  register_reshape_op();
+  register_slice_op();
+  register_pad_op();
+  register_concat_op();
 }
 
 }  // namespace adgraph

@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <numbers>
 
+#include "core/ad/gradients.h"
 #include "core/error.h"
 #include "core/exact_sum.h"
-#include "core/ad/gradients.h"
 #include "mpi_ops/collectives.h"
 #include "mpi_ops/communicator.h"
 #include "ops/elementwise.h"

@@ -37,9 +37,9 @@ std::array<Value, 4> patch_edges(Value u) {
 void register_heat_split_ops();    // heat_step_split.cc
 void register_heat_adjoint_ops();  // heat_step_adjoint.cc
 
-void register_heat_ops() {
-  register_heat_split_ops();
-  register_heat_adjoint_ops();
+namespace {
+
+void register_patch_edges_op() {
   // (left, right, up, down) = (u[:, 0], u[:, m−1], u[0, :], u[n−1, :]);
   // ū = patch_edges_adjoint(l̄, r̄, ū_up, ū_down)
   OpDef edges;
@@ -66,7 +66,9 @@ void register_heat_ops() {
   };
   edges.tangent = linear_tangent;
   register_op(std::move(edges));
+}
 
+void register_patch_edges_adjoint_op() {
   // y = 0 with the four strips added onto their edges;  strip̄ = edges of ȳ
   OpDef edges_adjoint;
   edges_adjoint.name = "patch_edges_adjoint";
@@ -96,7 +98,9 @@ void register_heat_ops() {
   };
   edges_adjoint.tangent = linear_tangent;
   register_op(std::move(edges_adjoint));
+}
 
+void register_heat_step_op() {
   // u⁺ = u + dt·(κ ⊙ stencil(u, halos)/h² + f), and the edges of u⁺;
   // adjoint: heat_step_adjoint
   OpDef step;
@@ -175,6 +179,16 @@ void register_heat_ops() {
     return step_tangent(c, "heat_step", 1);
   };
   register_op(std::move(step));
+}
+
+}  // namespace
+
+void register_heat_ops() {
+  register_heat_split_ops();
+  register_heat_adjoint_ops();
+  register_patch_edges_op();
+  register_patch_edges_adjoint_op();
+  register_heat_step_op();
 }
 
 }  // namespace adgraph::solvers

@@ -63,7 +63,7 @@ Shapes interior_shape(const ShapeContext& c) {
   return Shapes{u};
 }
 
-void register_forward_halves() {
+void register_heat_step_interior_op() {
   // y = u⁺ of heat_step on the points 1 ≤ i ≤ n − 2, 1 ≤ j ≤ m − 2 (which
   // need no halo), u elsewhere (its columns 0 and m − 1 written in the same
   // pass as the rows, where their cache lines are)
@@ -132,7 +132,9 @@ void register_forward_halves() {
     return step_tangent(c, "heat_step_interior", 1);
   };
   register_op(std::move(interior));
+}
 
+void register_heat_step_boundary_op() {
   // (u⁺, its edges) = heat_step(u, κ, f, halos), taking the interior points
   // from `interior` (whose buffer it takes over) and computing the ring
   OpDef boundary;
@@ -219,7 +221,12 @@ void register_forward_halves() {
   register_op(std::move(boundary));
 }
 
-void register_adjoint_halves() {
+void register_forward_halves() {
+  register_heat_step_interior_op();
+  register_heat_step_boundary_op();
+}
+
+void register_heat_step_boundary_adjoint_op() {
   // The ring's part of heat_step_adjoint: ū, κ̄, f̄ on the ring (0 inside;
   // κ̄ = κ̄_in inside), every halo cotangent, and W = ū⁺ inside, z on the
   // ring
@@ -320,7 +327,9 @@ void register_adjoint_halves() {
     }
   });
   register_op(std::move(ring));
+}
 
+void register_heat_step_interior_adjoint_op() {
   // The rest of heat_step_adjoint: ū, κ̄, f̄ inside the ring, added onto
   // (and in the buffers of) what the ring's adjoint gave
   OpDef inside;
@@ -383,6 +392,11 @@ void register_adjoint_halves() {
     });
   });
   register_op(std::move(inside));
+}
+
+void register_adjoint_halves() {
+  register_heat_step_boundary_adjoint_op();
+  register_heat_step_interior_adjoint_op();
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <map>
 #include <memory>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/graph.h"
@@ -145,7 +147,13 @@ class Session final {
   // Throws RunError naming the costliest loop node when the plan's loops
   // would run more body steps than max_loop_steps() allows.
   static void check_loop_steps(const Plan& plan);
+  class PlanBuilder;  // core/exec/session_plan.cc
   const Plan& plan_for(std::span<const Value> fetches);
+  // The checks a new plan gets before it first runs (plan_for).
+  void check_plan(
+      const Plan& plan,
+      const std::vector<std::pair<CommContext*, std::vector<std::string>>>&
+          collectives) const;
   // Checks the feeds, finds (or builds) the plan, checks it is fed and
   // points it at the feeds (Plan::placeholders) for execute().
   Plan& prepare(std::span<const Value> fetches, const FeedMap& feeds);

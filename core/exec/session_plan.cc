@@ -13,11 +13,11 @@
 #include "core/check.h"
 #include "core/comm_context.h"
 #include "core/error.h"
+#include "core/exec/plan_checks.h"
 #include "core/loops/loop.h"
 #include "core/loops/loop_impl.h"
 #include "core/loops/loop_memory.h"
 #include "core/op.h"
-#include "core/exec/plan_checks.h"
 
 namespace adgraph {
 
@@ -197,6 +197,336 @@ void hoist_starts(const Graph& graph,
 
 }  // namespace
 
+// One plan built phase by phase (Session::plan_for): what runs, in which
+// order, in which steps, levels and slots, which buffers are handed over
+// and released where, and what the executor needs ready. Each phase reads
+// what the ones before it left.
+class Session::PlanBuilder {
+ public:
+  PlanBuilder(const Graph& graph,
+              const SessionOptions& options,
+              std::vector<std::pair<int, int>> key)
+      : graph_(graph), options_(options), key_(std::move(key)) {}
+
+  std::unique_ptr<Plan> build() {
+    mark_needed();
+    chain_communication();
+    order_by_demand();
+    hoist_starts(graph_, order_, previous_);
+    place_steps();
+    check_requests(*plan_);
+    place_fetches();
+    hand_over_buffers();
+    place_releases();
+    count_readers();
+    prepare_steps();
+    return std::move(plan_);
+  }
+
+  // Every-rank nodes per communicator, in order of first appearance (the
+  // same on every member of each communicator): what the ranks compare.
+  std::vector<std::pair<CommContext*, std::vector<std::string>>> collectives;
+
+ private:
+  void mark(int root);
+  void mark_needed();
+  void chain_communication();
+  void order_by_demand();
+  void place_steps();
+  void describe_collective(const Node& n);
+  void place_fetches();
+  bool gives_up(int index, int in) const;
+  void hand_over_buffers();
+  void place_releases();
+  void count_readers();
+  void prepare_steps();
+
+  const Graph& graph_;
+  const SessionOptions& options_;
+  const std::vector<std::pair<int, int>> key_;
+  int top_ = -1;
+  std::vector<char> needed_;
+  std::vector<int> roots_;
+  // The needed communication node before each one (-1 for the first).
+  std::vector<int> previous_;
+  std::vector<int> order_;
+  std::unique_ptr<Plan> plan_ = std::make_unique<Plan>();
+  std::vector<int> step_of_, level_of_, slot_owner_, last_use_;
+  // The reader in the highest level: where a concurrent run may release a
+  // slot (a reader earlier in `order` can sit in a later level).
+  std::vector<int> last_level_use_;
+  std::vector<char> fetched_;
+  // Outputs that take over a dying input's buffer (OpDef::in_place).
+  std::vector<char> handed_over_;
+};
+
+void Session::PlanBuilder::mark(int root) {
+  std::vector<int> stack{root};
+  while (!stack.empty()) {
+    const int id = stack.back();
+    stack.pop_back();
+    if (needed_[id]) continue;
+    needed_[id] = 1;
+    const Node& n = graph_.node(id);
+    for (int c : n.control_inputs) stack.push_back(c);
+    for (const Value& in : n.inputs) stack.push_back(in.node_id());
+  }
+}
+
+// What runs: the nodes the fetches need through data and control edges.
+// Ghost dependencies order communication, they do not pull it in: every
+// rank fetches the same values, so the collectives a run needs are the
+// same on every rank. Point-to-point nodes are the exception. A graph of
+// sends and receives may differ by rank (one rank sends, the other
+// receives), and a send is a side effect its own rank need not fetch, so
+// every point-to-point node older than the newest communication node the
+// run needs runs too, as its partner may be waiting for it.
+void Session::PlanBuilder::mark_needed() {
+  for (const auto& [id, out] : key_) top_ = std::max(top_, id);
+  needed_.assign(top_ + 1, 0);
+  for (const auto& [id, out] : key_) roots_.push_back(id);
+  for (int r : roots_) mark(r);
+  int newest = -1;
+  for (int id = top_; id >= 0 && newest < 0; --id) {
+    if (needed_[id] && graph_.node(id).communication) newest = id;
+  }
+  for (int id = newest; id >= 0; id = graph_.node(id).ghost_input) {
+    const Node& n = graph_.node(id);
+    if (!needed_[id] && !n.every_rank) {
+      roots_.push_back(id);
+      mark(id);
+    }
+  }
+}
+
+// Each needed communication node runs after the previous needed one.
+void Session::PlanBuilder::chain_communication() {
+  previous_.assign(top_ + 1, -1);
+  int last = -1;
+  for (int id = 0; id <= top_; ++id) {
+    if (!needed_[id] || !graph_.node(id).communication) continue;
+    previous_[id] = last;
+    last = id;
+  }
+}
+
+// Demand order: a depth-first post-order from the fetches, which runs a
+// node just before its first consumer needs it. Creation order would also
+// be topological, but it runs a whole chain before anything that was
+// appended to the graph later and consumes the chain step by step (jvp()'s
+// tangent nodes), keeping every step alive.
+void Session::PlanBuilder::order_by_demand() {
+  std::vector<char> seen(top_ + 1, 0);
+  // (node, index of its next dependency: control inputs, the previous
+  // communication node, then inputs)
+  std::vector<std::pair<int, std::size_t>> stack;
+  for (int root : roots_) {
+    if (seen[root]) continue;
+    seen[root] = 1;
+    stack.emplace_back(root, 0);
+    while (!stack.empty()) {
+      const int id = stack.back().first;
+      const std::size_t k = stack.back().second++;
+      const Node& n = graph_.node(id);
+      const std::size_t controls = n.control_inputs.size() + 1;
+      if (k == controls + n.inputs.size()) {
+        order_.push_back(id);
+        stack.pop_back();
+        continue;
+      }
+      const int dep = k + 1 < controls    ? n.control_inputs[k]
+                      : k + 1 == controls ? previous_[id]
+                                          : n.inputs[k - controls].node_id();
+      if (dep < 0) continue;
+      if (!seen[dep]) {
+        seen[dep] = 1;
+        stack.emplace_back(dep, 0);
+      }
+    }
+  }
+}
+
+// One step per node in order: its input slots, its level (one past its
+// deepest dependency), its output slots and who last reads each slot.
+void Session::PlanBuilder::place_steps() {
+  step_of_.assign(top_ + 1, -1);
+  Plan& plan = *plan_;
+  for (int id : order_) {
+    const Node& n = graph_.node(id);
+    Plan::Step step;
+    step.node = &n;
+    step.placeholder = n.op_name() == "placeholder";
+    step.first_slot = plan.num_slots;
+    int level = 0;
+    const int index = static_cast<int>(plan.steps.size());
+    auto reads = [&n](int i) { return !is_shape_only(*n.op, i); };
+    for (std::size_t i = 0; i < n.inputs.size(); ++i) {
+      const Value& in = n.inputs[i];
+      const int s = step_of_[in.node_id()];
+      const int slot = plan.steps[s].first_slot + in.output();
+      step.input_slots.push_back(slot);
+      if (reads(static_cast<int>(i))) last_use_[slot] = index;
+      level = std::max(level, level_of_[s] + 1);
+    }
+    for (std::size_t i = 0; i < step.input_slots.size(); ++i) {
+      const int slot = step.input_slots[i];
+      // (A slot read twice by this step already points here, and this
+      // step has no level_of entry yet.)
+      if (reads(static_cast<int>(i)) && last_level_use_[slot] != index &&
+          level_of_[last_level_use_[slot]] <= level)
+        last_level_use_[slot] = index;
+    }
+    for (int c : n.control_inputs)
+      level = std::max(level, level_of_[step_of_[c]] + 1);
+    if (previous_[id] >= 0)
+      level = std::max(level, level_of_[step_of_[previous_[id]]] + 1);
+    for (int k = 0; k < n.num_outputs(); ++k) {
+      slot_owner_.push_back(index);
+      last_use_.push_back(index);
+      last_level_use_.push_back(index);
+    }
+    plan.num_slots += n.num_outputs();
+    step_of_[id] = index;
+    level_of_.push_back(level);
+    if (static_cast<int>(plan.levels.size()) <= level)
+      plan.levels.resize(level + 1);
+    plan.levels[level].push_back(index);
+    if (n.every_rank) describe_collective(n);
+    if (n.comm && n.comm.get() != graph_.comm() &&
+        std::find(plan.comms.begin(), plan.comms.end(), n.comm.get()) ==
+            plan.comms.end()) {
+      plan.comms.push_back(n.comm.get());
+    }
+    plan.steps.push_back(std::move(step));
+  }
+}
+
+void Session::PlanBuilder::describe_collective(const Node& n) {
+  std::string shapes;
+  if (!detail::shapes_differ_by_rank(n)) {
+    for (const Value& in : n.inputs) shapes += shape_string(in.shape());
+  }
+  CommContext* on = n.comm ? n.comm.get() : graph_.comm();
+  auto group = std::find_if(collectives.begin(),
+                            collectives.end(),
+                            [on](const auto& g) { return g.first == on; });
+  if (group == collectives.end())
+    group = collectives.insert(collectives.end(), {on, {}});
+  group->second.push_back("\"" + n.name + "\"" + CommContext::kNameEnd + " (" +
+                          n.op_name() + " " + n.attrs.dump() + " " + shapes +
+                          (n.loop ? " " + n.loop->signature() : "") + ")");
+}
+
+void Session::PlanBuilder::place_fetches() {
+  Plan& plan = *plan_;
+  fetched_.assign(plan.num_slots, 0);
+  for (const auto& [id, out] : key_) {
+    const int slot = plan.steps[step_of_[id]].first_slot + out;
+    plan.fetch_slots.push_back(slot);
+    plan.fetch_fed.push_back(plan.steps[step_of_[id]].placeholder);
+    fetched_[slot] = 1;
+  }
+}
+
+// Whether input `in` of step `index` dies there and the step may have its
+// buffer: neither fed, fetched, handed over already, nor read by another
+// input of the step.
+bool Session::PlanBuilder::gives_up(int index, int in) const {
+  const Plan::Step& step = plan_->steps[index];
+  if (in >= static_cast<int>(step.input_slots.size())) return false;
+  const int slot = step.input_slots[in];
+  if (last_use_[slot] != index || fetched_[slot] || handed_over_[slot] ||
+      plan_->steps[slot_owner_[slot]].placeholder)
+    return false;
+  for (std::size_t k = 0; k < step.input_slots.size(); ++k)
+    if (static_cast<int>(k) != in && step.input_slots[k] == slot) return false;
+  return true;
+}
+
+// Outputs that take over a dying input's buffer (OpDef::in_place), and
+// inputs a kernel may keep (OpDef::consumes). Not in concurrent runs: a
+// node of the same level may still read the input.
+void Session::PlanBuilder::hand_over_buffers() {
+  handed_over_.assign(plan_->num_slots, 0);
+  for (int index = 0; index < static_cast<int>(plan_->steps.size()); ++index) {
+    Plan::Step& step = plan_->steps[index];
+    if (options_.concurrent || step.placeholder) continue;
+    const Node& n = *step.node;
+    for (const auto& [out, in] : n.op->in_place) {
+      bool eligible =
+          gives_up(index, in) && num_elements(n.inputs[in].shape()) ==
+                                     num_elements(n.output_shapes[out]);
+      for (const auto& [o, s] : step.in_place) eligible = eligible && o != out;
+      if (!eligible) continue;
+      const int slot = step.input_slots[in];
+      step.in_place.emplace_back(out, slot);
+      step.in_place_reshape.push_back(n.inputs[in].shape() !=
+                                      n.output_shapes[out]);
+      handed_over_[slot] = 1;
+    }
+    // Inputs the kernel may keep: on the same terms, but the slot is
+    // released here as usual, holding what the kernel swapped in.
+    for (int in : n.op->consumes)
+      if (gives_up(index, in))
+        step.consumed.emplace_back(in, step.input_slots[in]);
+  }
+}
+
+// Each slot is released by its last reader (in a concurrent run: by the
+// reader in the highest level).
+void Session::PlanBuilder::place_releases() {
+  for (int slot = 0; slot < plan_->num_slots; ++slot) {
+    if (fetched_[slot] || handed_over_[slot]) continue;
+    const int at =
+        options_.concurrent ? last_level_use_[slot] : last_use_[slot];
+    plan_->steps[at].release.push_back(slot);
+  }
+}
+
+void Session::PlanBuilder::count_readers() {
+  Plan& plan = *plan_;
+  std::vector<int> readers(plan.num_slots, 0);
+  for (const Plan::Step& step : plan.steps) {
+    for (std::size_t i = 0; i < step.input_slots.size(); ++i)
+      if (!is_shape_only(*step.node->op, static_cast<int>(i)))
+        ++readers[step.input_slots[i]];
+  }
+  for (int slot : plan.fetch_slots) ++readers[slot];
+  for (int slot = 0; slot < plan.num_slots; ++slot)
+    plan.steps[slot_owner_[slot]].readers.push_back(readers[slot]);
+}
+
+// What the executor needs ready: element counts, whether small buffers are
+// kept, kernels, communicators and the slot tables.
+void Session::PlanBuilder::prepare_steps() {
+  Plan& plan = *plan_;
+  std::size_t small_bytes = 0;
+  for (Plan::Step& step : plan.steps) {
+    for (const Shape& shape : step.node->output_shapes) {
+      step.counts.push_back(num_elements(shape));
+      if (!step.placeholder && step.counts.back() < Plan::kMinRecycled)
+        small_bytes += sizeof(double) * step.counts.back();
+    }
+  }
+  plan.keep_small = small_bytes <= Plan::kMaxKeptSmallBytes;
+  for (Plan::Step& step : plan.steps) {
+    const Node& n = *step.node;
+    step.num_outputs = n.num_outputs();
+    if (step.placeholder) {
+      plan.placeholders.push_back({&n, step.first_slot, nullptr});
+    } else {
+      step.kernel = kernel_of(n);
+    }
+    step.comm = n.comm ? n.comm.get() : graph_.comm();
+  }
+  plan.foreign_shape.assign(plan.num_slots, 0);
+  plan.caller.assign(plan.num_slots, nullptr);
+  plan.slots.resize(plan.num_slots, Tensor(Shape{0}));
+  plan.views.resize(plan.num_slots, nullptr);
+  plan.fetch_count.assign(plan.num_slots, 0);
+  for (int slot : plan.fetch_slots) ++plan.fetch_count[slot];
+}
+
 const Session::Plan& Session::plan_for(std::span<const Value> fetches) {
   for (const Value& f : fetches) {
     if (!f.valid() || &f.graph() != &graph_) {
@@ -221,258 +551,26 @@ const Session::Plan& Session::plan_for(std::span<const Value> fetches) {
   }
   stats_.plan_cached = false;
 
-  // What runs: the nodes the fetches need through data and control edges.
-  // Ghost dependencies order communication, they do not pull it in: every
-  // rank fetches the same values, so the collectives a run needs are the
-  // same on every rank. Point-to-point nodes are the exception. A graph of
-  // sends and receives may differ by rank (one rank sends, the other
-  // receives), and a send is a side effect its own rank need not fetch, so
-  // every point-to-point node older than the newest communication node the
-  // run needs runs too, as its partner may be waiting for it.
-  int top = -1;
-  for (const auto& [id, out] : key) top = std::max(top, id);
-  std::vector<char> needed(top + 1, 0);
-  auto mark = [&](int root) {
-    std::vector<int> stack{root};
-    while (!stack.empty()) {
-      const int id = stack.back();
-      stack.pop_back();
-      if (needed[id]) continue;
-      needed[id] = 1;
-      const Node& n = graph_.node(id);
-      for (int c : n.control_inputs) stack.push_back(c);
-      for (const Value& in : n.inputs) stack.push_back(in.node_id());
-    }
-  };
-  std::vector<int> roots;
-  for (const auto& [id, out] : key) roots.push_back(id);
-  for (int r : roots) mark(r);
-  int newest = -1;
-  for (int id = top; id >= 0 && newest < 0; --id) {
-    if (needed[id] && graph_.node(id).communication) newest = id;
-  }
-  for (int id = newest; id >= 0; id = graph_.node(id).ghost_input) {
-    const Node& n = graph_.node(id);
-    if (!needed[id] && !n.every_rank) {
-      roots.push_back(id);
-      mark(id);
-    }
-  }
-  // Each needed communication node runs after the previous needed one.
-  std::vector<int> previous(top + 1, -1);
-  {
-    int last = -1;
-    for (int id = 0; id <= top; ++id) {
-      if (!needed[id] || !graph_.node(id).communication) continue;
-      previous[id] = last;
-      last = id;
-    }
-  }
+  PlanBuilder builder(graph_, options_, key);
+  std::unique_ptr<Plan> plan = builder.build();
+  check_plan(*plan, builder.collectives);
+  plan->fetch_values.assign(fetches.begin(), fetches.end());
+  last_plan_ = plan.get();
+  return *plans_.emplace(std::move(key), std::move(plan)).first->second;
+}
 
-  // Demand order: a depth-first post-order from the fetches, which runs a
-  // node just before its first consumer needs it. Creation order would also
-  // be topological, but it runs a whole chain before anything that was
-  // appended to the graph later and consumes the chain step by step (jvp()'s
-  // tangent nodes), keeping every step alive.
-  std::vector<int> order;
-  {
-    std::vector<char> seen(top + 1, 0);
-    // (node, index of its next dependency: control inputs, the previous
-    // communication node, then inputs)
-    std::vector<std::pair<int, std::size_t>> stack;
-    for (int root : roots) {
-      if (seen[root]) continue;
-      seen[root] = 1;
-      stack.emplace_back(root, 0);
-      while (!stack.empty()) {
-        const int id = stack.back().first;
-        const std::size_t k = stack.back().second++;
-        const Node& n = graph_.node(id);
-        const std::size_t controls = n.control_inputs.size() + 1;
-        if (k == controls + n.inputs.size()) {
-          order.push_back(id);
-          stack.pop_back();
-          continue;
-        }
-        const int dep = k + 1 < controls    ? n.control_inputs[k]
-                        : k + 1 == controls ? previous[id]
-                                            : n.inputs[k - controls].node_id();
-        if (dep < 0) continue;
-        if (!seen[dep]) {
-          seen[dep] = 1;
-          stack.emplace_back(dep, 0);
-        }
-      }
-    }
-  }
-  hoist_starts(graph_, order, previous);
-  auto plan = std::make_unique<Plan>();
-  std::vector<int> step_of(top + 1, -1);
-  std::vector<int> level_of;
-  std::vector<int> slot_owner;
-  std::vector<int> last_use;
-  // The reader in the highest level: where a concurrent run may release a
-  // slot (a reader earlier in `order` can sit in a later level).
-  std::vector<int> last_level_use;
-  // Every-rank nodes per communicator, in order of first appearance (the
-  // same on every member of each communicator).
-  std::vector<std::pair<CommContext*, std::vector<std::string>>> collectives;
-  for (int id : order) {
-    const Node& n = graph_.node(id);
-    Plan::Step step;
-    step.node = &n;
-    step.placeholder = n.op_name() == "placeholder";
-    step.first_slot = plan->num_slots;
-    int level = 0;
-    const int index = static_cast<int>(plan->steps.size());
-    auto reads = [&n](int i) { return !is_shape_only(*n.op, i); };
-    for (std::size_t i = 0; i < n.inputs.size(); ++i) {
-      const Value& in = n.inputs[i];
-      const int s = step_of[in.node_id()];
-      const int slot = plan->steps[s].first_slot + in.output();
-      step.input_slots.push_back(slot);
-      if (reads(static_cast<int>(i))) last_use[slot] = index;
-      level = std::max(level, level_of[s] + 1);
-    }
-    for (std::size_t i = 0; i < step.input_slots.size(); ++i) {
-      const int slot = step.input_slots[i];
-      // (A slot read twice by this step already points here, and this
-      // step has no level_of entry yet.)
-      if (reads(static_cast<int>(i)) && last_level_use[slot] != index &&
-          level_of[last_level_use[slot]] <= level)
-        last_level_use[slot] = index;
-    }
-    for (int c : n.control_inputs)
-      level = std::max(level, level_of[step_of[c]] + 1);
-    if (previous[id] >= 0)
-      level = std::max(level, level_of[step_of[previous[id]]] + 1);
-    for (int k = 0; k < n.num_outputs(); ++k) {
-      slot_owner.push_back(index);
-      last_use.push_back(index);
-      last_level_use.push_back(index);
-    }
-    plan->num_slots += n.num_outputs();
-    step_of[id] = index;
-    level_of.push_back(level);
-    if (static_cast<int>(plan->levels.size()) <= level)
-      plan->levels.resize(level + 1);
-    plan->levels[level].push_back(index);
-    if (n.every_rank) {
-      std::string shapes;
-      if (!detail::shapes_differ_by_rank(n)) {
-        for (const Value& in : n.inputs) shapes += shape_string(in.shape());
-      }
-      CommContext* on = n.comm ? n.comm.get() : graph_.comm();
-      auto group = std::find_if(collectives.begin(),
-                                collectives.end(),
-                                [on](const auto& g) { return g.first == on; });
-      if (group == collectives.end())
-        group = collectives.insert(collectives.end(), {on, {}});
-      group->second.push_back("\"" + n.name + "\"" + CommContext::kNameEnd +
-                              " (" + n.op_name() + " " + n.attrs.dump() + " " +
-                              shapes +
-                              (n.loop ? " " + n.loop->signature() : "") + ")");
-    }
-    if (n.comm && n.comm.get() != graph_.comm() &&
-        std::find(plan->comms.begin(), plan->comms.end(), n.comm.get()) ==
-            plan->comms.end()) {
-      plan->comms.push_back(n.comm.get());
-    }
-    plan->steps.push_back(std::move(step));
-  }
-  check_requests(*plan);
-  std::vector<char> fetched(plan->num_slots, 0);
-  for (const auto& [id, out] : key) {
-    const int slot = plan->steps[step_of[id]].first_slot + out;
-    plan->fetch_slots.push_back(slot);
-    plan->fetch_fed.push_back(plan->steps[step_of[id]].placeholder);
-    fetched[slot] = 1;
-  }
-  // Outputs that take over a dying input's buffer (OpDef::in_place). Not in
-  // concurrent runs: a node of the same level may still read the input.
-  std::vector<char> handed_over(plan->num_slots, 0);
-  // Whether input `in` of step `index` dies there and the step may have its
-  // buffer: neither fed, fetched, handed over already, nor read by another
-  // input of the step.
-  auto gives_up = [&](int index, int in) {
-    const Plan::Step& step = plan->steps[index];
-    if (in >= static_cast<int>(step.input_slots.size())) return false;
-    const int slot = step.input_slots[in];
-    if (last_use[slot] != index || fetched[slot] || handed_over[slot] ||
-        plan->steps[slot_owner[slot]].placeholder)
-      return false;
-    for (std::size_t k = 0; k < step.input_slots.size(); ++k)
-      if (static_cast<int>(k) != in && step.input_slots[k] == slot)
-        return false;
-    return true;
-  };
-  for (int index = 0; index < static_cast<int>(plan->steps.size()); ++index) {
-    Plan::Step& step = plan->steps[index];
-    if (options_.concurrent || step.placeholder) continue;
-    const Node& n = *step.node;
-    for (const auto& [out, in] : n.op->in_place) {
-      bool eligible =
-          gives_up(index, in) && num_elements(n.inputs[in].shape()) ==
-                                     num_elements(n.output_shapes[out]);
-      for (const auto& [o, s] : step.in_place) eligible = eligible && o != out;
-      if (!eligible) continue;
-      const int slot = step.input_slots[in];
-      step.in_place.emplace_back(out, slot);
-      step.in_place_reshape.push_back(n.inputs[in].shape() !=
-                                      n.output_shapes[out]);
-      handed_over[slot] = 1;
-    }
-    // Inputs the kernel may keep: on the same terms, but the slot is
-    // released here as usual, holding what the kernel swapped in.
-    for (int in : n.op->consumes)
-      if (gives_up(index, in))
-        step.consumed.emplace_back(in, step.input_slots[in]);
-  }
-  for (int slot = 0; slot < plan->num_slots; ++slot) {
-    if (fetched[slot] || handed_over[slot]) continue;
-    const int at = options_.concurrent ? last_level_use[slot] : last_use[slot];
-    plan->steps[at].release.push_back(slot);
-  }
-  std::vector<int> readers(plan->num_slots, 0);
-  for (const Plan::Step& step : plan->steps) {
-    for (std::size_t i = 0; i < step.input_slots.size(); ++i)
-      if (!is_shape_only(*step.node->op, static_cast<int>(i)))
-        ++readers[step.input_slots[i]];
-  }
-  for (int slot : plan->fetch_slots) ++readers[slot];
-  for (int slot = 0; slot < plan->num_slots; ++slot)
-    plan->steps[slot_owner[slot]].readers.push_back(readers[slot]);
-  std::size_t small_bytes = 0;
-  for (Plan::Step& step : plan->steps) {
-    for (const Shape& shape : step.node->output_shapes) {
-      step.counts.push_back(num_elements(shape));
-      if (!step.placeholder && step.counts.back() < Plan::kMinRecycled)
-        small_bytes += sizeof(double) * step.counts.back();
-    }
-  }
-  plan->keep_small = small_bytes <= Plan::kMaxKeptSmallBytes;
-  for (Plan::Step& step : plan->steps) {
-    const Node& n = *step.node;
-    step.num_outputs = n.num_outputs();
-    if (step.placeholder) {
-      plan->placeholders.push_back({&n, step.first_slot, nullptr});
-    } else {
-      step.kernel = kernel_of(n);
-    }
-    step.comm = n.comm ? n.comm.get() : graph_.comm();
-  }
-  plan->foreign_shape.assign(plan->num_slots, 0);
-  plan->caller.assign(plan->num_slots, nullptr);
-  plan->slots.resize(plan->num_slots, Tensor(Shape{0}));
-  plan->views.resize(plan->num_slots, nullptr);
-  plan->fetch_count.assign(plan->num_slots, 0);
-  for (int slot : plan->fetch_slots) ++plan->fetch_count[slot];
-
-  check_loop_steps(*plan);
-  check_memory(*plan);
+// The checks a new plan gets before it first runs: its loops' steps, its
+// memory, the pairing of its sends and receives, and that every rank runs
+// the same collectives.
+void Session::check_plan(
+    const Plan& plan,
+    const std::vector<std::pair<CommContext*, std::vector<std::string>>>&
+        collectives) const {
+  check_loop_steps(plan);
+  check_memory(plan);
   if (graph_.same_on_every_rank() && graph_.comm() != nullptr) {
     std::vector<const Node*> communication;
-    for (const Plan::Step& step : plan->steps)
+    for (const Plan::Step& step : plan.steps)
       if (step.node->communication) communication.push_back(step.node);
     check_point_to_point_pairing(communication, *graph_.comm());
   }
@@ -483,9 +581,6 @@ const Session::Plan& Session::plan_for(std::span<const Value> fetches) {
   for (const auto& [on, descriptors] : collectives) {
     if (on != nullptr) on->check_same_sequence(descriptors);
   }
-  plan->fetch_values.assign(fetches.begin(), fetches.end());
-  last_plan_ = plan.get();
-  return *plans_.emplace(std::move(key), std::move(plan)).first->second;
 }
 
 }  // namespace adgraph
