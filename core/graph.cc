@@ -108,6 +108,95 @@ nlohmann::json check_attr(const AttrSpec& spec,
   return {};
 }
 
+// Throws unless `inputs` fit the op's declared inputs and are earlier
+// values of `graph` (the new node's id is `id`).
+void check_inputs(const OpDef& op_def,
+                  const std::vector<Value>& inputs,
+                  int id,
+                  const Graph* graph,
+                  const std::string& name) {
+  const OpDef* def = &op_def;
+  const std::string& op = op_def.name;
+  const std::size_t declared = def->inputs.size();
+  const bool count_ok =
+      def->variadic ? inputs.size() + 1 >= declared : inputs.size() == declared;
+  if (!count_ok) {
+    throw GraphError(
+        "expected " + std::string(def->variadic ? "at least " : "") +
+            std::to_string(def->variadic ? declared - 1 : declared) +
+            " inputs, got " + std::to_string(inputs.size()),
+        name,
+        op,
+        "inputs");
+  }
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const std::string field = "input " + std::to_string(i) + " (\"" +
+                              def->inputs[std::min(i, declared - 1)] + "\")";
+    if (!inputs[i].valid() || &inputs[i].graph() != graph ||
+        inputs[i].node_id() >= id) {
+      throw GraphError("not a value of this graph", name, op, field);
+    }
+  }
+}
+
+// The node's attributes from `attrs` and its tensor attributes from
+// `tensors` (taken) or `attrs`, each checked against the op's schema, with
+// defaults for the ones not given.
+void set_attributes(const OpDef& op_def,
+                    nlohmann::json attrs,
+                    std::map<std::string, Tensor>& tensors,
+                    const std::string& name,
+                    Node* node) {
+  const OpDef* def = &op_def;
+  const std::string& op = op_def.name;
+  if (attrs.is_null()) attrs = nlohmann::json::object();
+  if (!attrs.is_object()) {
+    throw GraphError("attributes must be an object", name, op, "attrs");
+  }
+  for (const auto& [key, value] : attrs.items()) {
+    bool known = false;
+    for (const auto& spec : def->attrs) known = known || spec.name == key;
+    if (!known) {
+      std::string list;
+      for (const auto& spec : def->attrs) {
+        list += (list.empty() ? "" : ", ") + spec.name;
+      }
+      throw GraphError("unknown attribute (known: " +
+                           (list.empty() ? std::string("none") : list) + ")",
+                       name,
+                       op,
+                       "attribute \"" + key + "\"");
+    }
+  }
+  for (const auto& spec : def->attrs) {
+    const std::string field = "attribute \"" + spec.name + "\"";
+    if (spec.type == AttrType::kTensor) {
+      auto given = tensors.find(spec.name);
+      if (given != tensors.end()) {
+        node->tensors[spec.name] = std::move(given->second);
+      } else if (attrs.contains(spec.name)) {
+        try {
+          node->tensors[spec.name] = tensor_from_json(attrs[spec.name]);
+        } catch (const Error& e) {
+          throw GraphError(e.detail(), name, op, field);
+        }
+      } else if (!spec.default_value.is_null()) {
+        node->tensors[spec.name] = tensor_from_json(spec.default_value);
+      } else {
+        throw GraphError("required attribute is missing", name, op, field);
+      }
+      continue;
+    }
+    if (attrs.contains(spec.name)) {
+      node->attrs[spec.name] = check_attr(spec, attrs[spec.name], name, op);
+    } else if (!spec.default_value.is_null()) {
+      node->attrs[spec.name] = spec.default_value;
+    } else {
+      throw GraphError("required attribute is missing", name, op, field);
+    }
+  }
+}
+
 }  // namespace
 
 const Node& Value::node() const { return graph_->node(node_); }
@@ -173,26 +262,7 @@ std::vector<Value> Graph::add_node_outputs(const std::string& op,
     throw GraphError("duplicate node name", name, op, "name");
   }
 
-  const std::size_t declared = def->inputs.size();
-  const bool count_ok =
-      def->variadic ? inputs.size() + 1 >= declared : inputs.size() == declared;
-  if (!count_ok) {
-    throw GraphError(
-        "expected " + std::string(def->variadic ? "at least " : "") +
-            std::to_string(def->variadic ? declared - 1 : declared) +
-            " inputs, got " + std::to_string(inputs.size()),
-        name,
-        op,
-        "inputs");
-  }
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const std::string field = "input " + std::to_string(i) + " (\"" +
-                              def->inputs[std::min(i, declared - 1)] + "\")";
-    if (!inputs[i].valid() || &inputs[i].graph() != this ||
-        inputs[i].node_id() >= id) {
-      throw GraphError("not a value of this graph", name, op, field);
-    }
-  }
+  check_inputs(*def, inputs, id, this, name);
 
   auto node = std::make_unique<Node>();
   node->id = id;
@@ -200,52 +270,7 @@ std::vector<Value> Graph::add_node_outputs(const std::string& op,
   node->op = def;
   node->inputs = std::move(inputs);
 
-  if (attrs.is_null()) attrs = nlohmann::json::object();
-  if (!attrs.is_object()) {
-    throw GraphError("attributes must be an object", name, op, "attrs");
-  }
-  for (const auto& [key, value] : attrs.items()) {
-    bool known = false;
-    for (const auto& spec : def->attrs) known = known || spec.name == key;
-    if (!known) {
-      std::string list;
-      for (const auto& spec : def->attrs) {
-        list += (list.empty() ? "" : ", ") + spec.name;
-      }
-      throw GraphError("unknown attribute (known: " +
-                           (list.empty() ? std::string("none") : list) + ")",
-                       name,
-                       op,
-                       "attribute \"" + key + "\"");
-    }
-  }
-  for (const auto& spec : def->attrs) {
-    const std::string field = "attribute \"" + spec.name + "\"";
-    if (spec.type == AttrType::kTensor) {
-      auto given = options.tensors.find(spec.name);
-      if (given != options.tensors.end()) {
-        node->tensors[spec.name] = std::move(given->second);
-      } else if (attrs.contains(spec.name)) {
-        try {
-          node->tensors[spec.name] = tensor_from_json(attrs[spec.name]);
-        } catch (const Error& e) {
-          throw GraphError(e.detail(), name, op, field);
-        }
-      } else if (!spec.default_value.is_null()) {
-        node->tensors[spec.name] = tensor_from_json(spec.default_value);
-      } else {
-        throw GraphError("required attribute is missing", name, op, field);
-      }
-      continue;
-    }
-    if (attrs.contains(spec.name)) {
-      node->attrs[spec.name] = check_attr(spec, attrs[spec.name], name, op);
-    } else if (!spec.default_value.is_null()) {
-      node->attrs[spec.name] = spec.default_value;
-    } else {
-      throw GraphError("required attribute is missing", name, op, field);
-    }
-  }
+  set_attributes(*def, std::move(attrs), options.tensors, name, node.get());
 
   for (const Value& dep : options.after) {
     if (!dep.valid() || &dep.graph() != this || dep.node_id() >= id) {

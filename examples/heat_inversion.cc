@@ -22,6 +22,7 @@
 #include <fstream>
 #include <new>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "adgraph.h"
@@ -39,30 +40,30 @@ nlohmann::json bound_text(double b) {
   return std::isfinite(b) ? nlohmann::json(b) : nlohmann::json(nullptr);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  MpiEnvironment env(&argc, &argv);
-  auto comm = program_world();
-  const bool root = comm->rank() == 0;
-
-  CLI::App app{
-      "Recover the diffusivity of a 2-D heat equation with distributed L-BFGS"};
-  solvers::HeatInverseOptions problem_options;
-  solvers::HeatConfig& c = problem_options.config;
-  c.nx = c.ny = 256;
-  c.px = c.py = 2;
-  c.nt = 2800;
+// What the command line asks for.
+struct Arguments {
+  solvers::HeatInverseOptions problem;
+  std::string scheme = "explicit";
+  std::string checkpoints = "auto";
   int max_iter = 100;
   double tol = 1e-10;
   std::string output = "heat_inversion.json", dump_gradient, checkpoint;
-  std::string checkpoints = "auto";
-  bool resume = false, replicated = false;
-  examples::add_grid_options(app, c);
+  bool resume = false;
+
+  Arguments() {
+    solvers::HeatConfig& c = problem.config;
+    c.nx = c.ny = 256;
+    c.px = c.py = 2;
+    c.nt = 2800;
+  }
+};
+
+// --nt, --scheme, the implicit step's solver, --dt, --overlap.
+void add_time_options(CLI::App& app, Arguments& a) {
+  solvers::HeatConfig& c = a.problem.config;
   app.add_option("--nt", c.nt, "time steps")->capture_default_str();
-  std::string scheme = "explicit";
   app.add_option("--scheme",
-                 scheme,
+                 a.scheme,
                  "time scheme: explicit, backward_euler or crank_nicolson "
                  "(implicit steps solve a sparse system with PETSc)")
       ->check(CLI::IsMember({"explicit", "backward_euler", "crank_nicolson"}))
@@ -104,298 +105,389 @@ int main(int argc, char** argv) {
                c.overlap,
                "overlap each step's halo exchange with the interior update "
                "(the same results, bit for bit)");
-  app.add_option("--max-iter", max_iter, "L-BFGS iteration limit")
+}
+
+// The optimizer, its checkpoints and the time loop's, where results go.
+void add_run_options(CLI::App& app, Arguments& a) {
+  app.add_option("--max-iter", a.max_iter, "L-BFGS iteration limit")
       ->capture_default_str();
   app.add_option(
-         "--tol", tol, "stop when the gradient's infinity norm is below this")
+         "--tol", a.tol, "stop when the gradient's infinity norm is below this")
       ->capture_default_str();
   app.add_option("--output",
-                 output,
+                 a.output,
                  "JSON result; PNG and VTI files are written next to it")
       ->capture_default_str();
   app.add_option("--dump-gradient",
-                 dump_gradient,
+                 a.dump_gradient,
                  "write dL/dkappa at kappa = 1 (raw little-endian float64, "
                  "row-major) and exit");
   app.add_option("--checkpoint",
-                 checkpoint,
+                 a.checkpoint,
                  "write the optimizer state here every iteration");
-  app.add_flag("--resume", resume, "continue from --checkpoint");
+  app.add_flag("--resume", a.resume, "continue from --checkpoint");
   app.add_option("--checkpoints",
-                 checkpoints,
+                 a.checkpoints,
                  "states the time loop's adjoint keeps: all, a number of "
                  "snapshots (binomial schedule), or auto (the fewest "
                  "snapshots that recompute at most one extra sweep, about "
                  "sqrt(2 nt))")
       ->capture_default_str();
+}
+
+// The observations, the bounds and the regularization.
+void add_problem_options(CLI::App& app, Arguments& a) {
+  solvers::HeatInverseOptions& p = a.problem;
   app.add_option("--observe-steps",
-                 problem_options.observe_steps,
+                 p.observe_steps,
                  "observe u at these time levels (1..nt) instead of the "
                  "final one only");
   app.add_option("--kappa-min",
-                 problem_options.kappa_min,
+                 p.kappa_min,
                  "lower bound on kappa (L-BFGS-B when a bound is given)");
-  app.add_option(
-      "--kappa-max", problem_options.kappa_max, "upper bound on kappa");
+  app.add_option("--kappa-max", p.kappa_max, "upper bound on kappa");
   app.add_option("--sensors-every",
-                 problem_options.sensors_every,
+                 p.sensors_every,
                  "observe only every k-th grid point in x and y (0: all)")
       ->capture_default_str();
   app.add_option("--noise",
-                 problem_options.noise,
+                 p.noise,
                  "Gaussian noise on the observations, relative to their RMS")
       ->capture_default_str();
-  app.add_option("--seed", problem_options.seed, "seed of the noise")
-      ->capture_default_str();
+  app.add_option("--seed", p.seed, "seed of the noise")->capture_default_str();
   app.add_option("--reg-tikhonov",
-                 problem_options.reg_tikhonov,
+                 p.reg_tikhonov,
                  "weight of the Tikhonov term |kappa - 1|^2")
       ->capture_default_str();
   app.add_option("--reg-smooth",
-                 problem_options.reg_smooth,
+                 p.reg_smooth,
                  "weight of the smoothness term |grad kappa|^2")
       ->capture_default_str();
   app.add_flag("--replicated",
-               replicated,
+               p.replicated,
                "replicate kappa on every rank (ADCME mpi_bcast style)");
-  if (auto code = examples::parse_command_line(app, argc, argv, root)) {
-    return *code;
-  }
-  problem_options.replicated = replicated;
-  if (checkpoints == "all") {
+}
+
+// What CLI11 cannot check: the schedule, the tolerance, --resume's file.
+// Returns the exit code of a bad argument (rank 0 says why).
+std::optional<int> finish_arguments(Arguments& a, bool root) {
+  auto bad = [root](const std::string& why) {
+    if (root) std::fprintf(stderr, "heat_inversion: %s\n", why.c_str());
+    return 2;
+  };
+  solvers::HeatConfig& c = a.problem.config;
+  if (a.checkpoints == "all") {
     c.checkpoints = CheckpointSchedule::store_all();
-  } else if (checkpoints == "auto") {
+  } else if (a.checkpoints == "auto") {
     c.checkpoints =
         CheckpointSchedule::binomial(binomial_two_sweep_snapshots(c.nt));
   } else {
     char* end = nullptr;
-    const long snapshots = std::strtol(checkpoints.c_str(), &end, 10);
-    if (checkpoints.empty() || *end != '\0' || snapshots < 1) {
-      if (root)
-        std::fprintf(stderr,
-                     "heat_inversion: --checkpoints: expected all, auto or a "
-                     "number of snapshots >= 1, got \"%s\"\n",
-                     checkpoints.c_str());
-      return 2;
+    const long snapshots = std::strtol(a.checkpoints.c_str(), &end, 10);
+    if (a.checkpoints.empty() || *end != '\0' || snapshots < 1) {
+      return bad(
+          "--checkpoints: expected all, auto or a number of snapshots >= 1, "
+          "got \"" +
+          a.checkpoints + "\"");
     }
     c.checkpoints = CheckpointSchedule::binomial(snapshots);
   }
-  solvers::parse_heat_scheme(scheme, &c.scheme);  // checked by CLI11
-  if (!std::isfinite(tol) || tol < 0) {
-    if (root)
-      std::fprintf(stderr,
-                   "heat_inversion: --tol: expected a finite number >= 0, "
-                   "got %g\n",
-                   tol);
-    return 2;
+  solvers::parse_heat_scheme(a.scheme, &c.scheme);  // checked by CLI11
+  if (!std::isfinite(a.tol) || a.tol < 0) {
+    char text[120];
+    std::snprintf(text,
+                  sizeof(text),
+                  "--tol: expected a finite number >= 0, got %g",
+                  a.tol);
+    return bad(text);
   }
-  if (resume && checkpoint.empty()) {
-    if (root)
-      std::fprintf(stderr,
-                   "heat_inversion: --resume needs --checkpoint FILE\n");
-    return 2;
+  if (a.resume && a.checkpoint.empty())
+    return bad("--resume needs --checkpoint FILE");
+  return std::nullopt;
+}
+
+// Where the results go, checked on rank 0 before any work: "" or why not.
+std::string unwritable_output(const Arguments& a, Communicator& comm) {
+  std::string why;
+  if (comm.rank() == 0) {
+    const bool dump = !a.dump_gradient.empty();
+    try {
+      check_output_path(dump ? a.dump_gradient : a.output,
+                        dump ? "--dump-gradient" : "--output");
+    } catch (const OptionsError& e) {
+      why = e.what();
+    }
   }
+  return comm.bcast(why, 0);
+}
+
+// --dump-gradient: dL/dκ at the start point, written by rank 0.
+void dump_gradient(solvers::HeatInverse& problem,
+                   const Arguments& a,
+                   Communicator& comm) {
+  const solvers::HeatConfig& c = a.problem.config;
+  Tensor grad = problem.loss_and_gradient(problem.kappa_start()).second;
+  if (a.problem.replicated) grad = grad.reshaped({c.nx, c.ny});
+  const std::vector<double> grid = a.problem.replicated
+                                       ? grad.to_vector()
+                                       : examples::gather_grid(comm, c, grad);
+  if (comm.rank() != 0) return;
+  std::ofstream out(a.dump_gradient, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(grid.data()),
+            sizeof(double) * grid.size());
+  if (!out) {
+    std::fprintf(
+        stderr, "heat_inversion: cannot write %s\n", a.dump_gradient.c_str());
+    comm.abort("cannot write the gradient dump", 1);
+  }
+  std::printf("wrote dL/dkappa at kappa = 1 (%d x %d float64) to %s\n",
+              c.nx,
+              c.ny,
+              a.dump_gradient.c_str());
+}
+
+// Fits κ from the start point with the options the arguments ask for.
+optim::LbfgsSummary fit(solvers::HeatInverse& problem,
+                        const Arguments& a,
+                        Communicator& comm,
+                        Tensor& kappa) {
+  const solvers::HeatConfig& c = a.problem.config;
+  if (comm.rank() == 0) {
+    std::printf(
+        "heat inversion: %d x %d grid, %d x %d patches on %d ranks, %d "
+        "steps, dt = %.6g, %s\n",
+        c.nx,
+        c.ny,
+        c.px,
+        c.py,
+        comm.size(),
+        c.nt,
+        solvers::heat_dt(c),
+        solvers::heat_scheme_name(c.scheme));
+  }
+  optim::LbfgsOptions options;
+  options.max_iterations = a.max_iter;
+  options.tolerance_gradient = a.tol;
+  options.trace = true;
+  options.checkpoint_path = a.checkpoint;
+  options.checkpoint_every = a.checkpoint.empty() ? 0 : 1;
+  options.resume = a.resume;
+  kappa = problem.kappa_start();
+  return problem.fit(kappa, options);
+}
+
+// What the run found and cost, on every rank (the fields on rank 0).
+struct Outcome {
+  optim::LbfgsSummary summary;
+  LoopStats forward, adjoint;  // the time loop's, in the last gradient
+  double peak_rss_mb = 0;      // of the busiest rank
+  solvers::HeatLossTerms terms;
+  double relative_error = 0;
+  std::vector<double> found, exact, difference;  // κ, κ_true, κ − κ_true
+};
+
+// Collective: the statistics, the loss's parts and the gathered fields.
+Outcome measure(solvers::HeatInverse& problem,
+                const Arguments& a,
+                Communicator& comm,
+                const Tensor& kappa,
+                optim::LbfgsSummary summary) {
+  Outcome o;
+  o.summary = std::move(summary);
+  o.forward = problem.loop_forward_stats();
+  o.adjoint = problem.loop_adjoint_stats();
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  o.peak_rss_mb =
+      comm.allreduce_max(static_cast<double>(usage.ru_maxrss) / 1024.0);
+  o.terms = problem.terms(kappa);
+  o.relative_error = problem.relative_kappa_error(kappa);
+  const Tensor truth = problem.kappa_true();
+  if (a.problem.replicated) {
+    o.found = kappa.to_vector();
+    o.exact = truth.to_vector();
+  } else {
+    o.found = examples::gather_grid(comm, a.problem.config, kappa);
+    o.exact = examples::gather_grid(comm, a.problem.config, truth);
+  }
+  o.difference.resize(o.found.size());
+  for (std::size_t k = 0; k < o.found.size(); ++k)
+    o.difference[k] = o.found[k] - o.exact[k];
+  return o;
+}
+
+void print_outcome(const Outcome& o) {
+  std::printf("relative L2 error of kappa: %.6e\n", o.relative_error);
+  std::printf(
+      "misfit %.6e, regularization %.6e (tikhonov %.6e, "
+      "smoothness %.6e), %lld active bounds\n",
+      o.terms.misfit,
+      o.terms.tikhonov + o.terms.smoothness,
+      o.terms.tikhonov,
+      o.terms.smoothness,
+      static_cast<long long>(o.summary.active_bounds));
+  std::printf(
+      "time loop: checkpoints %s, %lld snapshots (%.1f MB), %lld body "
+      "forward steps per gradient, peak RSS %.0f MB (max over ranks)\n",
+      o.adjoint.schedule.c_str(),
+      static_cast<long long>(o.adjoint.max_snapshots),
+      o.adjoint.snapshot_bytes / 1048576.0,
+      static_cast<long long>(o.forward.forward_steps + o.adjoint.forward_steps),
+      o.peak_rss_mb);
+}
+
+// The figure and field files next to `output`: κ_true, κ, their
+// difference, the convergence, a .vti of the three fields.
+std::vector<std::string> figure_files(const std::string& output) {
+  const bool json =
+      output.size() > 5 && output.substr(output.size() - 5) == ".json";
+  const std::string stem = json ? output.substr(0, output.size() - 5) : output;
+  return {stem + "_kappa_true.png",
+          stem + "_kappa.png",
+          stem + "_difference.png",
+          stem + "_convergence.png",
+          stem + ".vti"};
+}
+
+// Writes figure_files(); false if one could not be written.
+bool write_figures(const solvers::HeatInverse& problem,
+                   const Arguments& a,
+                   const Outcome& o,
+                   const std::vector<std::string>& files) {
+  const solvers::HeatConfig& c = a.problem.config;
+  double span = 1e-12;
+  for (double d : o.difference) span = std::max(span, std::fabs(d));
+  examples::FieldFigure figure;
+  figure.nx = c.nx, figure.ny = c.ny, figure.h = c.h();
+  figure.lo = *std::min_element(o.exact.begin(), o.exact.end());
+  figure.hi = *std::max_element(o.exact.begin(), o.exact.end());
+  figure.unit = "kappa";
+  figure.sensors = &problem.sensors();
+  figure.path = files[0], figure.values = &o.exact;
+  figure.title = "true diffusivity kappa";
+  bool ok = examples::write_field_figure(figure);
+  figure.path = files[1], figure.values = &o.found;
+  char title[160];
+  std::snprintf(title,
+                sizeof(title),
+                "recovered kappa (%d iterations, rel. error %.2e)",
+                o.summary.iterations,
+                o.relative_error);
+  figure.title = title;
+  ok = examples::write_field_figure(figure) && ok;
+  figure.path = files[2], figure.values = &o.difference;
+  figure.title = "recovered - true kappa";
+  figure.unit = "difference";
+  figure.lo = -span, figure.hi = span, figure.diverging = true;
+  ok = examples::write_field_figure(figure) && ok;
+  ok = examples::write_convergence_figure(
+           files[3],
+           o.summary.f_history,
+           o.summary.gradient_norm_history,
+           a.problem.bounded() ? "projected gradient norm" : "gradient norm") &&
+       ok;
+  return examples::write_vti(files[4],
+                             c.nx,
+                             c.ny,
+                             c.h(),
+                             {{"kappa_true", &o.exact},
+                              {"kappa", &o.found},
+                              {"difference", &o.difference}}) &&
+         ok;
+}
+
+// The JSON result (--output).
+nlohmann::json result_json(const solvers::HeatInverse& problem,
+                           const Arguments& a,
+                           const Outcome& o,
+                           int ranks,
+                           const std::vector<std::string>& files) {
+  const solvers::HeatConfig& c = a.problem.config;
+  const optim::LbfgsSummary& summary = o.summary;
+  return {
+      {"loss_history", summary.f_history},
+      {"iterations", summary.iterations},
+      {"resumed_at", summary.resumed_at},
+      {"evaluations", summary.evaluations},
+      {"termination", optim::termination_name(summary.termination)},
+      {"relative_kappa_error", o.relative_error},
+      {"wall_time_s", summary.seconds},
+      {"ranks", ranks},
+      {"decomposition",
+       {{"px", c.px}, {"py", c.py}, {"nx", c.nx}, {"ny", c.ny}, {"nt", c.nt}}},
+      {"kappa_layout", a.problem.replicated ? "replicated" : "sharded"},
+      {"checkpoints",
+       {{"schedule", o.adjoint.schedule},
+        {"snapshots", o.adjoint.max_snapshots},
+        {"snapshot_mb", o.adjoint.snapshot_bytes / 1048576.0},
+        {"forward_evaluations_per_gradient",
+         o.forward.forward_steps + o.adjoint.forward_steps},
+        {"taped_steps_per_gradient", o.adjoint.taped_steps}}},
+      {"peak_rss_mb", o.peak_rss_mb},
+      {"observe_steps", a.problem.observe_steps},
+      {"misfit", o.terms.misfit},
+      {"regularization",
+       {{"tikhonov", o.terms.tikhonov}, {"smoothness", o.terms.smoothness}}},
+      {"bounds",
+       {{"kappa_min", bound_text(a.problem.kappa_min)},
+        {"kappa_max", bound_text(a.problem.kappa_max)}}},
+      {"active_bounds", summary.active_bounds},
+      {"sensors", problem.sensors().size()},
+      {"noise", a.problem.noise},
+      {"gradient_norm_history", summary.gradient_norm_history},
+      {"message", summary.message},
+      {"files", files}};
+}
+
+// Rank 0: the summary lines, the JSON result, then the figures (a figure
+// that fails must not lose the results).
+void report(const solvers::HeatInverse& problem,
+            const Arguments& a,
+            const Outcome& o,
+            Communicator& comm) {
+  print_outcome(o);
+  const std::vector<std::string> files = figure_files(a.output);
+  const bool ok = write_figures(problem, a, o, files);
+  const nlohmann::json result = result_json(problem, a, o, comm.size(), files);
+  write_output_file(a.output, result.dump(2) + "\n", "--output");
+  if (!ok) comm.abort("could not write the figures next to " + a.output, 1);
+  std::printf("wrote %s", a.output.c_str());
+  for (const std::string& f : files) std::printf(", %s", f.c_str());
+  std::printf("\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MpiEnvironment env(&argc, &argv);
+  auto comm = program_world();
+  const bool root = comm->rank() == 0;
+
+  CLI::App app{
+      "Recover the diffusivity of a 2-D heat equation with distributed L-BFGS"};
+  Arguments a;
+  examples::add_grid_options(app, a.problem.config);
+  add_time_options(app, a);
+  add_run_options(app, a);
+  add_problem_options(app, a);
+  if (auto code = examples::parse_command_line(app, argc, argv, root))
+    return *code;
+  if (auto code = finish_arguments(a, root)) return *code;
 
   try {
-    // Where the results go is checked before any work (rank 0 writes).
-    std::string unwritable;
-    if (root) {
-      try {
-        check_output_path(
-            dump_gradient.empty() ? output : dump_gradient,
-            dump_gradient.empty() ? "--output" : "--dump-gradient");
-      } catch (const OptionsError& e) {
-        unwritable = e.what();
-      }
-    }
-    unwritable = comm->bcast(unwritable, 0);
+    const std::string unwritable = unwritable_output(a, *comm);
     if (!unwritable.empty())
       return report_failure("heat_inversion", unwritable, 2);
-    solvers::HeatInverse problem(problem_options, comm);
-    Tensor kappa = problem.kappa_start();
-    if (!dump_gradient.empty()) {
-      Tensor grad = problem.loss_and_gradient(kappa).second;
-      if (replicated) grad = grad.reshaped({c.nx, c.ny});
-      const std::vector<double> grid =
-          replicated ? grad.to_vector() : examples::gather_grid(*comm, c, grad);
-      if (root) {
-        std::ofstream out(dump_gradient, std::ios::binary);
-        out.write(reinterpret_cast<const char*>(grid.data()),
-                  sizeof(double) * grid.size());
-        if (!out) {
-          std::fprintf(stderr,
-                       "heat_inversion: cannot write %s\n",
-                       dump_gradient.c_str());
-          comm->abort("cannot write the gradient dump", 1);
-        }
-        std::printf("wrote dL/dkappa at kappa = 1 (%d x %d float64) to %s\n",
-                    c.nx,
-                    c.ny,
-                    dump_gradient.c_str());
-      }
+    solvers::HeatInverse problem(a.problem, comm);
+    if (!a.dump_gradient.empty()) {
+      dump_gradient(problem, a, *comm);
       return 0;
     }
-
-    if (root) {
-      std::printf(
-          "heat inversion: %d x %d grid, %d x %d patches on %d ranks, %d "
-          "steps, dt = %.6g, %s\n",
-          c.nx,
-          c.ny,
-          c.px,
-          c.py,
-          comm->size(),
-          c.nt,
-          solvers::heat_dt(c),
-          solvers::heat_scheme_name(c.scheme));
-    }
-    optim::LbfgsOptions options;
-    options.max_iterations = max_iter;
-    options.tolerance_gradient = tol;
-    options.trace = true;
-    options.checkpoint_path = checkpoint;
-    options.checkpoint_every = checkpoint.empty() ? 0 : 1;
-    options.resume = resume;
-    optim::LbfgsSummary summary = problem.fit(kappa, options);
-
-    // What the time loop kept and recomputed in the last gradient, and the
-    // peak resident memory of the busiest rank.
-    const LoopStats forward = problem.loop_forward_stats();
-    const LoopStats adjoint = problem.loop_adjoint_stats();
-    struct rusage usage;
-    getrusage(RUSAGE_SELF, &usage);
-    const double peak_rss_mb =
-        comm->allreduce_max(static_cast<double>(usage.ru_maxrss) / 1024.0);
-
-    // The loss's parts at the result (misfit, regularization).
-    const solvers::HeatLossTerms terms = problem.terms(kappa);
-
-    const double relative_error = problem.relative_kappa_error(kappa);
-    const Tensor truth = problem.kappa_true();
-
-    std::vector<double> found, exact;
-    if (replicated) {
-      found = kappa.to_vector();
-      exact = truth.to_vector();
-    } else {
-      found = examples::gather_grid(*comm, c, kappa);
-      exact = examples::gather_grid(*comm, c, truth);
-    }
-    if (root) {
-      std::printf("relative L2 error of kappa: %.6e\n", relative_error);
-      std::printf(
-          "misfit %.6e, regularization %.6e (tikhonov %.6e, "
-          "smoothness %.6e), %lld active bounds\n",
-          terms.misfit,
-          terms.tikhonov + terms.smoothness,
-          terms.tikhonov,
-          terms.smoothness,
-          static_cast<long long>(summary.active_bounds));
-      std::printf(
-          "time loop: checkpoints %s, %lld snapshots (%.1f MB), %lld body "
-          "forward steps per gradient, peak RSS %.0f MB (max over ranks)\n",
-          adjoint.schedule.c_str(),
-          static_cast<long long>(adjoint.max_snapshots),
-          adjoint.snapshot_bytes / 1048576.0,
-          static_cast<long long>(forward.forward_steps + adjoint.forward_steps),
-          peak_rss_mb);
-      std::vector<double> difference(found.size());
-      for (std::size_t k = 0; k < found.size(); ++k)
-        difference[k] = found[k] - exact[k];
-      const std::string stem =
-          output.size() > 5 && output.substr(output.size() - 5) == ".json"
-              ? output.substr(0, output.size() - 5)
-              : output;
-      const double lo = *std::min_element(exact.begin(), exact.end());
-      const double hi = *std::max_element(exact.begin(), exact.end());
-      double span = 1e-12;
-      for (double d : difference) span = std::max(span, std::fabs(d));
-      const std::vector<std::string> files = {stem + "_kappa_true.png",
-                                              stem + "_kappa.png",
-                                              stem + "_difference.png",
-                                              stem + "_convergence.png",
-                                              stem + ".vti"};
-      examples::FieldFigure figure;
-      figure.nx = c.nx, figure.ny = c.ny, figure.h = c.h();
-      figure.lo = lo, figure.hi = hi;
-      figure.unit = "kappa";
-      figure.sensors = &problem.sensors();
-      figure.path = files[0], figure.values = &exact;
-      figure.title = "true diffusivity kappa";
-      bool ok = examples::write_field_figure(figure);
-      figure.path = files[1], figure.values = &found;
-      char title[160];
-      std::snprintf(title,
-                    sizeof(title),
-                    "recovered kappa (%d iterations, rel. error %.2e)",
-                    summary.iterations,
-                    relative_error);
-      figure.title = title;
-      ok = examples::write_field_figure(figure) && ok;
-      figure.path = files[2], figure.values = &difference;
-      figure.title = "recovered - true kappa";
-      figure.unit = "difference";
-      figure.lo = -span, figure.hi = span, figure.diverging = true;
-      ok = examples::write_field_figure(figure) && ok;
-      ok = examples::write_convergence_figure(files[3],
-                                              summary.f_history,
-                                              summary.gradient_norm_history,
-                                              problem_options.bounded()
-                                                  ? "projected gradient norm"
-                                                  : "gradient norm") &&
-           ok;
-      ok = examples::write_vti(files[4],
-                               c.nx,
-                               c.ny,
-                               c.h(),
-                               {{"kappa_true", &exact},
-                                {"kappa", &found},
-                                {"difference", &difference}}) &&
-           ok;
-      nlohmann::json result = {
-          {"loss_history", summary.f_history},
-          {"iterations", summary.iterations},
-          {"resumed_at", summary.resumed_at},
-          {"evaluations", summary.evaluations},
-          {"termination", optim::termination_name(summary.termination)},
-          {"relative_kappa_error", relative_error},
-          {"wall_time_s", summary.seconds},
-          {"ranks", comm->size()},
-          {"decomposition",
-           {{"px", c.px},
-            {"py", c.py},
-            {"nx", c.nx},
-            {"ny", c.ny},
-            {"nt", c.nt}}},
-          {"kappa_layout", replicated ? "replicated" : "sharded"},
-          {"checkpoints",
-           {{"schedule", adjoint.schedule},
-            {"snapshots", adjoint.max_snapshots},
-            {"snapshot_mb", adjoint.snapshot_bytes / 1048576.0},
-            {"forward_evaluations_per_gradient",
-             forward.forward_steps + adjoint.forward_steps},
-            {"taped_steps_per_gradient", adjoint.taped_steps}}},
-          {"peak_rss_mb", peak_rss_mb},
-          {"observe_steps", problem_options.observe_steps},
-          {"misfit", terms.misfit},
-          {"regularization",
-           {{"tikhonov", terms.tikhonov}, {"smoothness", terms.smoothness}}},
-          {"bounds",
-           {{"kappa_min", bound_text(problem_options.kappa_min)},
-            {"kappa_max", bound_text(problem_options.kappa_max)}}},
-          {"active_bounds", summary.active_bounds},
-          {"sensors", problem.sensors().size()},
-          {"noise", problem_options.noise},
-          {"gradient_norm_history", summary.gradient_norm_history},
-          {"message", summary.message},
-          {"files", files}};
-      // The results first: a figure that fails must not lose them.
-      write_output_file(output, result.dump(2) + "\n", "--output");
-      if (!ok) comm->abort("could not write the figures next to " + output, 1);
-      std::printf("wrote %s", output.c_str());
-      for (const std::string& f : files) std::printf(", %s", f.c_str());
-      std::printf("\n");
-    }
+    Tensor kappa;
+    optim::LbfgsSummary summary = fit(problem, a, *comm, kappa);
+    const Outcome outcome =
+        measure(problem, a, *comm, kappa, std::move(summary));
+    if (root) report(problem, a, outcome, *comm);
     return 0;
   } catch (const Error& e) {
     return report_failure("heat_inversion", e.what(), 2);

@@ -20,102 +20,127 @@
 
 namespace adgraph::solvers {
 
+bool HeatInverseOptions::is_valid(int ranks,
+                                  std::string* error,
+                                  std::string* field) const {
+  auto bad = [&](const char* option, const std::string& why) {
+    *error = why;
+    if (field != nullptr) *field = option;
+    return false;
+  };
+  const HeatConfig& c = config;
+  std::string why;
+  if (!c.is_valid(ranks, &why)) return bad("HeatConfig", why);
+  if (sensors_every < 0) return bad("sensors_every", "must be >= 0");
+  const std::pair<const char*, double> weights[] = {
+      {"noise", noise},
+      {"reg_tikhonov", reg_tikhonov},
+      {"reg_smooth", reg_smooth}};
+  for (const auto& [name, v] : weights) {
+    if (!(std::isfinite(v) && v >= 0))
+      return bad(name,
+                 "must be a finite number >= 0, got " + std::to_string(v));
+  }
+  // An open side is ±infinity; +inf as a lower bound (or −inf as an upper
+  // one) would leave no κ at all.
+  if (kappa_min == std::numeric_limits<double>::infinity() ||
+      kappa_max == -std::numeric_limits<double>::infinity())
+    return bad("kappa_min", "a bound of kappa must be finite (or open)");
+  if (kappa_min > kappa_max || std::isnan(kappa_min) || std::isnan(kappa_max))
+    return bad("kappa_min", "kappa_min must be <= kappa_max");
+  // The sensors sit at k/2, k/2 + k, …: none when k/2 is past the grid.
+  if (const int k = sensors_every; k > 0 && !(k / 2 < c.nx && k / 2 < c.ny)) {
+    return bad(
+        "sensors_every",
+        "every " + std::to_string(k) + "th point of a " + std::to_string(c.nx) +
+            " x " + std::to_string(c.ny) + " grid selects no sensor (at most " +
+            std::to_string(2 * std::min(c.nx, c.ny) - 1) + " selects one)");
+  }
+  for (const auto& [i, j] : sensors) {
+    if (i < 0 || i >= c.nx || j < 0 || j >= c.ny) {
+      return bad("sensors",
+                 "sensor (" + std::to_string(i) + ", " + std::to_string(j) +
+                     ") is outside the " + std::to_string(c.nx) + " x " +
+                     std::to_string(c.ny) + " grid");
+    }
+  }
+  for (std::size_t i = 0; i < observe_steps.size(); ++i) {
+    const int64_t t = observe_steps[i];
+    if (t < 1 || t > c.nt || (i > 0 && t <= observe_steps[i - 1])) {
+      return bad("observe_steps",
+                 "observation times must increase strictly within [1, " +
+                     std::to_string(c.nt) + "]; entry " + std::to_string(i) +
+                     " is " + std::to_string(t));
+    }
+  }
+  return true;
+}
+
+namespace {
+
+// The sensors given and those every k-th point selects, sorted, each once.
+std::vector<std::pair<int, int>> sensor_points(const HeatInverseOptions& o) {
+  std::vector<std::pair<int, int>> sensors = o.sensors;
+  if (const int k = o.sensors_every; k > 0) {
+    for (int i = k / 2; i < o.config.nx; i += k)
+      for (int j = k / 2; j < o.config.ny; j += k) sensors.emplace_back(i, j);
+  }
+  std::sort(sensors.begin(), sensors.end());
+  sensors.erase(std::unique(sensors.begin(), sensors.end()), sensors.end());
+  return sensors;
+}
+
+}  // namespace
+
 HeatInverse::HeatInverse(HeatInverseOptions options,
                          std::shared_ptr<Communicator> comm)
     : options_(std::move(options)),
       shared_comm_(std::move(comm)),
       comm_(*shared_comm_) {
-  const HeatConfig& c = options_.config;
-  std::string error;
-  if (!c.is_valid(comm_.size(), &error))
-    throw OptionsError(error, {}, {}, "HeatConfig");
-  auto check = [](bool ok, const std::string& text, const char* field) {
-    if (!ok) throw OptionsError(text, {}, {}, field);
-  };
-  auto finite_weight = [&](double v, const char* field) {
-    check(std::isfinite(v) && v >= 0,
-          "must be a finite number >= 0, got " + std::to_string(v),
-          field);
-  };
-  check(options_.sensors_every >= 0, "must be >= 0", "sensors_every");
-  finite_weight(options_.noise, "noise");
-  finite_weight(options_.reg_tikhonov, "reg_tikhonov");
-  finite_weight(options_.reg_smooth, "reg_smooth");
-  // An open side is ±infinity; +inf as a lower bound (or −inf as an upper
-  // one) would leave no κ at all.
-  check(options_.kappa_min != std::numeric_limits<double>::infinity() &&
-            options_.kappa_max != -std::numeric_limits<double>::infinity(),
-        "a bound of kappa must be finite (or open)",
-        "kappa_min");
-  check(!(options_.kappa_min > options_.kappa_max) &&
-            !std::isnan(options_.kappa_min) && !std::isnan(options_.kappa_max),
-        "kappa_min must be <= kappa_max",
-        "kappa_min");
-  if (const int k = options_.sensors_every; k > 0) {
-    // The sensors sit at k/2, k/2 + k, …: none when k/2 is past the grid.
-    check(k / 2 < c.nx && k / 2 < c.ny,
-          "every " + std::to_string(k) + "th point of a " +
-              std::to_string(c.nx) + " x " + std::to_string(c.ny) +
-              " grid selects no sensor (at most " +
-              std::to_string(2 * std::min(c.nx, c.ny) - 1) + " selects one)",
-          "sensors_every");
-    for (int i = k / 2; i < c.nx; i += k)
-      for (int j = k / 2; j < c.ny; j += k) options_.sensors.emplace_back(i, j);
-  }
-  std::sort(options_.sensors.begin(), options_.sensors.end());
-  options_.sensors.erase(
-      std::unique(options_.sensors.begin(), options_.sensors.end()),
-      options_.sensors.end());
-  for (const auto& [i, j] : options_.sensors) {
-    if (i < 0 || i >= c.nx || j < 0 || j >= c.ny) {
-      throw OptionsError("sensor (" + std::to_string(i) + ", " +
-                             std::to_string(j) + ") is outside the " +
-                             std::to_string(c.nx) + " x " +
-                             std::to_string(c.ny) + " grid",
-                         {},
-                         {},
-                         "sensors");
-    }
-  }
-  patch_ = patch_of(c, comm_.rank());
+  std::string error, field;
+  if (!options_.is_valid(comm_.size(), &error, &field))
+    throw OptionsError(error, {}, {}, field);
+  options_.sensors = sensor_points(options_);
+  patch_ = patch_of(options_.config, comm_.rank());
   graph_ = std::make_unique<Graph>();
-  Graph& g = *graph_;
-  g.set_comm(shared_comm_);
+  graph_->set_comm(shared_comm_);
+  const Value kappa_patch = place_kappa();
+  const Value u = solve_forward(kappa_patch);
+  build_loss(u, kappa_patch);
+  observe(u);
+}
 
-  Value kappa_patch;
-  if (options_.replicated) {
-    kappa_ = g.placeholder("kappa", {c.nx, c.ny});
-    Value everywhere = mpi_bcast(kappa_, 0);
-    kappa_patch =
-        slice(slice(everywhere, 0, patch_.row0, patch_.row0 + patch_.n),
-              1,
-              patch_.col0,
-              patch_.col0 + patch_.m);
-  } else {
+Value HeatInverse::place_kappa() {
+  Graph& g = *graph_;
+  const HeatConfig& c = options_.config;
+  if (!options_.replicated) {
     kappa_ = g.placeholder("kappa", {patch_.n, patch_.m});
-    kappa_patch = kappa_;
+    return kappa_;
   }
+  kappa_ = g.placeholder("kappa", {c.nx, c.ny});
+  Value everywhere = mpi_bcast(kappa_, 0);
+  return slice(slice(everywhere, 0, patch_.row0, patch_.row0 + patch_.n),
+               1,
+               patch_.col0,
+               patch_.col0 + patch_.m);
+}
+
+// u at the observation times (or the final u).
+Value HeatInverse::solve_forward(const Value& kappa_patch) {
+  Graph& g = *graph_;
+  const HeatConfig& c = options_.config;
   Value u0 = g.constant(heat_initial(c, patch_), "u0");
   Value f = g.constant(heat_source(c, patch_), "f");
-  for (std::size_t i = 0; i < options_.observe_steps.size(); ++i) {
-    const int64_t t = options_.observe_steps[i];
-    if (t < 1 || t > c.nt || (i > 0 && t <= options_.observe_steps[i - 1])) {
-      throw OptionsError(
-          "observation times must increase strictly within "
-          "[1, " +
-              std::to_string(c.nt) + "]; entry " + std::to_string(i) + " is " +
-              std::to_string(t),
-          {},
-          {},
-          "observe_steps");
-    }
-  }
   HeatSolution solution =
       heat_solve(u0, kappa_patch, f, c, options_.observe_steps);
   loop_ = solution.loop;
+  return options_.observe_steps.empty() ? solution.u : solution.observed;
+}
+
+void HeatInverse::build_loss(const Value& u, const Value& kappa_patch) {
+  Graph& g = *graph_;
   const bool in_time = !options_.observe_steps.empty();
   const int64_t times = static_cast<int64_t>(options_.observe_steps.size());
-  Value u = in_time ? solution.observed : solution.u;
   obs_ = g.placeholder("u_obs", u.shape());
   // Σ misfit² over every rank's points (with sensors, Σ d ⊙ mask ⊙ d,
   // exact for a 0/1 mask), exact and rounded once on rank 0 (mpi_dot):
@@ -146,16 +171,18 @@ HeatInverse::HeatInverse(HeatInverseOptions options,
     local_loss_ = local_loss_ + tikhonov_;
   }
   if (options_.reg_smooth > 0) {
-    smoothness_ =
-        regularization_smoothness(kappa_patch, c, patch_, options_.reg_smooth);
+    smoothness_ = regularization_smoothness(
+        kappa_patch, options_.config, patch_, options_.reg_smooth);
     local_loss_ = local_loss_ + smoothness_;
   }
   // Replicated: the loss lives on rank 0 (mpi_sum), as optim expects.
   global_loss_ = options_.replicated ? mpi_sum(local_loss_, 0) : local_loss_;
   gradient_ = gradient(global_loss_, kappa_);
   session_ = std::make_unique<Session>(g);
+}
 
-  // Observations: u^NT at κ_true, patch by patch.
+// Observations: u at κ_true, patch by patch.
+void HeatInverse::observe(const Value& u) {
   Tensor truth = kappa_true();
   observed_u_ = u;
   Tensor observations = session_->run(u, {{kappa_, truth}});

@@ -17,12 +17,13 @@
 
 #include <limits>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "core/exec/session.h"
 #include "core/graph.h"
 #include "core/loops/loop.h"
-#include "core/exec/session.h"
 #include "optim/lbfgs.h"
 #include "solvers/heat_solver.h"
 
@@ -62,6 +63,13 @@ struct HeatInverseOptions {
   double kappa_max = std::numeric_limits<double>::infinity();
 
   bool bounded() const;
+  // True when these options describe a problem on `ranks` ranks;
+  // otherwise false, with the reason in *error and the option's name in
+  // *field (if given): "HeatConfig" for the configuration's own checks
+  // (HeatConfig::is_valid), else the member's name.
+  bool is_valid(int ranks,
+                std::string* error,
+                std::string* field = nullptr) const;
 };
 
 // A standard normal deviate for `index` of stream `seed`: Box–Muller on two
@@ -138,6 +146,12 @@ class HeatInverse final {
   // Global sums of this rank's values of the loss terms. Collective.
   HeatLossTerms global_terms(const std::vector<Tensor>& local);
   void add_noise(Tensor& observations);
+  // The graph, phase by phase: κ's patch on this rank (fed, or sliced
+  // from the broadcast grid), the time loop, the loss, the observations.
+  Value place_kappa();
+  Value solve_forward(const Value& kappa_patch);
+  void build_loss(const Value& u, const Value& kappa_patch);
+  void observe(const Value& u);
   // feeds_ with κ set to `kappa`.
   const FeedMap& feeds_at(const Tensor& kappa);
 

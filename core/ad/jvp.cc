@@ -5,9 +5,9 @@
 #include <optional>
 #include <utility>
 
+#include "core/ad/gradients.h"
 #include "core/core_ops.h"
 #include "core/error.h"
-#include "core/ad/gradients.h"
 #include "core/op.h"
 
 namespace adgraph {
@@ -47,14 +47,12 @@ Values transposed_adjoint(const Node& node,
 
 namespace {
 
-std::vector<Value> forward_sweep(const std::vector<Value>& ys,
-                                 const std::vector<Value>& xs,
-                                 const std::vector<Value>& tangents,
-                                 bool wait) {
-  if (ys.empty() || !ys[0].valid()) {
-    throw GraphError("jvp() needs at least one valid output");
-  }
-  Graph& g = ys[0].graph();
+// Throws unless ys, xs and their tangents are values of g of matching
+// shapes.
+void check_arguments(const Graph& g,
+                     const std::vector<Value>& ys,
+                     const std::vector<Value>& xs,
+                     const std::vector<Value>& tangents) {
   for (const Value& y : ys) {
     if (!y.valid() || &y.graph() != &g) {
       throw GraphError("jvp() of a value of another graph", ys[0].name());
@@ -77,9 +75,12 @@ std::vector<Value> forward_sweep(const std::vector<Value>& ys,
                        "tangent");
     }
   }
+}
 
-  const int top = g.num_nodes() - 1;
-  // Nodes the ys depend on through data edges.
+// The nodes (up to `top`) the ys depend on through data edges.
+std::vector<char> needed_for(const Graph& g,
+                             const std::vector<Value>& ys,
+                             int top) {
   std::vector<char> to_y(top + 1, 0);
   for (const Value& y : ys) to_y[y.node_id()] = 1;
   // A point-to-point message may reach a y on another rank even where the
@@ -95,6 +96,46 @@ std::vector<Value> forward_sweep(const std::vector<Value>& ys,
     if (!to_y[id]) continue;
     for (const Value& in : g.node(id).inputs) to_y[in.node_id()] = 1;
   }
+  return to_y;
+}
+
+// Throws unless a tangent rule returned one value per output, each of its
+// output's shape.
+void check_tangents(const Node& node, const Values& out) {
+  const int n_out = node.num_outputs();
+  if (static_cast<int>(out.size()) != n_out) {
+    throw GraphError("tangent rule returned " + std::to_string(out.size()) +
+                         " values for " + std::to_string(n_out) + " outputs",
+                     node.name,
+                     node.op_name(),
+                     "tangent");
+  }
+  for (int k = 0; k < n_out; ++k) {
+    if (!out[k].valid()) continue;
+    if (out[k].shape() != node.output_shapes[k]) {
+      throw ShapeError(
+          "tangent rule returned shape " + shape_string(out[k].shape()) +
+              " for an output of shape " + shape_string(node.output_shapes[k]),
+          node.name,
+          node.op_name(),
+          "tangent of output " + std::to_string(k));
+    }
+  }
+}
+
+std::vector<Value> forward_sweep(const std::vector<Value>& ys,
+                                 const std::vector<Value>& xs,
+                                 const std::vector<Value>& tangents,
+                                 bool wait) {
+  if (ys.empty() || !ys[0].valid()) {
+    throw GraphError("jvp() needs at least one valid output");
+  }
+  Graph& g = ys[0].graph();
+  check_arguments(g, ys, xs, tangents);
+
+  const int top = g.num_nodes() - 1;
+  // Nodes the ys depend on through data edges.
+  const std::vector<char> to_y = needed_for(g, ys, top);
 
   std::map<std::pair<int, int>, Value> tangent;
   std::vector<char> is_x(top + 1, 0);
@@ -154,24 +195,9 @@ std::vector<Value> forward_sweep(const std::vector<Value>& ys,
           node.op_name(),
           "tangent");
     }
-    if (static_cast<int>(out.size()) != n_out) {
-      throw GraphError("tangent rule returned " + std::to_string(out.size()) +
-                           " values for " + std::to_string(n_out) + " outputs",
-                       node.name,
-                       node.op_name(),
-                       "tangent");
-    }
+    check_tangents(node, out);
     for (int k = 0; k < n_out; ++k) {
       if (!out[k].valid()) continue;
-      if (out[k].shape() != node.output_shapes[k]) {
-        throw ShapeError("tangent rule returned shape " +
-                             shape_string(out[k].shape()) +
-                             " for an output of shape " +
-                             shape_string(node.output_shapes[k]),
-                         node.name,
-                         node.op_name(),
-                         "tangent of output " + std::to_string(k));
-      }
       tangent.emplace(std::make_pair(id, k), out[k]);  // keeps an x's seed
     }
   }

@@ -11,10 +11,10 @@
 #include "core/check.h"
 #include "core/comm_context.h"
 #include "core/error.h"
-#include "core/loops/loop.h"
-#include "core/op.h"
 #include "core/exec/plan_checks.h"
 #include "core/exec/session_plan.h"
+#include "core/loops/loop.h"
+#include "core/op.h"
 
 namespace adgraph {
 
@@ -115,168 +115,213 @@ void Session::check(const std::vector<Value>& fetches, const FeedMap& feeds) {
   for (Plan::Fed& p : prepare(fetches, feeds).placeholders) p.feed = nullptr;
 }
 
-void Session::execute(Plan& plan) {
-  CommContext* comm = graph_.comm();
-  std::vector<Tensor>& slots = plan.slots;
-  std::vector<const Tensor*>& views = plan.views;
-  std::vector<Tensor*>& caller = plan.caller;
-  for (int s = 0; s < plan.num_slots; ++s) views[s] = &slots[s];
-  for (const Plan::Fed& p : plan.placeholders) views[p.slot] = p.feed;
-  std::size_t live = 0;
-  stats_.peak_live_bytes = 0;
-  stats_.nodes_executed = 0;
-  stats_.buffers_allocated = 0;
+// One run of a plan: each step's outputs get buffers (the caller's, a
+// dying input's, a kept or pooled one, or new), its kernel runs, what it
+// was last to read is released; the live bytes are counted on the way.
+class Session::Executor {
+ public:
+  Executor(Session& session, Plan& plan)
+      : session_(session),
+        plan_(plan),
+        slots_(plan.slots),
+        views_(plan.views),
+        caller_(plan.caller),
+        stats_(session.stats_) {
+    for (int s = 0; s < plan.num_slots; ++s) views_[s] = &slots_[s];
+    for (const Plan::Fed& p : plan.placeholders) views_[p.slot] = p.feed;
+    stats_.peak_live_bytes = 0;
+    stats_.nodes_executed = 0;
+    stats_.buffers_allocated = 0;
+  }
 
-  constexpr int64_t kMinRecycled = Plan::kMinRecycled;
-  // Touches the node only for a shape it must set: nodes are scattered in
-  // memory, the plan's arrays are not.
-  auto allocate = [&](const Plan::Step& step) {
-    if (step.placeholder) return;
-    for (int k = 0; k < step.num_outputs; ++k) {
-      const int slot = step.first_slot + k;
-      Tensor& t = slots[slot];
-      if (caller[slot] != nullptr) {
-        // The caller's buffer, given back after the run.
-        t.swap(*caller[slot]);
-        live += t.bytes();
-        continue;
-      }
-      bool taken = false;
-      for (std::size_t e = 0; e < step.in_place.size(); ++e) {
-        const auto [out, input] = step.in_place[e];
-        if (out != k) continue;
-        // The input's bytes stay live, now as the output's.
-        t.swap(slots[input]);
-        plan.foreign_shape[input] = 1;
-        if (step.in_place_reshape[e]) t.set_shape(step.node->output_shapes[k]);
-        views[input] = &t;
-        taken = true;
-      }
-      if (taken) continue;
-      const int64_t count = step.counts[k];
-      if (t.size() == count) {
-        // Kept from the previous run (a small buffer). An empty output
-        // also lands here from the slot's initial [0] tensor, whose shape
-        // is not its own ([1, 0] say): kernels read its extents.
-        if (plan.foreign_shape[slot] || count == 0) {
-          t.set_shape(step.node->output_shapes[k]);
-          plan.foreign_shape[slot] = 0;
+  // The steps one after another; `reached` is the first that may not
+  // have run (for settle_failure).
+  void run_in_order(std::size_t& reached) {
+    for (const auto& step : plan_.steps) {
+      allocate(step);
+      run_kernel(step);
+      account(step);
+      release(step);
+      ++reached;
+    }
+  }
+
+  // Level by level, the steps of a level on `threads` threads.
+  void run_levels(int threads, std::size_t& reached) {
+    for (const auto& level : plan_.levels) {
+      reached = static_cast<std::size_t>(
+          *std::min_element(level.begin(), level.end()));
+      for (int s : level) allocate(plan_.steps[s]);
+      std::exception_ptr failure;
+      const int n = static_cast<int>(level.size());
+#pragma omp parallel for schedule(dynamic) num_threads(threads) if (n > 1)
+      for (int i = 0; i < n; ++i) {
+        try {
+          run_kernel(plan_.steps[level[i]]);
+        } catch (...) {
+#pragma omp critical(adgraph_session_failure)
+          if (!failure) failure = std::current_exception();
         }
-      } else if (auto pooled =
-                     count >= kMinRecycled ? pool_.find(count) : pool_.end();
-                 pooled != pool_.end() && !pooled->second.empty()) {
-        t = Tensor::adopt(step.node->output_shapes[k],
-                          std::move(pooled->second.back()));
-        pooled->second.pop_back();
-        plan.foreign_shape[slot] = 0;
-      } else {
-        t = Tensor(step.node->output_shapes[k]);
-        plan.foreign_shape[slot] = 0;
-        ++stats_.buffers_allocated;
       }
-      live += t.bytes();
+      if (failure) std::rethrow_exception(failure);
+      for (int s : level) account(plan_.steps[s]);
+      for (int s : level) release(plan_.steps[s]);
     }
-    stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, live);
-  };
-  auto run_kernel = [&](const Plan::Step& step) {
-    if (step.placeholder) return;
-    const Tensor* inline_inputs[8];
-    std::vector<const Tensor*> heap_inputs;
-    const Tensor** inputs = inline_inputs;
-    if (step.input_slots.size() > 8) {
-      heap_inputs.resize(step.input_slots.size());
-      inputs = heap_inputs.data();
+  }
+
+  // The caller's tensors get their buffers back, holding the fetched
+  // values.
+  void give_back() {
+    for (int slot = 0; slot < plan_.num_slots; ++slot) {
+      if (caller_[slot] == nullptr) continue;
+      slots_[slot].swap(*caller_[slot]);
+      views_[slot] = caller_[slot];
+      caller_[slot] = nullptr;
     }
-    for (std::size_t i = 0; i < step.input_slots.size(); ++i) {
-      inputs[i] = views[step.input_slots[i]];
-    }
-    KernelContext ctx(*step.node, inputs, &slots[step.first_slot], step.comm);
-    ctx.set_output_readers(step.readers.data());
-    ctx.set_kept_outputs(caller.data() + step.first_slot);
-    Tensor* inline_consumable[8];
-    std::vector<Tensor*> heap_consumable;
-    if (!step.consumed.empty()) {
-      Tensor** consumable = inline_consumable;
-      if (step.input_slots.size() > 8) {
-        heap_consumable.resize(step.input_slots.size());
-        consumable = heap_consumable.data();
-      }
-      std::fill_n(consumable, step.input_slots.size(), nullptr);
-      for (const auto& [input, slot] : step.consumed)
-        consumable[input] = &slots[slot];
-      ctx.set_consumable_inputs(consumable);
-    }
-    step.kernel(ctx);
-  };
+  }
+
+ private:
+  void allocate(const Plan::Step& step);
+  // Whether output k takes over a dying input's buffer (OpDef::in_place).
+  bool take_over(const Plan::Step& step, int k, Tensor& t);
+  void run_kernel(const Plan::Step& step);
+
   // A kernel may replace an output by a larger tensor (a loop's tape).
-  auto account = [&](const Plan::Step& step) {
+  void account(const Plan::Step& step) {
     if (step.placeholder) return;
     for (std::size_t k = 0; k < step.counts.size(); ++k) {
       const std::size_t declared = sizeof(double) * step.counts[k];
-      const std::size_t actual = slots[step.first_slot + k].bytes();
-      if (actual != declared) live += actual - declared;
+      const std::size_t actual = slots_[step.first_slot + k].bytes();
+      if (actual != declared) live_ += actual - declared;
     }
-    stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, live);
-  };
-  auto release = [&](const Plan::Step& step) {
+    stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, live_);
+  }
+
+  void release(const Plan::Step& step) {
     for (int slot : step.release) {
-      live -= slots[slot].bytes();
-      release_slot(plan, slots[slot]);
+      live_ -= slots_[slot].bytes();
+      session_.release_slot(plan_, slots_[slot]);
     }
-  };
-  // The caller's tensors get their buffers back, holding the fetched values.
-  auto give_back = [&] {
-    for (int slot = 0; slot < plan.num_slots; ++slot) {
-      if (caller[slot] == nullptr) continue;
-      slots[slot].swap(*caller[slot]);
-      views[slot] = caller[slot];
-      caller[slot] = nullptr;
+  }
+
+  Session& session_;
+  Plan& plan_;
+  std::vector<Tensor>& slots_;
+  std::vector<const Tensor*>& views_;
+  std::vector<Tensor*>& caller_;
+  RunStats& stats_;
+  std::size_t live_ = 0;
+};
+
+bool Session::Executor::take_over(const Plan::Step& step, int k, Tensor& t) {
+  bool taken = false;
+  for (std::size_t e = 0; e < step.in_place.size(); ++e) {
+    const auto [out, input] = step.in_place[e];
+    if (out != k) continue;
+    // The input's bytes stay live, now as the output's.
+    t.swap(slots_[input]);
+    plan_.foreign_shape[input] = 1;
+    if (step.in_place_reshape[e]) t.set_shape(step.node->output_shapes[k]);
+    views_[input] = &t;
+    taken = true;
+  }
+  return taken;
+}
+
+// Touches the node only for a shape it must set: nodes are scattered in
+// memory, the plan's arrays are not.
+void Session::Executor::allocate(const Plan::Step& step) {
+  if (step.placeholder) return;
+  for (int k = 0; k < step.num_outputs; ++k) {
+    const int slot = step.first_slot + k;
+    Tensor& t = slots_[slot];
+    if (caller_[slot] != nullptr) {
+      // The caller's buffer, given back after the run.
+      t.swap(*caller_[slot]);
+      live_ += t.bytes();
+      continue;
     }
-  };
+    if (take_over(step, k, t)) continue;
+    const int64_t count = step.counts[k];
+    auto& pool = session_.pool_;
+    if (t.size() == count) {
+      // Kept from the previous run (a small buffer). An empty output
+      // also lands here from the slot's initial [0] tensor, whose shape
+      // is not its own ([1, 0] say): kernels read its extents.
+      if (plan_.foreign_shape[slot] || count == 0) {
+        t.set_shape(step.node->output_shapes[k]);
+        plan_.foreign_shape[slot] = 0;
+      }
+    } else if (auto pooled =
+                   count >= Plan::kMinRecycled ? pool.find(count) : pool.end();
+               pooled != pool.end() && !pooled->second.empty()) {
+      t = Tensor::adopt(step.node->output_shapes[k],
+                        std::move(pooled->second.back()));
+      pooled->second.pop_back();
+      plan_.foreign_shape[slot] = 0;
+    } else {
+      t = Tensor(step.node->output_shapes[k]);
+      plan_.foreign_shape[slot] = 0;
+      ++stats_.buffers_allocated;
+    }
+    live_ += t.bytes();
+  }
+  stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, live_);
+}
+
+void Session::Executor::run_kernel(const Plan::Step& step) {
+  if (step.placeholder) return;
+  const std::size_t n = step.input_slots.size();
+  const Tensor* inline_inputs[8];
+  std::vector<const Tensor*> heap_inputs;
+  const Tensor** inputs = inline_inputs;
+  if (n > 8) {
+    heap_inputs.resize(n);
+    inputs = heap_inputs.data();
+  }
+  for (std::size_t i = 0; i < n; ++i) inputs[i] = views_[step.input_slots[i]];
+  KernelContext ctx(*step.node, inputs, &slots_[step.first_slot], step.comm);
+  ctx.set_output_readers(step.readers.data());
+  ctx.set_kept_outputs(caller_.data() + step.first_slot);
+  Tensor* inline_consumable[8];
+  std::vector<Tensor*> heap_consumable;
+  if (!step.consumed.empty()) {
+    Tensor** consumable = inline_consumable;
+    if (n > 8) {
+      heap_consumable.resize(n);
+      consumable = heap_consumable.data();
+    }
+    std::fill_n(consumable, n, nullptr);
+    for (const auto& [input, slot] : step.consumed)
+      consumable[input] = &slots_[slot];
+    ctx.set_consumable_inputs(consumable);
+  }
+  step.kernel(ctx);
+}
+
+void Session::execute(Plan& plan) {
+  CommContext* comm = graph_.comm();
+  Executor run(*this, plan);
   // The first step that may not have run (for settle_failure).
   std::size_t reached = 0;
   try {
     if (!options_.concurrent) {
-      for (const auto& step : plan.steps) {
-        allocate(step);
-        run_kernel(step);
-        account(step);
-        release(step);
-        ++reached;
-      }
+      run.run_in_order(reached);
     } else {
       const int threads = options_.num_threads > 0 ? options_.num_threads
                                                    : omp_get_max_threads();
-      for (const auto& level : plan.levels) {
-        reached = static_cast<std::size_t>(
-            *std::min_element(level.begin(), level.end()));
-        for (int s : level) allocate(plan.steps[s]);
-        std::exception_ptr failure;
-        const int n = static_cast<int>(level.size());
-#pragma omp parallel for schedule(dynamic) num_threads(threads) if (n > 1)
-        for (int i = 0; i < n; ++i) {
-          try {
-            run_kernel(plan.steps[level[i]]);
-          } catch (...) {
-#pragma omp critical(adgraph_session_failure)
-            if (!failure) failure = std::current_exception();
-          }
-        }
-        if (failure) std::rethrow_exception(failure);
-        for (int s : level) account(plan.steps[s]);
-        for (int s : level) release(plan.steps[s]);
-      }
+      run.run_levels(threads, reached);
     }
     stats_.nodes_executed = static_cast<int64_t>(plan.steps.size());
     if (comm) comm->finish_run();
     for (CommContext* other : plan.comms) other->finish_run();
   } catch (...) {
-    give_back();
-    for (Tensor& t : slots) release_slot(plan, t);
+    run.give_back();
+    for (Tensor& t : plan.slots) release_slot(plan, t);
     settle_failure(plan, reached, std::current_exception());
     throw;
   }
-  give_back();
+  run.give_back();
 }
 
 void Session::settle_failure(const Plan& plan,

@@ -163,6 +163,7 @@ class Session final {
   // Runs the plan; the fetched values are left in its slots (or the
   // caller's tensors, Plan::caller).
   void execute(Plan& plan);
+  class Executor;  // core/exec/session.cc
   // After a kernel threw on this rank: when a step from `from` on
   // communicates, the other ranks may wait for this one, so they must all
   // have failed too (CommContext::agree_on_failure) or the job ends with

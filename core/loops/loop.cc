@@ -5,10 +5,10 @@
 #include <cstring>
 #include <utility>
 
-#include "core/check.h"
-#include "core/error.h"
 #include "core/ad/gradients.h"
 #include "core/ad/jvp.h"
+#include "core/check.h"
+#include "core/error.h"
 #include "core/loops/loop_impl.h"
 #include "core/op.h"
 
@@ -169,10 +169,74 @@ void check_body_requests(const Graph& body,
   }
 }
 
+// Throws unless the body returned one carry per initial carry, each of its
+// shape, and outputs of its own graph.
+void check_body_result(const LoopStep& result,
+                       const std::vector<Value>& init,
+                       const Graph& body,
+                       const std::string& label) {
+  const Graph* bg = &body;
+  if (result.carries.size() != init.size()) {
+    throw GraphError("the body returned " +
+                         std::to_string(result.carries.size()) +
+                         " carries for " + std::to_string(init.size()),
+                     label,
+                     "loop",
+                     "body");
+  }
+  for (std::size_t k = 0; k < init.size(); ++k) {
+    const Value& out = result.carries[k];
+    const std::string field =
+        "carry " + std::to_string(k) + " (\"" + init[k].name() + "\")";
+    if (!out.valid() || &out.graph() != bg)
+      throw GraphError(
+          "the body returned a value of another graph", label, "loop", field);
+    if (out.shape() != init[k].shape()) {
+      throw ShapeError("the body maps shape " + shape_string(init[k].shape()) +
+                           " to " + shape_string(out.shape()),
+                       label,
+                       "loop",
+                       field);
+    }
+  }
+  for (std::size_t j = 0; j < result.outputs.size(); ++j) {
+    const Value& out = result.outputs[j];
+    if (!out.valid() || &out.graph() != bg)
+      throw GraphError("the body returned a value of another graph",
+                       label,
+                       "loop",
+                       "output " + std::to_string(j));
+  }
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
 // The public API.
+
+bool LoopOptions::is_valid(int64_t trips,
+                           std::string* error,
+                           std::string* field) const {
+  auto bad = [&](const char* option, const std::string& why) {
+    *error = why;
+    if (field != nullptr) *field = option;
+    return false;
+  };
+  for (std::size_t i = 0; i < output_steps.size(); ++i) {
+    const int64_t t = output_steps[i];
+    if (t < 0 || t >= trips || (i > 0 && t <= output_steps[i - 1])) {
+      return bad("output_steps",
+                 "output steps must increase strictly within [0, " +
+                     std::to_string(trips) + "); entry " + std::to_string(i) +
+                     " is " + std::to_string(t));
+    }
+  }
+  std::string why;
+  if (checkpoints.kind != CheckpointSchedule::Kind::kDefault &&
+      !checkpoints.is_valid(&why))
+    return bad("checkpoints", why);
+  return true;
+}
 
 LoopResult loop(int64_t trips,
                 const std::vector<Value>& init,
@@ -201,21 +265,14 @@ LoopResult loop(int64_t trips,
         "loop",
         "trips");
   }
-  for (std::size_t i = 0; i < options.output_steps.size(); ++i) {
-    const int64_t t = options.output_steps[i];
-    if (t < 0 || t >= trips || (i > 0 && t <= options.output_steps[i - 1])) {
-      throw GraphError("output steps must increase strictly within [0, " +
-                           std::to_string(trips) + "); entry " +
-                           std::to_string(i) + " is " + std::to_string(t),
-                       label,
-                       "loop",
-                       "output_steps");
-    }
+  std::string error, field;
+  if (!options.is_valid(trips, &error, &field)) {
+    if (field == "checkpoints") throw OptionsError(error, label, "loop", field);
+    throw GraphError(error, label, "loop", field);
   }
   CheckpointSchedule schedule = options.checkpoints;
   if (schedule.kind == CheckpointSchedule::Kind::kDefault)
     schedule = g.default_checkpoints();
-  std::string error;
   if (!schedule.is_valid(&error))
     throw OptionsError(error, label, "loop", "checkpoints");
 
@@ -236,37 +293,7 @@ LoopResult loop(int64_t trips,
                      e.op(),
                      e.field());
   }
-  if (result.carries.size() != init.size()) {
-    throw GraphError("the body returned " +
-                         std::to_string(result.carries.size()) +
-                         " carries for " + std::to_string(init.size()),
-                     label,
-                     "loop",
-                     "body");
-  }
-  for (std::size_t k = 0; k < init.size(); ++k) {
-    const Value& out = result.carries[k];
-    const std::string field =
-        "carry " + std::to_string(k) + " (\"" + init[k].name() + "\")";
-    if (!out.valid() || &out.graph() != bg.get())
-      throw GraphError(
-          "the body returned a value of another graph", label, "loop", field);
-    if (out.shape() != init[k].shape()) {
-      throw ShapeError("the body maps shape " + shape_string(init[k].shape()) +
-                           " to " + shape_string(out.shape()),
-                       label,
-                       "loop",
-                       field);
-    }
-  }
-  for (std::size_t j = 0; j < result.outputs.size(); ++j) {
-    const Value& out = result.outputs[j];
-    if (!out.valid() || &out.graph() != bg.get())
-      throw GraphError("the body returned a value of another graph",
-                       label,
-                       "loop",
-                       "output " + std::to_string(j));
-  }
+  check_body_result(result, init, *bg, label);
   const int num_inputs = as_int(init.size() + invariants.size()) + 1;
   for (int id = 0; id < bg->num_nodes(); ++id) {
     const Node& n = bg->node(id);

@@ -102,6 +102,12 @@ struct LoopOptions {
   // Steps whose outputs are kept, strictly increasing, each in [0, n).
   // Empty: every step.
   std::vector<int64_t> output_steps;
+
+  // True when these options fit a loop of `trips` steps; otherwise false,
+  // with the reason in *error and the option's name in *field (if given).
+  bool is_valid(int64_t trips,
+                std::string* error,
+                std::string* field = nullptr) const;
 };
 
 struct LoopResult {
