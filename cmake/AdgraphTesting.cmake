@@ -65,7 +65,7 @@ endfunction()
 # The suites in ADGRAPH_SANITIZE_AT_TWO, the slowest under AddressSanitizer
 # (about a minute at 3 ranks, oversubscribed), run there at 1 and 2 ranks
 # instead: the same kernels, with a neighbour on one side.
-set(ADGRAPH_SANITIZE_AT_TWO solvers/patch_multigrid_test solvers/heat_test)
+set(ADGRAPH_SANITIZE_AT_TWO solvers/patch_multigrid_test solvers/heat_solver_test)
 function(adgraph_mpi_labels out name n ranks)
   set(labels mpi)
   set(skipped 2 4)

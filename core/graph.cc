@@ -222,9 +222,6 @@ std::string Node::attr_string(const std::string& name) const {
 Shape Node::attr_ints(const std::string& name) const {
   return attrs.at(name).get<Shape>();
 }
-std::vector<double> Node::attr_floats(const std::string& name) const {
-  return attrs.at(name).get<std::vector<double>>();
-}
 const Tensor& Node::tensor(const std::string& name) const {
   auto it = tensors.find(name);
   ADGRAPH_CHECK(it != tensors.end())

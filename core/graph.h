@@ -100,7 +100,6 @@ struct Node {
   bool attr_bool(const std::string& name) const;
   std::string attr_string(const std::string& name) const;
   Shape attr_ints(const std::string& name) const;
-  std::vector<double> attr_floats(const std::string& name) const;
   const Tensor& tensor(const std::string& name) const;
 };
 
@@ -199,9 +198,6 @@ class Graph final {
   CommContext* comm() const { return comm_.get(); }
   const std::shared_ptr<CommContext>& shared_comm() const { return comm_; }
   void set_comm(std::shared_ptr<CommContext> comm);
-  // The communicator new communication nodes use when NodeOptions::comm is
-  // empty (CommScope sets it); null: the graph's.
-  const std::shared_ptr<CommContext>& scope_comm() const { return scope_; }
 
   // The checkpoint schedule of loops built with
   // CheckpointSchedule::graph_default(); store_all() unless changed. Throws

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
 #include "core/ad/gradients.h"
 #include "core/ad/jvp.h"
+#include "core/error.h"
 #include "driver/loader_impl.h"
 
 namespace adgraph::driver::detail {

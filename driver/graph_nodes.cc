@@ -6,9 +6,9 @@
 #include <queue>
 #include <set>
 
-#include "core/error.h"
 #include "core/ad/gradients.h"
 #include "core/ad/jvp.h"
+#include "core/error.h"
 #include "core/loops/loop.h"
 #include "core/op.h"
 #include "core/tensor_json.h"
@@ -131,14 +131,22 @@ std::string Loader::base_of(const std::string& ref) {
   return colon == std::string::npos ? ref : ref.substr(0, colon);
 }
 
+// The order of the document's entries: each after the entries its inputs
+// and "after" name; a repeat block after every earlier entry.
 void Loader::load_nodes(const json& nodes, Document& d) {
-  // Entries in document order; repeat blocks are barriers.
-  std::map<std::string, std::size_t> declared;
-  std::map<std::size_t, std::string> repeat_where;
-  std::vector<std::vector<std::size_t>> deps(nodes.size());
-  // A block runs after every earlier entry: after the previous block and
-  // the entries since (which follow that block themselves), so that the
-  // dependencies grow linearly with the document.
+  NodeOrder order;
+  order.deps.resize(nodes.size());
+  declare_entries(nodes, order);
+  resolve_references(nodes, order);
+  build_in_order(nodes, order, d);
+}
+
+// Checks each entry and records the name it declares (a repeat block: its
+// carries). A block depends on every earlier entry: on the previous block
+// and the entries since (which follow that block themselves), so that the
+// dependencies grow linearly with the document.
+void Loader::declare_entries(const json& nodes, NodeOrder& order) {
+  auto& [declared, repeat_where, deps] = order;
   std::size_t since = 0;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const std::string where = "nodes[" + std::to_string(i) + "]";
@@ -189,6 +197,11 @@ void Loader::load_nodes(const json& nodes, Document& d) {
     }
     declared[name] = i;
   }
+}
+
+// Each entry's inputs and "after" references: names declared earlier.
+void Loader::resolve_references(const json& nodes, NodeOrder& order) {
+  auto& [declared, repeat_where, deps] = order;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const json& e = nodes[i];
     if (e.contains("repeat")) continue;
@@ -226,8 +239,13 @@ void Loader::load_nodes(const json& nodes, Document& d) {
       }
     }
   }
-  // Kahn's algorithm, earliest entry first, so documents without forward
-  // "after" references are built in document order.
+}
+
+// Builds the entries in dependency order (Kahn's algorithm, earliest entry
+// first, so documents without forward "after" references are built in
+// document order); a cycle of "after" references is an error.
+void Loader::build_in_order(const json& nodes, NodeOrder& order, Document& d) {
+  auto& [declared, repeat_where, deps] = order;
   std::vector<int> missing(nodes.size(), 0);
   std::vector<std::vector<std::size_t>> users(nodes.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) {

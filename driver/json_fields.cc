@@ -5,9 +5,9 @@
 #include <queue>
 #include <set>
 
-#include "core/error.h"
 #include "core/ad/gradients.h"
 #include "core/ad/jvp.h"
+#include "core/error.h"
 #include "core/loops/loop.h"
 #include "core/op.h"
 #include "core/tensor_json.h"

@@ -8,10 +8,10 @@
 #include <set>
 
 #include "core/error.h"
-#include "core/loops/loop.h"
-#include "core/op.h"
 #include "core/exec/plan_checks.h"
 #include "core/exec/session.h"
+#include "core/loops/loop.h"
+#include "core/op.h"
 #include "core/tensor_json.h"
 #include "driver/loader_impl.h"
 #include "mpi_ops/communicator.h"

@@ -42,8 +42,8 @@
 // "g:k" is the k-th of a list of "wrt". Inputs must name earlier nodes;
 // "after" may name any node, as long as no cycle forms.
 //
-// A "repeat" entry among the nodes is one loop node (core/loops/loop.h) that runs
-// its body K times; the graph does not grow with K:
+// A "repeat" entry among the nodes is one loop node (core/loops/loop.h) that
+// runs its body K times; the graph does not grow with K:
 //   {"repeat": K, "carry": {"u": "u0"}, "body": [nodes…],
 //    "checkpoints": "all" | s | {"every": k}}
 // Inside the body, "u" names the carried value (first "u0", then the body's
@@ -81,8 +81,8 @@
 #include <string>
 #include <vector>
 
-#include "core/graph.h"
 #include "core/exec/session.h"
+#include "core/graph.h"
 #include "optim/lbfgs.h"
 #include "optim/minimize.h"
 

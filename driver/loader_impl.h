@@ -84,6 +84,15 @@ class Loader final {
   void check_entry(const json& entry, const std::string& where);
   static std::string base_of(const std::string& ref);
   void load_nodes(const json& nodes, Document& d);
+  // load_nodes' phases and what they share.
+  struct NodeOrder {
+    std::map<std::string, std::size_t> declared;  // name -> entry
+    std::map<std::size_t, std::string> repeat_where;
+    std::vector<std::vector<std::size_t>> deps;  // entries each waits for
+  };
+  void declare_entries(const json& nodes, NodeOrder& order);
+  void resolve_references(const json& nodes, NodeOrder& order);
+  void build_in_order(const json& nodes, NodeOrder& order, Document& d);
   // Checks the form of a repeat block (and of the blocks nested in it).
   void check_repeat(const json& e, const std::string& where);
   // "all", a number of snapshots s >= 1, or {"every": k >= 1}.

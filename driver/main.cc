@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "adgraph.h"
-#include "core/output_file.h"
 #include "core/exec/plan_checks.h"
+#include "core/output_file.h"
 #include "core/tensor_json.h"
 #include "driver/loader.h"
 #include "mpi_ops/mpi_environment.h"

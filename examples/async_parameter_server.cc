@@ -189,19 +189,87 @@ void run_worker(Eigen::VectorXd& theta,
       static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
 }
 
-}  // namespace
+// The workers' shard gradients applied in turn, each at the current
+// parameters: the asynchronous updates without staleness.
+Eigen::VectorXd updates_in_turn(Model model,
+                                const DataSet& data,
+                                int hidden,
+                                int features,
+                                int workers,
+                                int steps,
+                                int64_t batch,
+                                double lr) {
+  const int64_t samples = data.y.size();
+  Eigen::VectorXd in_turn = initial_parameters(model, features, hidden);
+  std::vector<TrainingGraph> shards;
+  std::vector<std::unique_ptr<Session>> sessions;
+  std::vector<int64_t> shard_sizes;
+  for (int w = 0; w < workers; ++w) {
+    const auto [first, last] = shard_range(samples, w, workers);
+    shards.push_back(
+        build_training_graph(model,
+                             {data.x.middleRows(first, last - first),
+                              data.y.segment(first, last - first)},
+                             hidden,
+                             false));
+    sessions.push_back(std::make_unique<Session>(*shards.back().graph));
+    shard_sizes.push_back(last - first);
+  }
+  for (int64_t u = 0; u < static_cast<int64_t>(workers) * steps; ++u) {
+    const int w = static_cast<int>(u % workers);
+    const Tensor weights =
+        batch_weights(shard_sizes[w], batch, u / workers, 0, shard_sizes[w]);
+    const Tensor g = sessions[w]->run(
+        shards[w].grad,
+        {{shards[w].theta, as_tensor(in_turn)}, {shards[w].weight, weights}});
+    in_turn -= lr * Eigen::Map<const Eigen::VectorXd>(g.data(), g.size());
+  }
+  return in_turn;
+}
 
-int main(int argc, char** argv) {
-  MpiEnvironment env(&argc, &argv);
-  auto comm = program_world();
-  const int rank = comm->rank(), size = comm->size();
-  const bool root = rank == 0;
+// Every rank ends with the masters' final θ (workers hold it already).
+Eigen::VectorXd gather_parameters(const Eigen::VectorXd& theta,
+                                  const std::vector<Slice>& slices,
+                                  int rank,
+                                  int size) {
+  const int masters = static_cast<int>(slices.size());
+  std::vector<int> counts(size, 0), displs(size, 0);
+  for (int m = 0; m < masters; ++m) {
+    counts[m] = slices[m].count();
+    displs[m] = static_cast<int>(slices[m].first);
+  }
+  Eigen::VectorXd final_theta(theta.size());
+  MPI_Allgatherv(rank < masters ? theta.data() + slices[rank].first : nullptr,
+                 counts[rank],
+                 MPI_DOUBLE,
+                 final_theta.data(),
+                 counts.data(),
+                 displs.data(),
+                 MPI_DOUBLE,
+                 MPI_COMM_WORLD);
+  return final_theta;
+}
 
-  CLI::App app{"Asynchronous SGD with parameter servers (masters) and workers"};
+// The command line's settings.
+struct Settings {
   std::string model_name = "logistic", output;
   int masters = 2, steps = 300, features = 4, hidden = 8, max_lead = 1;
   int64_t samples = 400, batch = 0;
   double lr = 0.5, tolerance = -1;
+};
+
+void add_options(CLI::App& app, Settings& s) {
+  auto& [model_name,
+         output,
+         masters,
+         steps,
+         features,
+         hidden,
+         max_lead,
+         samples,
+         batch,
+         lr,
+         tolerance] = s;
   app.add_option("--masters", masters, "ranks 0 .. M-1 hold the parameters")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
@@ -230,72 +298,38 @@ int main(int argc, char** argv) {
                  tolerance,
                  "exit 1 when final loss - optimum exceeds this");
   app.add_option("--output", output, "write a JSON result");
-  if (auto code = examples::parse_command_line(app, argc, argv, root)) {
-    return *code;
-  }
-  const int workers = size - masters;
-  const Model model = model_name == "mlp" ? Model::kMlp : Model::kLogistic;
-  const int64_t p = num_parameters(model, features, hidden);
-  std::string error;
-  if (workers < 1) {
-    error = "needs at least one worker: " + std::to_string(size) +
-            " ranks for --masters " + std::to_string(masters);
-  } else if (masters > p) {
-    error = "--masters " + std::to_string(masters) + " exceeds the " +
-            std::to_string(p) + " parameters";
-  } else if (samples < workers) {
-    error = "--samples " + std::to_string(samples) + " is below the " +
-            std::to_string(workers) + " workers";
-  }
-  if (!error.empty()) {
-    if (root)
-      std::fprintf(stderr, "async_parameter_server: %s\n", error.c_str());
-    return 2;
-  }
+}
 
-  const DataSet data = synthetic_data(samples, features);
-  std::vector<Slice> slices;
-  for (int m = 0; m < masters; ++m) {
-    auto [first, last] = shard_range(p, m, masters);
-    slices.push_back({first, last});
-  }
-  Eigen::VectorXd theta = initial_parameters(model, features, hidden);
+// What the asynchronous run left, on rank 0.
+struct Measured {
+  Eigen::VectorXd final_theta;
+  int64_t updates = 0, staleness_sum = 0, staleness_max = 0;
+  double seconds = 0;
+};
 
-  const double start = MPI_Wtime();
-  MasterStats stats;
-  if (rank < masters) {
-    stats =
-        run_master(theta, slices[rank], masters, workers, steps, lr, max_lead);
-  } else {
-    const auto [first, last] = shard_range(samples, rank - masters, workers);
-    const DataSet shard{data.x.middleRows(first, last - first),
-                        data.y.segment(first, last - first)};
-    TrainingGraph t = build_training_graph(model, shard, hidden, false);
-    run_worker(theta, slices, t, last - first, batch, steps);
-  }
-  const double seconds = MPI_Wtime() - start;
-
-  // Every rank ends with the masters' final θ (workers hold it already).
-  std::vector<int> counts(size, 0), displs(size, 0);
-  for (int m = 0; m < masters; ++m) {
-    counts[m] = slices[m].count();
-    displs[m] = static_cast<int>(slices[m].first);
-  }
-  Eigen::VectorXd final_theta(p);
-  MPI_Allgatherv(rank < masters ? theta.data() + slices[rank].first : nullptr,
-                 counts[rank],
-                 MPI_DOUBLE,
-                 final_theta.data(),
-                 counts.data(),
-                 displs.data(),
-                 MPI_DOUBLE,
-                 MPI_COMM_WORLD);
-  int64_t totals[3] = {stats.updates, stats.staleness_sum, stats.staleness_max};
-  int64_t summed[2], worst = 0;
-  MPI_Allreduce(totals, summed, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-  MPI_Allreduce(&totals[2], &worst, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-
-  if (!root) return 0;
+// Rank 0: the final loss against three references on the whole data set
+// (the optimum by L-BFGS, synchronous SGD, the same updates without
+// staleness), printed and written to --output; the exit code.
+int report(const Settings& set,
+           Model model,
+           const DataSet& data,
+           int workers,
+           const Measured& measured) {
+  const auto& [model_name,
+               output,
+               masters,
+               steps,
+               features,
+               hidden,
+               max_lead,
+               samples,
+               batch,
+               lr,
+               tolerance] = set;
+  const Eigen::VectorXd& final_theta = measured.final_theta;
+  const int64_t summed[2] = {measured.updates, measured.staleness_sum};
+  const int64_t worst = measured.staleness_max;
+  const double seconds = measured.seconds;
   // Reference points on the whole data set, on rank 0 alone.
   TrainingGraph whole = build_training_graph(model, data, hidden, false);
   Session session(*whole.graph);
@@ -322,34 +356,9 @@ int main(int argc, char** argv) {
                                  initial_parameters(model, features, hidden),
                                  sync_options,
                                  nullptr);
-  // The same updates without staleness: the workers' shard gradients
-  // applied in turn, each at the current parameters.
-  Eigen::VectorXd in_turn = initial_parameters(model, features, hidden);
-  {
-    std::vector<TrainingGraph> shards;
-    std::vector<std::unique_ptr<Session>> sessions;
-    std::vector<int64_t> shard_sizes;
-    for (int w = 0; w < workers; ++w) {
-      const auto [first, last] = shard_range(samples, w, workers);
-      shards.push_back(
-          build_training_graph(model,
-                               {data.x.middleRows(first, last - first),
-                                data.y.segment(first, last - first)},
-                               hidden,
-                               false));
-      sessions.push_back(std::make_unique<Session>(*shards.back().graph));
-      shard_sizes.push_back(last - first);
-    }
-    for (int64_t u = 0; u < static_cast<int64_t>(workers) * steps; ++u) {
-      const int w = static_cast<int>(u % workers);
-      const Tensor weights =
-          batch_weights(shard_sizes[w], batch, u / workers, 0, shard_sizes[w]);
-      const Tensor g = sessions[w]->run(
-          shards[w].grad,
-          {{shards[w].theta, as_tensor(in_turn)}, {shards[w].weight, weights}});
-      in_turn -= lr * Eigen::Map<const Eigen::VectorXd>(g.data(), g.size());
-    }
-  }
+  // The same updates without staleness.
+  const Eigen::VectorXd in_turn =
+      updates_in_turn(model, data, hidden, features, workers, steps, batch, lr);
   const double in_turn_loss = loss_at(in_turn);
   const double final_loss = loss_at(final_theta);
   const double gap = final_loss - optimum.final_loss;
@@ -403,4 +412,83 @@ int main(int argc, char** argv) {
     }
   }
   return converged ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MpiEnvironment env(&argc, &argv);
+  auto comm = program_world();
+  const int rank = comm->rank(), size = comm->size();
+  const bool root = rank == 0;
+
+  CLI::App app{"Asynchronous SGD with parameter servers (masters) and workers"};
+  Settings set;
+  add_options(app, set);
+  if (auto code = examples::parse_command_line(app, argc, argv, root)) {
+    return *code;
+  }
+  const auto& [model_name,
+               output,
+               masters,
+               steps,
+               features,
+               hidden,
+               max_lead,
+               samples,
+               batch,
+               lr,
+               tolerance] = set;
+  const int workers = size - masters;
+  const Model model = model_name == "mlp" ? Model::kMlp : Model::kLogistic;
+  const int64_t p = num_parameters(model, features, hidden);
+  std::string error;
+  if (workers < 1) {
+    error = "needs at least one worker: " + std::to_string(size) +
+            " ranks for --masters " + std::to_string(masters);
+  } else if (masters > p) {
+    error = "--masters " + std::to_string(masters) + " exceeds the " +
+            std::to_string(p) + " parameters";
+  } else if (samples < workers) {
+    error = "--samples " + std::to_string(samples) + " is below the " +
+            std::to_string(workers) + " workers";
+  }
+  if (!error.empty()) {
+    if (root)
+      std::fprintf(stderr, "async_parameter_server: %s\n", error.c_str());
+    return 2;
+  }
+
+  const DataSet data = synthetic_data(samples, features);
+  std::vector<Slice> slices;
+  for (int m = 0; m < masters; ++m) {
+    auto [first, last] = shard_range(p, m, masters);
+    slices.push_back({first, last});
+  }
+  Eigen::VectorXd theta = initial_parameters(model, features, hidden);
+
+  const double start = MPI_Wtime();
+  MasterStats stats;
+  if (rank < masters) {
+    stats =
+        run_master(theta, slices[rank], masters, workers, steps, lr, max_lead);
+  } else {
+    const auto [first, last] = shard_range(samples, rank - masters, workers);
+    const DataSet shard{data.x.middleRows(first, last - first),
+                        data.y.segment(first, last - first)};
+    TrainingGraph t = build_training_graph(model, shard, hidden, false);
+    run_worker(theta, slices, t, last - first, batch, steps);
+  }
+  const double seconds = MPI_Wtime() - start;
+
+  const Eigen::VectorXd final_theta =
+      gather_parameters(theta, slices, rank, size);
+  int64_t totals[3] = {stats.updates, stats.staleness_sum, stats.staleness_max};
+  int64_t summed[2], worst = 0;
+  MPI_Allreduce(totals, summed, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&totals[2], &worst, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+
+  if (!root) return 0;
+  const Measured measured{final_theta, summed[0], summed[1], worst, seconds};
+  return report(set, model, data, workers, measured);
 }

@@ -17,10 +17,7 @@
 namespace adgraph {
 namespace {
 
-using detail::check_root;
-using detail::collective;
-using detail::root_of;
-using detail::with_root;
+using namespace detail;  // mpi_ops/collective_impl.h
 
 const std::set<std::string> kReduceOps = {"sum", "max", "min", "prod"};
 

@@ -18,10 +18,7 @@
 namespace adgraph {
 namespace {
 
-using detail::check_root;
-using detail::collective;
-using detail::root_of;
-using detail::with_root;
+using namespace detail;  // mpi_ops/collective_impl.h
 
 // y = Σ_r Σ_i x_r[i] exactly, rounded once, on root (0 elsewhere);
 // x̄_r = bcast(ȳ, root) in every element

@@ -14,10 +14,7 @@
 namespace adgraph {
 namespace {
 
-using mpi_detail::attr;
-using mpi_detail::check_peer;
-using mpi_detail::peer_attr;
-using mpi_detail::tag_attr;
+using namespace mpi_detail;  // mpi_ops/peer_attrs.h
 
 constexpr const char* kIsend = "mpi_isend";
 constexpr const char* kIrecv = "mpi_irecv";

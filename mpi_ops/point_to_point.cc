@@ -11,10 +11,7 @@
 namespace adgraph {
 namespace {
 
-using mpi_detail::attr;
-using mpi_detail::check_peer;
-using mpi_detail::peer_attr;
-using mpi_detail::tag_attr;
+using namespace mpi_detail;  // mpi_ops/peer_attrs.h
 
 // mpi_sendrecv (transpose = false) and its transpose, mpi_sendrecv_adjoint:
 // each is the other's adjoint, so one definition serves both.

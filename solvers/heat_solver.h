@@ -101,8 +101,8 @@ struct HeatSolution {
 };
 
 // Adds the time loop to u0's graph: one loop node of NT steps whose body is
-// one data_exchange and one heat_step (core/loops/loop.h), so the graph does not
-// grow with NT. u0, kappa, f: n × m patches. `observe_steps` lists time
+// one data_exchange and one heat_step (core/loops/loop.h), so the graph does
+// not grow with NT. u0, kappa, f: n × m patches. `observe_steps` lists time
 // levels t in [1, NT], strictly increasing, whose states u^t the solution
 // stacks in `observed`. The adjoint keeps what config.checkpoints says.
 // Throws GraphError for observation steps out of range.

@@ -198,89 +198,118 @@ void add_events(const std::vector<const Node*>& nodes,
       field);
 }
 
-}  // namespace
+// Every rank runs the same events; this plays them out, rank by rank, as
+// far as each can go (a blocking receive waits for its send, a wait for
+// its receives' sends, a barrier for every member), then reports the
+// first rank that could not finish and any message that is not matched
+// or whose size differs from its partner's.
+class PairingSimulation {
+ public:
+  PairingSimulation(std::vector<Event> events, int ranks)
+      : events_(std::move(events)), ranks_(ranks), pc_(ranks, 0) {
+    for (std::size_t i = 0; i < events_.size(); ++i)
+      event_of_[events_[i].node] = i;
+  }
 
-void check_point_to_point_pairing(const std::vector<const Node*>& comm_nodes,
-                                  const CommContext& world) {
-  std::vector<Event> events;
-  add_events(comm_nodes, world, nullptr, events);
-  bool any = false;
-  for (const Event& e : events) any = any || e.kind != Event::kBarrier;
-  if (!any) return;
-  const int ranks = world.size();
-  std::map<ChannelKey, Channel> channels;
-  // A nonblocking receive posted by a rank: its channel and its place there.
-  std::map<std::pair<int, const Node*>, std::pair<ChannelKey, std::size_t>>
-      posted;
-  // The receive a rank's wait is still blocked on (null: none).
-  auto blocked_on = [&](const Event& wait, int r) -> const Node* {
-    for (const Node* request : wait.receives) {
-      auto it = posted.find({r, request});
-      if (it == posted.end()) continue;  // not simulated (its communicator)
-      if (channels[it->second.first].sends.size() <= it->second.second)
-        return request;
-    }
-    return nullptr;
-  };
-  std::map<const Node*, std::size_t> event_of;
-  for (std::size_t i = 0; i < events.size(); ++i) event_of[events[i].node] = i;
-  std::vector<std::size_t> pc(ranks, 0);
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int r = 0; r < ranks; ++r) {
-      while (pc[r] < events.size()) {
-        const Event& e = events[pc[r]];
-        if (e.kind == Event::kWait) {
-          if (blocked_on(e, r) != nullptr) break;
-          ++pc[r];
-          progress = true;
-          continue;
-        }
-        const int peer = world_peer(e, r);
-        if (e.kind != Event::kBarrier && peer < 0) {
-          fail(e,
-               e.kind == Event::kSend ? "dest" : "src",
-               "on world rank " + std::to_string(r) + " its peer " +
-                   std::to_string(e.peer) +
-                   " is not a rank of its communicator, which has " +
-                   std::to_string(group(e, r)->size()) + " rank(s) there");
-        }
-        if (e.kind == Event::kBarrier) {
-          bool all_there = true;
-          if (const std::vector<int>* members = group(e, r)) {
-            for (int s : *members) all_there = all_there && pc[s] >= pc[r];
-          } else {
-            for (int s = 0; s < ranks; ++s)
-              all_there = all_there && pc[s] >= pc[r];
-          }
-          if (!all_there) break;
-        } else if (e.kind == Event::kSend) {
-          channels[{e.comm, r, peer, e.tag}].sends.push_back({e.node, e.size});
-        } else {
-          Channel& c = channels[{e.comm, peer, r, e.tag}];
-          if (e.blocking && c.sends.size() <= c.recvs.size()) break;
-          if (!e.blocking)
-            posted[{r, e.node}] = {{e.comm, peer, r, e.tag}, c.recvs.size()};
-          c.recvs.push_back({e.node, e.size});
-        }
-        ++pc[r];
-        progress = true;
-      }
+  void run() {
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (int r = 0; r < ranks_; ++r) progress = advance(r) || progress;
     }
   }
-  for (int r = 0; r < ranks; ++r) {
-    if (pc[r] == events.size()) continue;
-    const Event* stuck = &events[pc[r]];
+  void report_stuck();
+  void check_messages();
+
+ private:
+  // Runs rank r's events as far as they go; true if any ran.
+  bool advance(int r);
+  // Whether every rank of e's group on rank r has reached it.
+  bool all_there(const Event& e, int r) const;
+  // The receive a rank's wait is still blocked on (null: none).
+  const Node* blocked_on(const Event& wait, int r);
+  void check_message(const Event& e, const ChannelKey& key, const Channel& c);
+
+  const std::vector<Event> events_;
+  const int ranks_;
+  std::vector<std::size_t> pc_;  // each rank's next event
+  std::map<const Node*, std::size_t> event_of_;
+  std::map<ChannelKey, Channel> channels_;
+  // A nonblocking receive posted by a rank: its channel and its place
+  // there.
+  std::map<std::pair<int, const Node*>, std::pair<ChannelKey, std::size_t>>
+      posted_;
+};
+
+const Node* PairingSimulation::blocked_on(const Event& wait, int r) {
+  for (const Node* request : wait.receives) {
+    auto it = posted_.find({r, request});
+    if (it == posted_.end()) continue;  // not simulated (its communicator)
+    if (channels_[it->second.first].sends.size() <= it->second.second)
+      return request;
+  }
+  return nullptr;
+}
+
+bool PairingSimulation::all_there(const Event& e, int r) const {
+  bool there = true;
+  if (const std::vector<int>* members = group(e, r)) {
+    for (int s : *members) there = there && pc_[s] >= pc_[r];
+  } else {
+    for (int s = 0; s < ranks_; ++s) there = there && pc_[s] >= pc_[r];
+  }
+  return there;
+}
+
+bool PairingSimulation::advance(int r) {
+  bool progress = false;
+  while (pc_[r] < events_.size()) {
+    const Event& e = events_[pc_[r]];
+    if (e.kind == Event::kWait) {
+      if (blocked_on(e, r) != nullptr) break;
+      ++pc_[r];
+      progress = true;
+      continue;
+    }
+    const int peer = world_peer(e, r);
+    if (e.kind != Event::kBarrier && peer < 0) {
+      fail(e,
+           e.kind == Event::kSend ? "dest" : "src",
+           "on world rank " + std::to_string(r) + " its peer " +
+               std::to_string(e.peer) +
+               " is not a rank of its communicator, which has " +
+               std::to_string(group(e, r)->size()) + " rank(s) there");
+    }
+    if (e.kind == Event::kBarrier) {
+      if (!all_there(e, r)) break;
+    } else if (e.kind == Event::kSend) {
+      channels_[{e.comm, r, peer, e.tag}].sends.push_back({e.node, e.size});
+    } else {
+      Channel& c = channels_[{e.comm, peer, r, e.tag}];
+      if (e.blocking && c.sends.size() <= c.recvs.size()) break;
+      if (!e.blocking)
+        posted_[{r, e.node}] = {{e.comm, peer, r, e.tag}, c.recvs.size()};
+      c.recvs.push_back({e.node, e.size});
+    }
+    ++pc_[r];
+    progress = true;
+  }
+  return progress;
+}
+
+void PairingSimulation::report_stuck() {
+  for (int r = 0; r < ranks_; ++r) {
+    if (pc_[r] == events_.size()) continue;
+    const Event* stuck = &events_[pc_[r]];
     std::string waited;
     // The receives on the channel before the stuck one.
     std::size_t before = 0;
     if (stuck->kind == Event::kWait) {
       waited = " (waited for by " + label(*stuck->node) + ")";
       const Node* receive = blocked_on(*stuck, r);
-      before = posted.at({r, receive}).second;
-      stuck = &events[event_of.at(receive)];
+      before = posted_.at({r, receive}).second;
+      stuck = &events_[event_of_.at(receive)];
     } else if (stuck->kind == Event::kRecv) {
-      before = channels[{stuck->comm, world_peer(*stuck, r), r, stuck->tag}]
+      before = channels_[{stuck->comm, world_peer(*stuck, r), r, stuck->tag}]
                    .recvs.size();
     } else {
       continue;
@@ -288,7 +317,7 @@ void check_point_to_point_pairing(const std::vector<const Node*>& comm_nodes,
     const Event& e = *stuck;
     const int from = world_peer(e, r);
     int64_t sent = 0;
-    for (const Event& f : events) {
+    for (const Event& f : events_) {
       sent += f.kind == Event::kSend && f.comm == e.comm && f.tag == e.tag &&
               world_peer(f, from) == r;
     }
@@ -308,40 +337,64 @@ void check_point_to_point_pairing(const std::vector<const Node*>& comm_nodes,
                         " sends the message only after a receive of its "
                         "own that waits too (a cycle of receives)"));
   }
-  for (const Event& e : events) {
-    if (e.kind == Event::kBarrier || e.kind == Event::kWait) continue;
-    for (const auto& [key, c] : channels) {
-      const auto& [comm, from, to, tag] = key;
-      if (comm != e.comm || tag != e.tag) continue;
-      const auto& own = e.kind == Event::kSend ? c.sends : c.recvs;
-      const auto& other = e.kind == Event::kSend ? c.recvs : c.sends;
-      for (std::size_t k = 0; k < own.size(); ++k) {
-        if (own[k].node != e.node) continue;
-        const std::string route =
-            world_name(e, from) + " to " + world_name(e, to) + " (tag " +
-            std::to_string(tag) + (comm ? ", on its communicator)" : ")");
-        if (k >= other.size()) {
-          fail(e,
-               e.kind == Event::kSend ? "dest" : "src",
-               "its message from " + route + " is never " +
-                   (e.kind == Event::kSend
-                        ? "received: " + world_name(e, to) + " receives only "
-                        : "sent: " + world_name(e, from) + " sends only ") +
-                   std::to_string(other.size()) + " such message(s)");
-        }
-        if (own[k].size != other[k].size) {
-          const Message& send = e.kind == Event::kSend ? own[k] : other[k];
-          const Message& recv = e.kind == Event::kSend ? other[k] : own[k];
-          fail(e,
-               e.kind == Event::kSend ? "dest" : "src",
-               "the message from " + route + " carries " +
-                   std::to_string(send.size) + " value(s) (" +
-                   label(*send.node) + ") but " + label(*recv.node) +
-                   " expects " + std::to_string(recv.size));
-        }
-      }
+}
+
+void PairingSimulation::check_message(const Event& e,
+                                      const ChannelKey& key,
+                                      const Channel& c) {
+  const auto& [comm, from, to, tag] = key;
+  const auto& own = e.kind == Event::kSend ? c.sends : c.recvs;
+  const auto& other = e.kind == Event::kSend ? c.recvs : c.sends;
+  for (std::size_t k = 0; k < own.size(); ++k) {
+    if (own[k].node != e.node) continue;
+    const std::string route = world_name(e, from) + " to " + world_name(e, to) +
+                              " (tag " + std::to_string(tag) +
+                              (comm ? ", on its communicator)" : ")");
+    if (k >= other.size()) {
+      fail(e,
+           e.kind == Event::kSend ? "dest" : "src",
+           "its message from " + route + " is never " +
+               (e.kind == Event::kSend
+                    ? "received: " + world_name(e, to) + " receives only "
+                    : "sent: " + world_name(e, from) + " sends only ") +
+               std::to_string(other.size()) + " such message(s)");
+    }
+    if (own[k].size != other[k].size) {
+      const Message& send = e.kind == Event::kSend ? own[k] : other[k];
+      const Message& recv = e.kind == Event::kSend ? other[k] : own[k];
+      fail(e,
+           e.kind == Event::kSend ? "dest" : "src",
+           "the message from " + route + " carries " +
+               std::to_string(send.size) + " value(s) (" + label(*send.node) +
+               ") but " + label(*recv.node) + " expects " +
+               std::to_string(recv.size));
     }
   }
+}
+
+void PairingSimulation::check_messages() {
+  for (const Event& e : events_) {
+    if (e.kind == Event::kBarrier || e.kind == Event::kWait) continue;
+    for (const auto& [key, c] : channels_) {
+      if (std::get<0>(key) != e.comm || std::get<3>(key) != e.tag) continue;
+      check_message(e, key, c);
+    }
+  }
+}
+
+}  // namespace
+
+void check_point_to_point_pairing(const std::vector<const Node*>& comm_nodes,
+                                  const CommContext& world) {
+  std::vector<Event> events;
+  add_events(comm_nodes, world, nullptr, events);
+  bool any = false;
+  for (const Event& e : events) any = any || e.kind != Event::kBarrier;
+  if (!any) return;
+  PairingSimulation simulation(std::move(events), world.size());
+  simulation.run();
+  simulation.report_stuck();
+  simulation.check_messages();
 }
 
 }  // namespace adgraph

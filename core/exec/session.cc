@@ -67,13 +67,6 @@ void Session::release_slot(const Plan& plan, Tensor& t) {
   }
 }
 
-std::size_t Session::recycled_bytes() const {
-  std::size_t bytes = 0;
-  for (const auto& [n, buffers] : pool_)
-    bytes += sizeof(double) * n * buffers.size();
-  return bytes;
-}
-
 void check_feed(Value target, const Tensor& value) {
   const Node& n = target.node();
   // The op's definition, not its name: no string compare on every run.

@@ -131,8 +131,6 @@ class Session final {
   // and those its communicators keep for later messages
   // (CommContext::release_buffers). Not during a run.
   void release_buffers();
-  // Bytes held for recycling right now.
-  std::size_t recycled_bytes() const;
   // Number of distinct plans built so far.
   int num_plans() const;
 

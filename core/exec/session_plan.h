@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "core/comm_context.h"
-#include "core/op.h"
 #include "core/exec/session.h"
+#include "core/op.h"
 
 namespace adgraph {
 

@@ -55,6 +55,8 @@ class BodyRunner final {
   void move_outputs(int first, std::vector<Tensor>& into);
 
  private:
+  // Outputs that take over an input's buffer, inputs a kernel may keep.
+  void hand_over_buffers(const std::vector<int>& readers);
   struct Step {
     const Node* node;
     std::vector<int> input_slots;

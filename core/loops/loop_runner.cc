@@ -100,12 +100,17 @@ BodyRunner::BodyRunner(const LoopBody& body, const std::vector<int>& wanted)
     for (int k = 0; k < step.node->num_outputs(); ++k)
       step.readers.push_back(readers[step.first_slot + k]);
   }
-  // In place: an output takes an input's buffer when this step is the
-  // input's last reader (the steps run in order, so the others have read
-  // it) and reads it through that input alone, and the input is not a
-  // body output (a body input only when donated). E.g. the gather adjoint
-  // of heat_step writes ū over the carried ū⁺ after heat_step_adjoint_edges
-  // has read its edges.
+  hand_over_buffers(readers);
+}
+
+// In place: an output takes an input's buffer when this step is the
+// input's last reader (the steps run in order, so the others have read it)
+// and reads it through that input alone, and the input is not a body
+// output (a body input only when donated). E.g. the gather adjoint of
+// heat_step writes ū over the carried ū⁺ after heat_step_adjoint_edges
+// has read its edges. `readers` counts each slot's readers.
+void BodyRunner::hand_over_buffers(const std::vector<int>& readers) {
+  const int num_slots = static_cast<int>(slots_.size());
   std::vector<int> last_reader(num_slots, -1);
   for (std::size_t index = 0; index < steps_.size(); ++index) {
     const Step& step = steps_[index];

@@ -232,9 +232,8 @@ GradientCheckOptions check_options(const py::dict& options) {
   return o;
 }
 
-}  // namespace
-
-void bind_session(py::module_& m) {
+// Session: its constructor, run, run_into and its counters.
+void bind_session_class(py::module_& m) {
   py::class_<PySession>(
       m,
       "Session",
@@ -336,7 +335,10 @@ void bind_session(py::module_& m) {
           py::arg("feeds"),
           py::arg("reps"),
           py::arg("into") = false);
+}
 
+// check_gradients and its result.
+void bind_gradient_checker(py::module_& m) {
   py::class_<GradientCheckResult>(
       m,
       "GradientCheckResult",
@@ -372,6 +374,13 @@ void bind_session(py::module_& m) {
       py::arg("xs"),
       py::arg("feeds"),
       py::arg("options") = py::dict());
+}
+
+}  // namespace
+
+void bind_session(py::module_& m) {
+  bind_session_class(m);
+  bind_gradient_checker(m);
 }
 
 }  // namespace adgraph::python

@@ -1,5 +1,5 @@
-// Loops (core/loops/loop.h) without communication: values, gradients and tangents
-// through one and two levels of loops, every checkpoint schedule, the
+// Loops (core/loops/loop.h) without communication: values, gradients and
+// tangents through one and two levels of loops, every checkpoint schedule, the
 // binomial forward-step counts and the errors.
 #include "core/loops/loop.h"
 
@@ -11,9 +11,9 @@
 #include <functional>
 #include <string>
 
-#include "core/error.h"
 #include "core/ad/gradients.h"
 #include "core/ad/jvp.h"
+#include "core/error.h"
 #include "core/exec/session.h"
 #include "ops/elementwise.h"
 #include "ops/reductions.h"
@@ -101,6 +101,37 @@ std::vector<Tensor> loss_and_gradient(Problem& p) {
   Values g = gradients(p.loss, {p.x0, p.v0, p.a});
   Session s(p.g);
   return s.run({p.loss, g[0], g[1], g[2]}, feeds_of(p));
+}
+
+// LoopOptions::is_valid, message and field by hand.
+TEST(LoopOptions, IsValidNamesTheFieldAndSaysWhy) {
+  auto check = [](const LoopOptions& o, int64_t trips) {
+    std::string error, field;
+    return o.is_valid(trips, &error, &field) ? std::string("ok")
+                                             : field + ": " + error;
+  };
+  LoopOptions o;
+  EXPECT_EQ(check(o, 1), "ok");  // the graph's default schedule
+  o.output_steps = {0, 2};
+  EXPECT_EQ(check(o, 3), "ok");
+  EXPECT_EQ(check(o, 2),
+            "output_steps: output steps must increase strictly within [0, "
+            "2); entry 1 is 2");
+  o.output_steps = {1, 1};
+  EXPECT_EQ(check(o, 3),
+            "output_steps: output steps must increase strictly within [0, "
+            "3); entry 1 is 1");
+  o.output_steps = {-1};
+  EXPECT_EQ(check(o, 3),
+            "output_steps: output steps must increase strictly within [0, "
+            "3); entry 0 is -1");
+  o.output_steps.clear();
+  o.checkpoints = CheckpointSchedule::binomial(0);
+  std::string schedule_error;
+  ASSERT_FALSE(o.checkpoints.is_valid(&schedule_error));
+  EXPECT_EQ(check(o, 3), "checkpoints: " + schedule_error);
+  o.checkpoints = CheckpointSchedule::binomial(2);
+  EXPECT_EQ(check(o, 3), "ok");
 }
 
 TEST(Loop, ValuesMatchAHandWrittenRecurrence) {

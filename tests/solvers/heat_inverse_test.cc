@@ -2,12 +2,69 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "tests/mpi_ops/mpi_test_util.h"
 
 namespace adgraph::solvers {
 namespace {
+
+// Each check of HeatInverseOptions::is_valid: the message and the field,
+// written out by hand.
+TEST(HeatInverseOptions, IsValidNamesTheFieldAndSaysWhy) {
+  auto check = [](const HeatInverseOptions& o, int ranks) {
+    std::string error, field;
+    const bool ok = o.is_valid(ranks, &error, &field);
+    return ok ? std::string("ok") : field + ": " + error;
+  };
+  HeatInverseOptions o;
+  o.config.nx = o.config.ny = 8;
+  o.config.nt = 10;
+  EXPECT_EQ(check(o, 1), "ok");
+  EXPECT_EQ(check(o, 2),
+            "HeatConfig: px x py = 1 x 1 = 1 patches need as many ranks, but "
+            "there are 2");
+  HeatInverseOptions bad = o;
+  bad.sensors_every = -1;
+  EXPECT_EQ(check(bad, 1), "sensors_every: must be >= 0");
+  bad = o;
+  bad.noise = -0.5;
+  EXPECT_EQ(check(bad, 1),
+            "noise: must be a finite number >= 0, got -0.500000");
+  bad = o;
+  bad.reg_smooth = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(check(bad, 1), "reg_smooth: must be a finite number >= 0, got inf");
+  bad = o;
+  bad.kappa_min = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(check(bad, 1),
+            "kappa_min: a bound of kappa must be finite (or open)");
+  bad = o;
+  bad.kappa_min = 2, bad.kappa_max = 1;
+  EXPECT_EQ(check(bad, 1), "kappa_min: kappa_min must be <= kappa_max");
+  bad = o;
+  bad.sensors_every = 16;  // k/2 = 8 is past an 8-point grid
+  EXPECT_EQ(check(bad, 1),
+            "sensors_every: every 16th point of a 8 x 8 grid selects no "
+            "sensor (at most 15 selects one)");
+  bad = o;
+  bad.sensors = {{1, 1}, {3, 8}};
+  EXPECT_EQ(check(bad, 1), "sensors: sensor (3, 8) is outside the 8 x 8 grid");
+  bad = o;
+  bad.observe_steps = {2, 2};
+  EXPECT_EQ(check(bad, 1),
+            "observe_steps: observation times must increase strictly within "
+            "[1, 10]; entry 1 is 2");
+  bad.observe_steps = {11};
+  EXPECT_EQ(check(bad, 1),
+            "observe_steps: observation times must increase strictly within "
+            "[1, 10]; entry 0 is 11");
+  // The field is optional.
+  std::string error;
+  EXPECT_FALSE(bad.is_valid(1, &error));
+  EXPECT_EQ(error.substr(0, 17), "observation times");
+}
 
 TEST(HeatInversion, RecoversKappaOnA32GridWithin50Iterations) {
   // 32², NT = 200 (an independent L-BFGS-B run reaches a relative κ error of
