@@ -9,45 +9,80 @@ step, phi'(step).
 
     /usr/bin/python3 bench/more_thuente_reference.py
 """
-import numpy as np, math
+import math
+
+import numpy as np
+
 try:
     from scipy.optimize import _minpack2 as minpack2
 except ImportError:
     from scipy.optimize import minpack2
 
-def dcsrch_search(phi, dphi, a0, ftol, gtol, xtol, stpmin, stpmax, maxiter=100):
-    phi1 = phi(0.0); derphi1 = dphi(0.0)
-    isave = np.zeros((2,), np.intc); dsave = np.zeros((13,), float)
-    task = b'START'
-    stp = a0; n = 0
-    for i in range(maxiter):
-        stp, phi1, derphi1, task = minpack2.dcsrch(stp, phi1, derphi1, ftol, gtol, xtol, task, stpmin, stpmax, isave, dsave)
-        if task[:2] == b'FG':
-            n += 1
-            phi1 = phi(stp); derphi1 = dphi(stp)
-        else:
-            break
-    return stp, derphi1, n, task
 
-def f1(b=2.0):
-    return (lambda a: -a/(a*a+b)), (lambda a: (a*a-b)/(a*a+b)**2)
-def f2(b=0.004):
-    return (lambda a: (a+b)**5-2*(a+b)**4), (lambda a: (a+b)**3*(5*(a+b)-8))
-def f3(b=0.01, l=39):
-    def phi0(a):
-        if a <= 1-b: return 1-a
-        if a >= 1+b: return a-1
-        return (a-1)**2/(2*b)+b/2
-    def dphi0(a):
-        if a <= 1-b: return -1.0
-        if a >= 1+b: return 1.0
-        return (a-1)/b
-    return (lambda a: phi0(a)+2*(1-b)/(l*math.pi)*math.sin(l*math.pi*a/2)), (lambda a: dphi0(a)+(1-b)*math.cos(l*math.pi*a/2))
-def yanai(b1,b2):
-    g=lambda b: math.sqrt(1+b*b)-b
-    return (lambda a: g(b1)*math.sqrt((1-a)**2+b2*b2)+g(b2)*math.sqrt(a*a+b1*b1)), (lambda a: -g(b1)*(1-a)/math.sqrt((1-a)**2+b2*b2)+g(b2)*a/math.sqrt(a*a+b1*b1))
-cases=[("1",f1(),1e-3,0.1),("2",f2(),0.1,0.1),("3",f3(),0.1,0.1),("4",yanai(0.001,0.001),0.001,0.001),("5",yanai(0.01,0.001),0.001,0.001),("6",yanai(0.001,0.01),0.001,0.001)]
-for name,(phi,dphi),ftol,gtol in cases:
-    for a0 in [1e-3,1e-1,1e1,1e3]:
-        stp,d,n,task=dcsrch_search(phi,dphi,a0,ftol,gtol,1e-10,0.0,1e10)
-        print(name, a0, n, repr(stp), "%.2e"%d, task[:20])
+def dcsrch_search(phi, dphi, a0, ftol, gtol, xtol, stpmin, stpmax):
+    """Runs dcsrch from step a0; returns (step, phi'(step), evaluations)."""
+    f, g = phi(0.0), dphi(0.0)
+    isave = np.zeros((2,), np.intc)
+    dsave = np.zeros((13,), float)
+    task = b"START"
+    stp, evaluations = a0, 0
+    for _ in range(100):
+        stp, f, g, task = minpack2.dcsrch(
+            stp, f, g, ftol, gtol, xtol, task, stpmin, stpmax, isave, dsave)
+        if task[:2] != b"FG":
+            break
+        evaluations += 1
+        f, g = phi(stp), dphi(stp)
+    assert task.startswith(b"CONVERGENCE"), task
+    return stp, g, evaluations
+
+
+def function1(b=2.0):
+    return (lambda a: -a / (a * a + b),
+            lambda a: (a * a - b) / (a * a + b) ** 2)
+
+
+def function2(b=0.004):
+    return (lambda a: (a + b) ** 5 - 2 * (a + b) ** 4,
+            lambda a: (a + b) ** 3 * (5 * (a + b) - 8))
+
+
+def function3(b=0.01, ell=39):
+    def base(a):
+        if a <= 1 - b:
+            return 1 - a
+        if a >= 1 + b:
+            return a - 1
+        return (a - 1) ** 2 / (2 * b) + b / 2
+
+    def dbase(a):
+        if a <= 1 - b:
+            return -1.0
+        if a >= 1 + b:
+            return 1.0
+        return (a - 1) / b
+
+    wave = ell * math.pi / 2
+    return (lambda a: base(a) + 2 * (1 - b) / (ell * math.pi) * math.sin(wave * a),
+            lambda a: dbase(a) + (1 - b) * math.cos(wave * a))
+
+
+def yanai(b1, b2):
+    def gamma(b):
+        return math.sqrt(1 + b * b) - b
+
+    g1, g2 = gamma(b1), gamma(b2)
+    return (lambda a: g1 * math.sqrt((1 - a) ** 2 + b2 * b2)
+            + g2 * math.sqrt(a * a + b1 * b1),
+            lambda a: -g1 * (1 - a) / math.sqrt((1 - a) ** 2 + b2 * b2)
+            + g2 * a / math.sqrt(a * a + b1 * b1))
+
+
+CASES = [(1, function1(), 1e-3, 0.1), (2, function2(), 0.1, 0.1),
+         (3, function3(), 0.1, 0.1), (4, yanai(1e-3, 1e-3), 1e-3, 1e-3),
+         (5, yanai(1e-2, 1e-3), 1e-3, 1e-3), (6, yanai(1e-3, 1e-2), 1e-3, 1e-3)]
+
+for number, (phi, dphi), ftol, gtol in CASES:
+    for a0 in (1e-3, 1e-1, 1e1, 1e3):
+        stp, g, evaluations = dcsrch_search(phi, dphi, a0, ftol, gtol, 1e-10, 0.0, 1e10)
+        print(number, a0, evaluations, repr(stp), "%.2e" % g)

@@ -89,7 +89,8 @@ LineSearchResult line_search_strong_wolfe(const LineFunction& f,
   // Sufficient decrease, exact or (within round-off of φ(0)) approximate.
   auto decreases = [&](double a, double fa, double da) {
     if (fa <= phi0 + o.c1 * a * dphi0) return true;
-    return fa <= phi0 + o.approximate_wolfe_epsilon * std::fabs(phi0) &&
+    return o.approximate_wolfe_epsilon > 0 &&
+           fa <= phi0 + o.approximate_wolfe_epsilon * std::fabs(phi0) &&
            da <= (2 * o.c1 - 1) * dphi0;
   };
   auto zoom = [&](double lo,
