@@ -26,7 +26,7 @@ namespace adgraph {
 //   jvp through an unrolled chain of communication keeps the forward values
 //   it needs alive until the tangent pass (memory like a gradient run); a
 //   loop's tangent is a loop carrying (c, ċ), which keeps no states
-//   (core/loop.h), and a local jvp runs each tangent step right after its
+//   (core/loops/loop.h), and a local jvp runs each tangent step right after its
 //   forward step (the session runs nodes when first needed). Summed over ranks,
 //   Σ_r ⟨w_r, jvp(y_r)⟩ = Σ_r ⟨∂(Σ_q ⟨w_q, y_q⟩)/∂x_r, tangent_r⟩: the
 //   transpose of gradients().
@@ -42,7 +42,7 @@ std::vector<Value> jvp(const std::vector<Value>& ys,
 Value jvp(Value y, Value x, Value tangent);
 
 namespace detail {
-// jvp() of a loop body (core/loop.cc): the results do not wait for the
+// jvp() of a loop body (core/loops/loop.cc): the results do not wait for the
 // tangent messages (a body runs all of its communication nodes each step).
 std::vector<Value> body_jvp(const std::vector<Value>& ys,
                             const std::vector<Value>& xs,
