@@ -6,6 +6,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace adgraph {
 
@@ -66,5 +67,17 @@ class RunError : public Error {
  public:
   using Error::Error;
 };
+
+// For an options struct's is_valid(…, error, field): writes why the
+// option is out of range into *error and its name into *field (when
+// given), and returns false.
+inline bool invalid_option(std::string* error,
+                           std::string* field,
+                           const char* option,
+                           std::string why) {
+  *error = std::move(why);
+  if (field != nullptr) *field = option;
+  return false;
+}
 
 }  // namespace adgraph

@@ -259,45 +259,34 @@ struct Settings {
 };
 
 void add_options(CLI::App& app, Settings& s) {
-  auto& [model_name,
-         output,
-         masters,
-         steps,
-         features,
-         hidden,
-         max_lead,
-         samples,
-         batch,
-         lr,
-         tolerance] = s;
-  app.add_option("--masters", masters, "ranks 0 .. M-1 hold the parameters")
+  app.add_option("--masters", s.masters, "ranks 0 .. M-1 hold the parameters")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
-  app.add_option("--model", model_name, "logistic or mlp")
+  app.add_option("--model", s.model_name, "logistic or mlp")
       ->check(CLI::IsMember({"logistic", "mlp"}))
       ->capture_default_str();
-  app.add_option("--steps", steps, "gradients each worker sends")
+  app.add_option("--steps", s.steps, "gradients each worker sends")
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
-  app.add_option("--lr", lr, "learning rate")
+  app.add_option("--lr", s.lr, "learning rate")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--batch", batch, "mini-batch per worker (0: its shard)")
+  app.add_option("--batch", s.batch, "mini-batch per worker (0: its shard)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
       ->capture_default_str();
-  app.add_option("--samples", samples, "data set size")
+  app.add_option("--samples", s.samples, "data set size")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
       ->capture_default_str();
   app.add_option("--max-lead",
-                 max_lead,
+                 s.max_lead,
                  "a worker more gradients ahead of the slowest waits "
                  "(-1: no bound)")
       ->check(CLI::Range(-1, 1 << 30))
       ->capture_default_str();
   app.add_option("--tolerance",
-                 tolerance,
+                 s.tolerance,
                  "exit 1 when final loss - optimum exceeds this");
-  app.add_option("--output", output, "write a JSON result");
+  app.add_option("--output", s.output, "write a JSON result");
 }
 
 // What the asynchronous run left, on rank 0.
@@ -315,50 +304,47 @@ int report(const Settings& set,
            const DataSet& data,
            int workers,
            const Measured& measured) {
-  const auto& [model_name,
-               output,
-               masters,
-               steps,
-               features,
-               hidden,
-               max_lead,
-               samples,
-               batch,
-               lr,
-               tolerance] = set;
   const Eigen::VectorXd& final_theta = measured.final_theta;
   const int64_t summed[2] = {measured.updates, measured.staleness_sum};
   const int64_t worst = measured.staleness_max;
   const double seconds = measured.seconds;
   // Reference points on the whole data set, on rank 0 alone.
-  TrainingGraph whole = build_training_graph(model, data, hidden, false);
+  TrainingGraph whole = build_training_graph(model, data, set.hidden, false);
   Session session(*whole.graph);
-  const Tensor all = batch_weights(samples, 0, 0, 0, samples);
+  const Tensor all = batch_weights(set.samples, 0, 0, 0, set.samples);
   auto loss_at = [&](const Eigen::VectorXd& x) {
     return session
         .run(whole.loss, {{whole.theta, as_tensor(x)}, {whole.weight, all}})
         .item();
   };
   TrainOptions optimum_options{"lbfgs", 500, 0.0, 0};
-  const TrainResult optimum = train(whole,
-                                    samples,
-                                    0,
-                                    initial_parameters(model, features, hidden),
-                                    optimum_options,
-                                    nullptr);
+  const TrainResult optimum =
+      train(whole,
+            set.samples,
+            0,
+            initial_parameters(model, set.features, set.hidden),
+            optimum_options,
+            nullptr);
   // Synchronous SGD with the same gradient evaluations: each step averages
   // the workers' shard gradients (here: one full-batch gradient, which is
   // their average weighted by shard size).
-  TrainOptions sync_options{"sgd", steps, lr, 0};
-  const TrainResult sync = train(whole,
-                                 samples,
-                                 0,
-                                 initial_parameters(model, features, hidden),
-                                 sync_options,
-                                 nullptr);
+  TrainOptions sync_options{"sgd", set.steps, set.lr, 0};
+  const TrainResult sync =
+      train(whole,
+            set.samples,
+            0,
+            initial_parameters(model, set.features, set.hidden),
+            sync_options,
+            nullptr);
   // The same updates without staleness.
-  const Eigen::VectorXd in_turn =
-      updates_in_turn(model, data, hidden, features, workers, steps, batch, lr);
+  const Eigen::VectorXd in_turn = updates_in_turn(model,
+                                                  data,
+                                                  set.hidden,
+                                                  set.features,
+                                                  workers,
+                                                  set.steps,
+                                                  set.batch,
+                                                  set.lr);
   const double in_turn_loss = loss_at(in_turn);
   const double final_loss = loss_at(final_theta);
   const double gap = final_loss - optimum.final_loss;
@@ -366,36 +352,36 @@ int report(const Settings& set,
       summed[0] > 0 ? static_cast<double>(summed[1]) / summed[0] : 0.0;
 
   std::printf("%s, %d masters, %d workers, %d gradients per worker, lr %g\n",
-              model_name.c_str(),
-              masters,
+              set.model_name.c_str(),
+              set.masters,
               workers,
-              steps,
-              lr);
+              set.steps,
+              set.lr);
   std::printf(
       "gradients applied per master: %lld, staleness mean %.2f "
       "max %lld\n",
-      static_cast<long long>(summed[0] / masters),
+      static_cast<long long>(summed[0] / set.masters),
       mean_staleness,
       static_cast<long long>(worst));
   std::printf("final loss (async)        %.10f\n", final_loss);
   std::printf("same updates, no staleness %.10f\n", in_turn_loss);
-  std::printf("synchronous SGD, %d steps %.10f\n", steps, sync.final_loss);
+  std::printf("synchronous SGD, %d steps %.10f\n", set.steps, sync.final_loss);
   std::printf("optimum (L-BFGS)          %.10f\n", optimum.final_loss);
   std::printf("async - optimum = %.3g, sync - optimum = %.3g, %.3f s\n",
               gap,
               sync.final_loss - optimum.final_loss,
               seconds);
-  const bool converged = tolerance < 0 || gap <= tolerance;
-  if (tolerance >= 0) {
+  const bool converged = set.tolerance < 0 || gap <= set.tolerance;
+  if (set.tolerance >= 0) {
     std::printf(
-        "converged within %g: %s\n", tolerance, converged ? "yes" : "no");
+        "converged within %g: %s\n", set.tolerance, converged ? "yes" : "no");
   }
-  if (!output.empty()) {
-    nlohmann::json doc = {{"model", model_name},
-                          {"masters", masters},
+  if (!set.output.empty()) {
+    nlohmann::json doc = {{"model", set.model_name},
+                          {"masters", set.masters},
                           {"workers", workers},
-                          {"steps", steps},
-                          {"updates_per_master", summed[0] / masters},
+                          {"steps", set.steps},
+                          {"updates_per_master", summed[0] / set.masters},
                           {"staleness_mean", mean_staleness},
                           {"staleness_max", worst},
                           {"final_loss", final_loss},
@@ -403,11 +389,12 @@ int report(const Settings& set,
                           {"no_staleness_loss", in_turn_loss},
                           {"optimum_loss", optimum.final_loss},
                           {"seconds", seconds}};
-    std::ofstream file(output);
+    std::ofstream file(set.output);
     file << doc.dump(2) << "\n";
     if (!file) {
-      std::fprintf(
-          stderr, "async_parameter_server: cannot write %s\n", output.c_str());
+      std::fprintf(stderr,
+                   "async_parameter_server: cannot write %s\n",
+                   set.output.c_str());
       return 1;
     }
   }
@@ -428,29 +415,18 @@ int main(int argc, char** argv) {
   if (auto code = examples::parse_command_line(app, argc, argv, root)) {
     return *code;
   }
-  const auto& [model_name,
-               output,
-               masters,
-               steps,
-               features,
-               hidden,
-               max_lead,
-               samples,
-               batch,
-               lr,
-               tolerance] = set;
-  const int workers = size - masters;
-  const Model model = model_name == "mlp" ? Model::kMlp : Model::kLogistic;
-  const int64_t p = num_parameters(model, features, hidden);
+  const int workers = size - set.masters;
+  const Model model = set.model_name == "mlp" ? Model::kMlp : Model::kLogistic;
+  const int64_t p = num_parameters(model, set.features, set.hidden);
   std::string error;
   if (workers < 1) {
     error = "needs at least one worker: " + std::to_string(size) +
-            " ranks for --masters " + std::to_string(masters);
-  } else if (masters > p) {
-    error = "--masters " + std::to_string(masters) + " exceeds the " +
+            " ranks for --masters " + std::to_string(set.masters);
+  } else if (set.masters > p) {
+    error = "--masters " + std::to_string(set.masters) + " exceeds the " +
             std::to_string(p) + " parameters";
-  } else if (samples < workers) {
-    error = "--samples " + std::to_string(samples) + " is below the " +
+  } else if (set.samples < workers) {
+    error = "--samples " + std::to_string(set.samples) + " is below the " +
             std::to_string(workers) + " workers";
   }
   if (!error.empty()) {
@@ -459,25 +435,31 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  const DataSet data = synthetic_data(samples, features);
+  const DataSet data = synthetic_data(set.samples, set.features);
   std::vector<Slice> slices;
-  for (int m = 0; m < masters; ++m) {
-    auto [first, last] = shard_range(p, m, masters);
+  for (int m = 0; m < set.masters; ++m) {
+    auto [first, last] = shard_range(p, m, set.masters);
     slices.push_back({first, last});
   }
-  Eigen::VectorXd theta = initial_parameters(model, features, hidden);
+  Eigen::VectorXd theta = initial_parameters(model, set.features, set.hidden);
 
   const double start = MPI_Wtime();
   MasterStats stats;
-  if (rank < masters) {
-    stats =
-        run_master(theta, slices[rank], masters, workers, steps, lr, max_lead);
+  if (rank < set.masters) {
+    stats = run_master(theta,
+                       slices[rank],
+                       set.masters,
+                       workers,
+                       set.steps,
+                       set.lr,
+                       set.max_lead);
   } else {
-    const auto [first, last] = shard_range(samples, rank - masters, workers);
+    const auto [first, last] =
+        shard_range(set.samples, rank - set.masters, workers);
     const DataSet shard{data.x.middleRows(first, last - first),
                         data.y.segment(first, last - first)};
-    TrainingGraph t = build_training_graph(model, shard, hidden, false);
-    run_worker(theta, slices, t, last - first, batch, steps);
+    TrainingGraph t = build_training_graph(model, shard, set.hidden, false);
+    run_worker(theta, slices, t, last - first, set.batch, set.steps);
   }
   const double seconds = MPI_Wtime() - start;
 

@@ -23,10 +23,8 @@ namespace adgraph::solvers {
 bool HeatInverseOptions::is_valid(int ranks,
                                   std::string* error,
                                   std::string* field) const {
-  auto bad = [&](const char* option, const std::string& why) {
-    *error = why;
-    if (field != nullptr) *field = option;
-    return false;
+  auto bad = [&](const char* option, std::string why) {
+    return invalid_option(error, field, option, std::move(why));
   };
   const HeatConfig& c = config;
   std::string why;

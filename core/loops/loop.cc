@@ -217,10 +217,8 @@ void check_body_result(const LoopStep& result,
 bool LoopOptions::is_valid(int64_t trips,
                            std::string* error,
                            std::string* field) const {
-  auto bad = [&](const char* option, const std::string& why) {
-    *error = why;
-    if (field != nullptr) *field = option;
-    return false;
+  auto bad = [&](const char* option, std::string why) {
+    return invalid_option(error, field, option, std::move(why));
   };
   for (std::size_t i = 0; i < output_steps.size(); ++i) {
     const int64_t t = output_steps[i];
