@@ -1,15 +1,15 @@
 // Umbrella header: everything a user of adgraph needs.
 #pragma once
 
+#include "core/ad/gradients.h"
+#include "core/ad/jvp.h"
+#include "core/checker/gradient_checker.h"
 #include "core/core_ops.h"
 #include "core/error.h"
-#include "core/checker/gradient_checker.h"
-#include "core/ad/gradients.h"
+#include "core/exec/session.h"
 #include "core/graph.h"
-#include "core/ad/jvp.h"
 #include "core/loops/loop.h"
 #include "core/op.h"
-#include "core/exec/session.h"
 #include "core/tensor.h"
 #include "core/tensor_json.h"
 #include "mpi_ops/allreduce_programs.h"

@@ -1,7 +1,7 @@
 #include "optim/minimize.h"
 
-#include "core/error.h"
 #include "core/ad/gradients.h"
+#include "core/error.h"
 
 namespace adgraph::optim {
 namespace {

@@ -3,8 +3,8 @@
 
 #include <vector>
 
-#include "core/graph.h"
 #include "core/exec/session.h"
+#include "core/graph.h"
 #include "optim/lbfgs.h"
 #include "optim/lbfgsb.h"
 

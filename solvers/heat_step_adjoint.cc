@@ -170,10 +170,12 @@ void finish_row_ends(KernelContext& c,
                      double* out_k) {
   const int64_t n = in.n, m = in.m;
   const double *el = in.el, *er = in.er, *hl = in.hl, *hr = in.hr;
-  const auto [end0, end1] = ends;
-  const auto [k_first, k_last] = k_ends;
-  const auto [zno, zc, zs] = z;
-  const auto [un, ur, us] = rows;
+  // (Plain names, not structured bindings: older Clang cannot capture
+  // those in kappa_bar below.)
+  const double end0 = ends[0], end1 = ends[1];
+  const double k_first = k_ends[0], k_last = k_ends[1];
+  const double *zno = z[0], *zc = z[1], *zs = z[2];
+  const double *un = rows[0], *ur = rows[1], *us = rows[2];
   out_k[0] = k_first;
   out_k[m - 1] = k_last;
   for (int64_t j : {int64_t{0}, m - 1}) {

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "core/error.h"
 #include "core/ad/gradients.h"
+#include "core/error.h"
 #include "core/exec/session.h"
 #include "ops/elementwise.h"
 #include "ops/reductions.h"

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <functional>
 
-#include "core/error.h"
 #include "core/ad/gradients.h"
+#include "core/error.h"
 #include "core/exec/session.h"
 #include "ops/reductions.h"
 #include "tests/test_util.h"
