@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -15,7 +16,10 @@
 #include "core/check.h"
 #include "core/error.h"
 #include "core/op.h"
+#include "mpi_ops/halo_exchanger.h"
 #include "mpi_ops/mpi_detail.h"
+#include "mpi_ops/request_table.h"
+#include "mpi_ops/watchdog.h"
 
 namespace adgraph {
 
@@ -28,7 +32,7 @@ std::shared_ptr<Communicator> Communicator::world() {
           "communication nodes need MPI: create an adgraph::MpiEnvironment in "
           "main()");
     }
-    install_stop_report();
+    mpi_detail::Watchdog::install_stop_report();
     auto world_comm = std::make_unique<MpiComm>();
     world_comm->failure = mpi_detail::world_failure_comm();
     auto made = std::shared_ptr<Communicator>(
@@ -88,13 +92,14 @@ Communicator::Communicator(std::unique_ptr<MpiComm> comm, std::string name)
   MPI_Comm_rank(mpi_->comm, &rank_);
   MPI_Comm_size(mpi_->comm, &size_);
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
-  deadline_seconds_ = deadline_from_environment();
-  register_watch(this);
+  watchdog_ = std::make_unique<mpi_detail::Watchdog>(name_, world_rank_);
+  requests_ = std::make_unique<mpi_detail::RequestTable>(mpi_->comm);
+  halo_ = std::make_unique<mpi_detail::HaloExchanger>(mpi_->comm);
 }
 
 Communicator::~Communicator() {
-  unregister_watch(this);
-  if (name_ == "world") remove_stop_report();
+  watchdog_.reset();  // before the stop report goes
+  if (name_ == "world") mpi_detail::Watchdog::remove_stop_report();
   int finalised = 0;
   MPI_Finalized(&finalised);
   if (mpi_->comm != MPI_COMM_WORLD && !finalised) MPI_Comm_free(&mpi_->comm);
@@ -131,8 +136,10 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
         "a color must be >= 0, got " + std::to_string(color), {}, {}, "color");
   }
   auto made = std::make_unique<MpiComm>();
-  start_watch("the split of communicator " + name_ + " (color " +
-              std::to_string(color) + ")");
+  auto watch = std::make_optional<mpi_detail::LabelWatch>(
+      *watchdog_,
+      "the split of communicator " + name_ + " (color " +
+          std::to_string(color) + ")");
   mpi_detail::check_mpi(MPI_Comm_split(mpi_->comm, color, key, &made->comm),
                         "MPI_Comm_split");
   mpi_detail::check_mpi(MPI_Comm_dup(made->comm, &made->failure),
@@ -149,11 +156,11 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
             mine, 2, MPI_INT, colors_and_keys.data(), 2, MPI_INT, mpi_->comm),
         "MPI_Allgather");
   }
-  stop_watch();
+  watch.reset();
   auto out = std::shared_ptr<Communicator>(new Communicator(
       std::move(made),
       "split(color " + std::to_string(color) + ") of " + name_));
-  out->deadline_seconds_ = deadline_seconds_;
+  out->set_deadline(deadline());
   if (!colors_and_keys.empty()) {
     std::vector<int> order(size_);
     std::iota(order.begin(), order.end(), 0);
@@ -199,6 +206,18 @@ std::shared_ptr<Communicator> Communicator::column_communicator(int rows,
   check_grid(rows, cols, size_);
   return split(rank_ % cols, rank_ / cols);
 }
+
+void Communicator::set_deadline(double seconds) {
+  watchdog_->set_deadline(seconds);
+}
+
+double Communicator::deadline() const { return watchdog_->deadline(); }
+
+Communicator::Watch::Watch(Communicator& comm, const Node& node) : comm_(comm) {
+  comm_.watchdog_->start(node);
+}
+
+Communicator::Watch::~Watch() { comm_.watchdog_->stop(); }
 
 void Communicator::abort(const std::string& message, int code) {
   std::fprintf(stderr, "adgraph: rank %d: %s\n", world_rank_, message.c_str());

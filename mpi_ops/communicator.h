@@ -1,8 +1,11 @@
-// The communicator: adgraph's CommContext over MPI. Its code is split by
-// concern: communicator.cc (the world communicator, abort, the checked
-// entries below), mpi_calls.cc (typed MPI calls), deadline.cc (the
-// watchdog), sequence_check.cc (the plan-time check); mpi_environment.h
-// starts MPI. Only mpi_ops/ calls MPI.
+// The communicator: adgraph's CommContext over MPI. One interface over
+// classes split by concern (internal to mpi_ops/): the watchdog
+// (watchdog.h: the deadline and the stop report below), the request table
+// (request_table.h: sends, nonblocking requests and the buffers kept for
+// them) and the halo exchanger (halo_exchanger.h: data_exchange's swaps in
+// flight). communicator.cc makes, splits and aborts communicators,
+// mpi_calls.cc holds the typed MPI calls, sequence_check.cc the plan-time
+// check; mpi_environment.h starts MPI. Only mpi_ops/ calls MPI.
 //
 // Deadline. Every communication call runs under a watch: when a deadline is
 // set (CommOptions::deadline_seconds, or the environment variable
@@ -15,11 +18,8 @@
 // communicators), so blocking MPI calls cost nothing extra.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -29,6 +29,12 @@
 #include "mpi_ops/mpi_environment.h"
 
 namespace adgraph {
+
+namespace mpi_detail {
+class Watchdog;
+class RequestTable;
+class HaloExchanger;
+}  // namespace mpi_detail
 
 // Neighbour ranks of a patch; -1 where there is none.
 struct HaloNeighbours {
@@ -81,7 +87,7 @@ class Communicator final : public CommContext {
   // Communication deadline in seconds; 0 disables it. Range: >= 0.
   // Default: $ADGRAPH_COMM_DEADLINE, else 0.
   void set_deadline(double seconds);
-  double deadline() const { return deadline_seconds_; }
+  double deadline() const;
 
   // Marks the calls made while it lives as belonging to `node` (for the
   // deadline message). Kernels of communication ops hold one.
@@ -135,7 +141,7 @@ class Communicator final : public CommContext {
   int64_t irecv(int64_t n, int src, int tag);
   // Bytes send() and isend() have copied into message buffers so far (what
   // send_buffer() and isend_buffer() save).
-  std::size_t copied_send_bytes() const { return copied_send_bytes_; }
+  std::size_t copied_send_bytes() const;
 
   // Scratch for a kernel, from the buffers the communicator keeps for its
   // messages: take_spare(n) returns a kept buffer of n doubles, else a new
@@ -184,7 +190,7 @@ class Communicator final : public CommContext {
   void complete_sends_from(std::size_t first) override;
   // The spare send buffers' bytes; release_buffers() also drops the
   // finished halo exchanges kept for their (strip-sized) buffers.
-  std::size_t kept_bytes() const override { return spare_bytes_; }
+  std::size_t kept_bytes() const override;
   void release_buffers() override;
 
   // Prints `message` (prefixed with the rank) to stderr and aborts the whole
@@ -200,32 +206,9 @@ class Communicator final : public CommContext {
   struct MpiComm;
   Communicator(std::unique_ptr<MpiComm> comm, std::string name);
   const MpiComm& mpi() const { return *mpi_; }
-  static double deadline_from_environment();
-  // Catches SIGTERM (unless the program handles it) so that, when mpirun
-  // stops the job, each rank first reports what it was waiting for (the
-  // node, and the peers a halo exchange still misses) and then dies of the
-  // signal. Called once, for the world.
-  static void install_stop_report();
-  // Undoes it when the world's watchdog ends (a signal caught meanwhile is
-  // raised again).
-  static void remove_stop_report();
-  // The watched call: the node (or label), its communicator and missing
-  // peers.
-  std::string describe_watch() const;
-  // The process's one watchdog thread looks at every registered
-  // communicator's watched call (check_watch) every 50 ms.
-  static void register_watch(Communicator* comm);
-  static void unregister_watch(Communicator* comm);
-  // Ends the process when the watched call is past the deadline, or when
-  // mpirun's stop signal was caught; called by the watchdog thread.
-  void check_watch();
-  // Watches a call described by `label`, or by the node being run.
-  void start_watch(std::string label);
-  void start_watch(const Node& node);
-  void stop_watch();
-  // Watches one MPI call made outside any node's watch (the optimizer's
-  // reductions, a program's own calls), naming the call and its size.
-  class CallWatch;
+  // Completes the sends posted after the first `first`, watched as "the
+  // completion of <n><what>".
+  void complete_sends_from(std::size_t first, const char* what);
 
   std::unique_ptr<MpiComm> mpi_;
   std::string name_;
@@ -236,62 +219,10 @@ class Communicator final : public CommContext {
   int rank_ = 0;
   int size_ = 1;
   int world_rank_ = 0;
-  double deadline_seconds_ = 0.0;
-
-  struct PendingSend;
-  std::vector<std::unique_ptr<PendingSend>> pending_;
-  // The buffers of completed sends and nonblocking requests, kept for the
-  // next ones of the same size, so that a repeated run copies into pages it
-  // has touched before instead of faulting in new ones. At most
-  // kMaxSpareBytes are kept; the oldest go first.
-  static constexpr std::size_t kMaxSpareBytes = std::size_t{512} << 20;
-  std::vector<Eigen::ArrayXd> spare_buffers_;
-  std::size_t spare_bytes_ = 0;
-  std::size_t copied_send_bytes_ = 0;
-  // take_spare(n) holding a copy of data[0, n).
-  Eigen::ArrayXd spare_copy(const double* data, int64_t n);
-  // Starts the send of `buffer`, which the message owns until it completes.
-  void post_send(Eigen::ArrayXd&& buffer, int dest, int tag);
-  // Nonblocking requests started and not yet waited on, by handle.
-  struct Request;
-  using Requests = std::map<int64_t, std::unique_ptr<Request>>;
-  Requests requests_;
-  int64_t next_request_ = 1;
-  // The map entries of completed requests, reused by the next ones, and
-  // wait()'s arrays: a repeated run's requests allocate nothing.
-  std::vector<Requests::node_type> spare_requests_;
-  struct WaitArrays;
-  std::unique_ptr<WaitArrays> wait_arrays_;
-  // An entry for a new request (a spare one, else a new one); the request
-  // is posted into it, then add_request() files it under a new handle.
-  Requests::node_type take_request();
-  int64_t add_request(Requests::node_type&& entry);
-  // Posts an MPI_Isend of `buffer` under a new request handle.
-  int64_t post_isend(Eigen::ArrayXd&& buffer, int dest, int tag);
-  // Halo exchanges started and not yet finished, by handle, and finished
-  // ones kept for their buffers (a time loop starts one per step).
-  struct HaloExchange;
-  std::map<int64_t, std::unique_ptr<HaloExchange>> exchanges_;
-  std::vector<std::unique_ptr<HaloExchange>> spare_exchanges_;
-  // Waits for an exchange's requests one batch at a time, publishing the
-  // neighbours still missing for the deadline message.
-  void wait_for_neighbours(HaloExchange& exchange);
-
-  // Watchdog state: `watch_start_ns_` is 0 when no call is watched.
-  std::atomic<int64_t> watch_start_ns_{0};
-  std::mutex watch_mutex_;
-  std::string watch_label_;
-  std::atomic<const Node*> watch_node_{nullptr};
-  std::atomic<const char*> watch_call_{nullptr};
-  std::atomic<int64_t> watch_call_count_{0};
-  // The peers a halo exchange still waits for (ranks of this communicator,
-  // -1: none), for the deadline message; set without locking, as a message
-  // completes.
-  static constexpr int kWatchedPeers = 8;
-  std::atomic<int> watch_peers_[kWatchedPeers] = {
-      -1, -1, -1, -1, -1, -1, -1, -1};
-  // When the watchdog first saw mpirun's stop signal (0: not yet).
-  int64_t stop_seen_ns_ = 0;
+  // The concerns, each a class of its own.
+  std::unique_ptr<mpi_detail::Watchdog> watchdog_;
+  std::unique_ptr<mpi_detail::RequestTable> requests_;
+  std::unique_ptr<mpi_detail::HaloExchanger> halo_;
 };
 
 // The MPI communicator bound to `graph`. A graph binds one when its first

@@ -1,18 +1,19 @@
-// The typed MPI calls of Communicator: collectives, point to point and the
-// halo swap, each a thin wrapper that checks MPI's return code.
+// The typed MPI calls of Communicator: collectives and point to point, each
+// a thin wrapper that checks MPI's return code and runs watched; the
+// messages in flight are the request table's and the halo exchanger's.
 #include <mpi.h>
 
-#include <algorithm>
 #include <climits>
 #include <cstdio>
-#include <iterator>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "core/check.h"
 #include "mpi_ops/communicator.h"
+#include "mpi_ops/halo_exchanger.h"
 #include "mpi_ops/mpi_detail.h"
+#include "mpi_ops/request_table.h"
+#include "mpi_ops/watchdog.h"
 
 namespace adgraph {
 
@@ -48,6 +49,7 @@ MPI_Op mpi_op(ReduceOp op) {
 
 }  // namespace mpi_detail
 
+using mpi_detail::CallWatch;
 using mpi_detail::check_mpi;
 using mpi_detail::count_of;
 using mpi_detail::mpi_op;
@@ -56,7 +58,7 @@ void Communicator::allreduce(const double* in,
                              double* out,
                              int64_t n,
                              ReduceOp op) {
-  CallWatch watch(*this, "MPI_Allreduce", n);
+  CallWatch watch(*watchdog_, "MPI_Allreduce", n);
   const void* send = in == out ? MPI_IN_PLACE : in;
   check_mpi(
       MPI_Allreduce(send, out, count_of(n), MPI_DOUBLE, mpi_op(op), mpi().comm),
@@ -67,7 +69,7 @@ void Communicator::reduce_sum(const double* in,
                               double* out,
                               int64_t n,
                               int root) {
-  CallWatch watch(*this, "MPI_Reduce", n);
+  CallWatch watch(*watchdog_, "MPI_Reduce", n);
   // In place: the root reduces into its own buffer; elsewhere the receive
   // buffer is not used.
   const void* send = in == out && rank_ == root ? MPI_IN_PLACE : in;
@@ -79,13 +81,13 @@ void Communicator::reduce_sum(const double* in,
 }
 
 void Communicator::bcast(double* data, int64_t n, int root) {
-  CallWatch watch(*this, "MPI_Bcast", n);
+  CallWatch watch(*watchdog_, "MPI_Bcast", n);
   check_mpi(MPI_Bcast(data, count_of(n), MPI_DOUBLE, root, mpi().comm),
             "MPI_Bcast");
 }
 
 std::string Communicator::bcast(const std::string& text, int root) {
-  CallWatch watch(*this, "MPI_Bcast (a string)", 1);
+  CallWatch watch(*watchdog_, "MPI_Bcast (a string)", 1);
   int64_t length = static_cast<int64_t>(text.size());
   check_mpi(MPI_Bcast(&length, 1, MPI_INT64_T, root, mpi().comm), "MPI_Bcast");
   std::string out = rank_ == root ? text : std::string(length, '\0');
@@ -95,7 +97,7 @@ std::string Communicator::bcast(const std::string& text, int root) {
 }
 
 void Communicator::gather(const double* in, double* out, int64_t n, int root) {
-  CallWatch watch(*this, "MPI_Gather", n);
+  CallWatch watch(*watchdog_, "MPI_Gather", n);
   check_mpi(MPI_Gather(in,
                        count_of(n),
                        MPI_DOUBLE,
@@ -108,7 +110,7 @@ void Communicator::gather(const double* in, double* out, int64_t n, int root) {
 }
 
 void Communicator::allgather(const double* in, double* out, int64_t n) {
-  CallWatch watch(*this, "MPI_Allgather", n);
+  CallWatch watch(*watchdog_, "MPI_Allgather", n);
   check_mpi(MPI_Allgather(in,
                           count_of(n),
                           MPI_DOUBLE,
@@ -120,7 +122,7 @@ void Communicator::allgather(const double* in, double* out, int64_t n) {
 }
 
 void Communicator::scatter(const double* in, double* out, int64_t n, int root) {
-  CallWatch watch(*this, "MPI_Scatter", n);
+  CallWatch watch(*watchdog_, "MPI_Scatter", n);
   check_mpi(MPI_Scatter(in,
                         count_of(n),
                         MPI_DOUBLE,
@@ -133,14 +135,14 @@ void Communicator::scatter(const double* in, double* out, int64_t n, int root) {
 }
 
 void Communicator::reduce_scatter(const double* in, double* out, int64_t n) {
-  CallWatch watch(*this, "MPI_Reduce_scatter_block", n);
+  CallWatch watch(*watchdog_, "MPI_Reduce_scatter_block", n);
   check_mpi(MPI_Reduce_scatter_block(
                 in, out, count_of(n), MPI_DOUBLE, MPI_SUM, mpi().comm),
             "MPI_Reduce_scatter_block");
 }
 
 void Communicator::alltoall(const double* in, double* out, int64_t n) {
-  CallWatch watch(*this, "MPI_Alltoall", n);
+  CallWatch watch(*watchdog_, "MPI_Alltoall", n);
   check_mpi(MPI_Alltoall(in,
                          count_of(n),
                          MPI_DOUBLE,
@@ -151,72 +153,8 @@ void Communicator::alltoall(const double* in, double* out, int64_t n) {
             "MPI_Alltoall");
 }
 
-void Communicator::send(const double* data, int64_t n, int dest, int tag) {
-  post_send(spare_copy(data, n), dest, tag);
-}
-
-void Communicator::send_buffer(Tensor& data, int dest, int tag) {
-  if (data.borrowed()) return send(data.data(), data.size(), dest, tag);
-  Eigen::ArrayXd buffer = take_spare(data.size());
-  data.swap_storage(buffer);
-  post_send(std::move(buffer), dest, tag);
-}
-
-void Communicator::post_send(Eigen::ArrayXd&& buffer, int dest, int tag) {
-  auto pending = std::make_unique<PendingSend>();
-  pending->buffer = std::move(buffer);
-  check_mpi(MPI_Isend(pending->buffer.data(),
-                      count_of(pending->buffer.size()),
-                      MPI_DOUBLE,
-                      dest,
-                      tag,
-                      mpi().comm,
-                      &pending->request),
-            "MPI_Isend");
-  pending_.push_back(std::move(pending));
-}
-
-Eigen::ArrayXd Communicator::take_spare(int64_t n) {
-  for (auto it = spare_buffers_.rbegin(); it != spare_buffers_.rend(); ++it) {
-    if (it->size() != n) continue;
-    Eigen::ArrayXd buffer = std::move(*it);
-    spare_buffers_.erase(std::next(it).base());
-    spare_bytes_ -= sizeof(double) * n;
-    return buffer;
-  }
-  return Eigen::ArrayXd(n);
-}
-
-Eigen::ArrayXd Communicator::spare_copy(const double* data, int64_t n) {
-  Eigen::ArrayXd copy = take_spare(n);
-  std::copy(data, data + n, copy.data());
-  copied_send_bytes_ += sizeof(double) * n;
-  return copy;
-}
-
-void Communicator::release_buffers() {
-  spare_buffers_.clear();
-  spare_buffers_.shrink_to_fit();
-  spare_bytes_ = 0;
-  spare_exchanges_.clear();
-}
-
-void Communicator::keep_spare(Eigen::ArrayXd&& buffer) {
-  const std::size_t bytes = sizeof(double) * buffer.size();
-  if (bytes == 0 || bytes > kMaxSpareBytes) return;
-  spare_buffers_.push_back(std::move(buffer));
-  spare_bytes_ += bytes;
-  std::size_t dropped = 0;
-  while (spare_bytes_ > kMaxSpareBytes) {
-    spare_bytes_ -= sizeof(double) * spare_buffers_[dropped].size();
-    ++dropped;
-  }
-  spare_buffers_.erase(spare_buffers_.begin(),
-                       spare_buffers_.begin() + static_cast<long>(dropped));
-}
-
 void Communicator::recv(double* data, int64_t n, int src, int tag) {
-  CallWatch watch(*this, "MPI_Recv", n);
+  CallWatch watch(*watchdog_, "MPI_Recv", n);
   MPI_Status status;
   check_mpi(
       MPI_Recv(data, count_of(n), MPI_DOUBLE, src, tag, mpi().comm, &status),
@@ -228,6 +166,55 @@ void Communicator::recv(double* data, int64_t n, int src, int tag) {
           std::to_string(src) + " (tag " + std::to_string(tag) +
           "), expected " + std::to_string(n));
   }
+}
+
+void Communicator::send(const double* data, int64_t n, int dest, int tag) {
+  requests_->send(data, n, dest, tag);
+}
+
+void Communicator::send_buffer(Tensor& data, int dest, int tag) {
+  requests_->send_buffer(data, dest, tag);
+}
+
+int64_t Communicator::isend(const double* data, int64_t n, int dest, int tag) {
+  return requests_->isend(data, n, dest, tag);
+}
+
+int64_t Communicator::isend_buffer(Tensor& data, int dest, int tag) {
+  return requests_->isend_buffer(data, dest, tag);
+}
+
+int64_t Communicator::irecv(int64_t n, int src, int tag) {
+  return requests_->irecv(n, src, tag);
+}
+
+void Communicator::wait(const int64_t* handles,
+                        Tensor* const* out,
+                        const int64_t* counts,
+                        const bool* adopt,
+                        int n) {
+  CallWatch watch(*watchdog_, "MPI_Waitall", n);
+  const std::string wrong = requests_->wait(handles, out, counts, adopt, n);
+  if (!wrong.empty()) abort(wrong);
+}
+
+std::size_t Communicator::copied_send_bytes() const {
+  return requests_->copied_send_bytes();
+}
+
+Eigen::ArrayXd Communicator::take_spare(int64_t n) {
+  return requests_->take_spare(n);
+}
+
+void Communicator::keep_spare(Eigen::ArrayXd&& buffer) {
+  requests_->keep_spare(std::move(buffer));
+}
+
+std::size_t Communicator::kept_bytes() const { return requests_->kept_bytes(); }
+
+void Communicator::release_buffers() {
+  requests_->release_buffers();
+  halo_->release_buffers();
 }
 
 void Communicator::data_exchange(const HaloNeighbours& neighbours,
@@ -243,228 +230,38 @@ int64_t Communicator::start_data_exchange(const HaloNeighbours& neighbours,
                                           const double* const send[4],
                                           const int64_t counts[4],
                                           int tag) {
-  const int peer[4] = {
-      neighbours.left, neighbours.right, neighbours.up, neighbours.down};
-  // What I send towards direction k arrives at that neighbour from the
-  // opposite direction; the tag names the receiving side's direction.
-  const int opposite[4] = {1, 0, 3, 2};
-  std::unique_ptr<HaloExchange> x;
-  if (spare_exchanges_.empty()) {
-    x = std::make_unique<HaloExchange>();
-  } else {
-    x = std::move(spare_exchanges_.back());
-    spare_exchanges_.pop_back();
-  }
-  x->n_requests = 0;
-  for (int k = 0; k < 4; ++k) {
-    x->has_peer[k] = peer[k] >= 0;
-    if (peer[k] < 0) continue;
-    x->received[k].resize(counts[k]);
-    x->peer_of_request[x->n_requests] = peer[k];
-    check_mpi(MPI_Irecv(x->received[k].data(),
-                        count_of(counts[k]),
-                        MPI_DOUBLE,
-                        peer[k],
-                        tag + k,
-                        mpi().comm,
-                        &x->requests[x->n_requests++]),
-              "MPI_Irecv");
-  }
-  for (int k = 0; k < 4; ++k) {
-    if (peer[k] < 0) continue;
-    x->sent[k].assign(send[k], send[k] + counts[k]);
-    x->peer_of_request[x->n_requests] = peer[k];
-    check_mpi(MPI_Isend(x->sent[k].data(),
-                        count_of(counts[k]),
-                        MPI_DOUBLE,
-                        peer[k],
-                        tag + opposite[k],
-                        mpi().comm,
-                        &x->requests[x->n_requests++]),
-              "MPI_Isend");
-  }
-  const int64_t handle = next_request_++;
-  exchanges_.emplace(handle, std::move(x));
+  const int64_t handle = requests_->new_handle();
+  halo_->start(handle, neighbours, send, counts, tag);
   return handle;
-}
-
-void Communicator::wait_for_neighbours(HaloExchange& x) {
-  CallWatch watch(*this, "MPI_Waitsome of a halo exchange", x.n_requests);
-  // Completed one batch at a time, so that a deadline message can name the
-  // neighbours still missing (a lost host, say).
-  for (int r = 0; r < x.n_requests; ++r)
-    watch_peers_[r].store(x.peer_of_request[r]);
-  int remaining = x.n_requests;
-  while (remaining > 0) {
-    int done = 0, indices[8];
-    check_mpi(
-        MPI_Waitsome(
-            x.n_requests, x.requests, &done, indices, MPI_STATUSES_IGNORE),
-        "MPI_Waitsome");
-    for (int d = 0; d < done; ++d) watch_peers_[indices[d]].store(-1);
-    remaining -= done;
-  }
 }
 
 void Communicator::finish_data_exchange(int64_t handle, double* const recv[4]) {
-  auto it = exchanges_.find(handle);
-  ADGRAPH_CHECK(it != exchanges_.end())
-      << "halo exchange " << handle << " is not in flight";
-  std::unique_ptr<HaloExchange> x = std::move(it->second);
-  exchanges_.erase(it);
-  wait_for_neighbours(*x);
-  for (int k = 0; k < 4; ++k) {
-    if (!x->has_peer[k]) continue;
-    std::copy(x->received[k].begin(), x->received[k].end(), recv[k]);
-  }
-  spare_exchanges_.push_back(std::move(x));
-}
-
-Communicator::Requests::node_type Communicator::take_request() {
-  if (!spare_requests_.empty()) {
-    Requests::node_type entry = std::move(spare_requests_.back());
-    spare_requests_.pop_back();
-    return entry;
-  }
-  Requests made;
-  made.emplace(0, std::make_unique<Request>());
-  return made.extract(made.begin());
-}
-
-int64_t Communicator::add_request(Requests::node_type&& entry) {
-  const int64_t handle = next_request_++;
-  entry.key() = handle;
-  requests_.insert(std::move(entry));
-  return handle;
-}
-
-int64_t Communicator::isend(const double* data, int64_t n, int dest, int tag) {
-  return post_isend(spare_copy(data, n), dest, tag);
-}
-
-int64_t Communicator::isend_buffer(Tensor& data, int dest, int tag) {
-  if (data.borrowed()) return isend(data.data(), data.size(), dest, tag);
-  Eigen::ArrayXd buffer = take_spare(data.size());
-  data.swap_storage(buffer);
-  return post_isend(std::move(buffer), dest, tag);
-}
-
-int64_t Communicator::post_isend(Eigen::ArrayXd&& buffer, int dest, int tag) {
-  Requests::node_type entry = take_request();
-  Request& r = *entry.mapped();
-  r.buffer = std::move(buffer);
-  r.receive = false;
-  check_mpi(MPI_Isend(r.buffer.data(),
-                      count_of(r.buffer.size()),
-                      MPI_DOUBLE,
-                      dest,
-                      tag,
-                      mpi().comm,
-                      &r.request),
-            "MPI_Isend");
-  return add_request(std::move(entry));
-}
-
-int64_t Communicator::irecv(int64_t n, int src, int tag) {
-  Requests::node_type entry = take_request();
-  Request& r = *entry.mapped();
-  r.buffer = take_spare(n);
-  r.receive = true;
-  check_mpi(MPI_Irecv(r.buffer.data(),
-                      count_of(n),
-                      MPI_DOUBLE,
-                      src,
-                      tag,
-                      mpi().comm,
-                      &r.request),
-            "MPI_Irecv");
-  return add_request(std::move(entry));
-}
-
-void Communicator::wait(const int64_t* handles,
-                        Tensor* const* out,
-                        const int64_t* counts,
-                        const bool* adopt,
-                        int n) {
-  CallWatch watch(*this, "MPI_Waitall", n);
-  if (!wait_arrays_) wait_arrays_ = std::make_unique<WaitArrays>();
-  WaitArrays& a = *wait_arrays_;
-  a.requests.resize(n);
-  a.statuses.resize(n);
-  a.waited.resize(n);
-  for (int k = 0; k < n; ++k) {
-    auto it = requests_.find(handles[k]);
-    ADGRAPH_CHECK(it != requests_.end())
-        << "request " << handles[k] << " is not in flight";
-    a.waited[k] = it->second.get();
-    a.requests[k] = a.waited[k]->request;
-  }
-  check_mpi(MPI_Waitall(n, a.requests.data(), a.statuses.data()),
-            "MPI_Waitall");
-  for (int k = 0; k < n; ++k) {
-    Request& r = *a.waited[k];
-    if (r.receive) {
-      int received = 0;
-      MPI_Get_count(&a.statuses[k], MPI_DOUBLE, &received);
-      if (received != counts[k]) {
-        abort("received " + std::to_string(received) + " doubles from rank " +
-              std::to_string(a.statuses[k].MPI_SOURCE) + " (tag " +
-              std::to_string(a.statuses[k].MPI_TAG) + "), expected " +
-              std::to_string(counts[k]));
-      }
-      if (adopt[k] && !out[k]->borrowed() &&
-          out[k]->size() == r.buffer.size()) {
-        out[k]->swap_storage(r.buffer);
-      } else {
-        std::copy(
-            r.buffer.data(), r.buffer.data() + r.buffer.size(), out[k]->data());
-      }
-    }
-    keep_spare(std::move(r.buffer));
-    r.request = MPI_REQUEST_NULL;
-    spare_requests_.push_back(requests_.extract(handles[k]));
-  }
+  halo_->finish(handle, recv, *watchdog_);
 }
 
 void Communicator::finish_run() {
   // A run that failed part-way may leave requests behind: receives are
   // cancelled, sends completed.
-  for (auto& [handle, r] : requests_) {
-    if (r->receive) MPI_Cancel(&r->request);
-    MPI_Wait(&r->request, MPI_STATUS_IGNORE);
-  }
-  requests_.clear();
-  for (auto& [handle, x] : exchanges_) {
-    for (int r = 0; r < x->n_requests; ++r) {
-      // Receives come first; a started send still completes.
-      if (r < x->n_requests / 2) MPI_Cancel(&x->requests[r]);
-      MPI_Wait(&x->requests[r], MPI_STATUS_IGNORE);
-    }
-  }
-  exchanges_.clear();
-  if (pending_.empty()) return;
-  start_watch("the completion of " + std::to_string(pending_.size()) +
-              " outstanding send(s) at the end of the run");
-  for (auto& pending : pending_) {
-    check_mpi(MPI_Wait(&pending->request, MPI_STATUS_IGNORE), "MPI_Wait");
-    keep_spare(std::move(pending->buffer));
-  }
-  pending_.clear();
-  stop_watch();
+  requests_->cancel_requests();
+  halo_->cancel_exchanges();
+  complete_sends_from(0, " outstanding send(s) at the end of the run");
 }
 
-std::size_t Communicator::pending_sends() const { return pending_.size(); }
+std::size_t Communicator::pending_sends() const {
+  return requests_->pending_sends();
+}
 
 void Communicator::complete_sends_from(std::size_t first) {
-  if (pending_.size() <= first) return;
-  start_watch("the completion of " + std::to_string(pending_.size() - first) +
-              " send(s) of a loop step");
-  for (std::size_t k = first; k < pending_.size(); ++k) {
-    check_mpi(MPI_Wait(&pending_[k]->request, MPI_STATUS_IGNORE), "MPI_Wait");
-    keep_spare(std::move(pending_[k]->buffer));
-  }
-  pending_.resize(first);
-  stop_watch();
+  complete_sends_from(first, " send(s) of a loop step");
+}
+
+void Communicator::complete_sends_from(std::size_t first, const char* what) {
+  const std::size_t pending = requests_->pending_sends();
+  if (pending <= first) return;
+  mpi_detail::LabelWatch watch(
+      *watchdog_,
+      "the completion of " + std::to_string(pending - first) + what);
+  requests_->complete_sends_from(first);
 }
 
 }  // namespace adgraph

@@ -37,49 +37,4 @@ struct Communicator::MpiComm {
   bool owns_failure = false;
 };
 
-// A send in flight: its own copy of the data and its request.
-struct Communicator::PendingSend {
-  Eigen::ArrayXd buffer;
-  MPI_Request request = MPI_REQUEST_NULL;
-};
-
-// A nonblocking request in flight: its buffer (the copy sent, or where the
-// message arrives) and MPI's request.
-struct Communicator::Request {
-  Eigen::ArrayXd buffer;
-  MPI_Request request = MPI_REQUEST_NULL;
-  bool receive = false;
-};
-
-// wait()'s arrays, grown to the most requests waited on at once.
-struct Communicator::WaitArrays {
-  std::vector<MPI_Request> requests;
-  std::vector<MPI_Status> statuses;
-  std::vector<Request*> waited;
-};
-
-// A halo swap in flight: its requests (receives first), the neighbour of
-// each, and its own copies of what it sends and receives, by direction.
-struct Communicator::HaloExchange {
-  MPI_Request requests[8];
-  int peer_of_request[8];
-  int n_requests = 0;
-  bool has_peer[4] = {false, false, false, false};
-  std::vector<double> sent[4], received[4];
-};
-
-// Watches one MPI call for the deadline and the stop report when no node's
-// watch covers it (the optimizer's reductions, a program's own calls).
-class Communicator::CallWatch final {
- public:
-  CallWatch(Communicator& comm, const char* call, int64_t n);
-  ~CallWatch();
-  CallWatch(const CallWatch&) = delete;
-  CallWatch& operator=(const CallWatch&) = delete;
-
- private:
-  Communicator& comm_;
-  bool own_;
-};
-
 }  // namespace adgraph

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "mpi_ops/communicator.h"
 #include "mpi_ops/mpi_detail.h"
+#include "mpi_ops/watchdog.h"
 
 namespace adgraph {
 namespace {
@@ -35,13 +36,11 @@ std::string without_name_end(std::string d) {
 void Communicator::check_same_sequence(
     const std::vector<std::string>& descriptors) {
   if (size_ == 1) return;
-  struct Unwatch {
-    Communicator* comm;
-    ~Unwatch() { comm->stop_watch(); }
-  } unwatch{this};
-  start_watch("the cross-rank check of a new plan's " +
-              std::to_string(descriptors.size()) + " collective(s), first " +
-              without_name_end(descriptors.front()));
+  mpi_detail::LabelWatch watch(*watchdog_,
+                               "the cross-rank check of a new plan's " +
+                                   std::to_string(descriptors.size()) +
+                                   " collective(s), first " +
+                                   without_name_end(descriptors.front()));
   // [n, -n] under MAX gives the longest and shortest sequence.
   int64_t counts[2] = {static_cast<int64_t>(descriptors.size()),
                        -static_cast<int64_t>(descriptors.size())};

@@ -1,5 +1,8 @@
 // The communication deadline: a helper thread that ends the process with a
-// message naming the node when one communication call waits too long.
+// message naming the node when one communication call waits too long, or
+// reports the call when mpirun stops the job.
+#include "mpi_ops/watchdog.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -15,10 +18,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "mpi_ops/communicator.h"
-#include "mpi_ops/mpi_detail.h"
 
-namespace adgraph {
+namespace adgraph::mpi_detail {
 namespace {
 
 constexpr int kDeadlineExitCode = 124;
@@ -51,9 +52,8 @@ std::string peers_of(const Node& node) {
   return out;
 }
 
-}  // namespace
-
-double Communicator::deadline_from_environment() {
+// The environment's deadline: $ADGRAPH_COMM_DEADLINE, else 0.
+double deadline_from_environment() {
   const char* text = std::getenv("ADGRAPH_COMM_DEADLINE");
   if (text == nullptr || *text == '\0') return 0.0;
   char* end = nullptr;
@@ -66,7 +66,9 @@ double Communicator::deadline_from_environment() {
   return seconds;
 }
 
-void Communicator::set_deadline(double seconds) {
+}  // namespace
+
+void Watchdog::set_deadline(double seconds) {
   if (!(seconds >= 0)) {
     throw OptionsError("deadline must be >= 0 seconds (0 disables it)",
                        {},
@@ -79,14 +81,14 @@ void Communicator::set_deadline(double seconds) {
 namespace {
 
 // The signal mpirun stops a job with (SIGTERM), once caught; see
-// Communicator::install_stop_report.
+// Watchdog::install_stop_report.
 std::atomic<int> stop_signal{0};
 
 extern "C" void remember_stop_signal(int signal) { stop_signal.store(signal); }
 
 }  // namespace
 
-void Communicator::remove_stop_report() {
+void Watchdog::remove_stop_report() {
   // Without the world's watchdog nobody would act on a caught signal.
   struct sigaction current {};
   if (sigaction(SIGTERM, nullptr, &current) != 0) return;
@@ -95,7 +97,7 @@ void Communicator::remove_stop_report() {
   if (const int signal = stop_signal.load(); signal != 0) std::raise(signal);
 }
 
-void Communicator::install_stop_report() {
+void Watchdog::install_stop_report() {
   struct sigaction current {};
   if (sigaction(SIGTERM, nullptr, &current) != 0) return;
   if (current.sa_handler != SIG_DFL) return;  // the program has its own
@@ -105,25 +107,24 @@ void Communicator::install_stop_report() {
   sigaction(SIGTERM, &report, nullptr);
 }
 
-std::string Communicator::describe_watch() const {
+std::string Watchdog::describe() const {
   // Composed only when needed: watching a node costs two stores.
-  const Node* node = watch_node_.load();
-  const char* call = watch_call_.load();
-  std::string label = watch_label_;
+  const Node* node = node_.load();
+  const char* call = call_.load();
+  std::string label = label_;
   if (node != nullptr) {
     label = "node \"" + node->name + "\" (" + node->op_name() +
             ", communication #" + std::to_string(node->communication_index) +
             peers_of(*node) + ")";
   } else if (call != nullptr) {
-    label = std::string(call) +
-            " (n = " + std::to_string(watch_call_count_.load()) +
+    label = std::string(call) + " (n = " + std::to_string(call_count_.load()) +
             ") outside any graph node (the optimizer's or the program's own "
             "call)";
   }
   std::string out =
-      label + (name_ == "world" ? "" : " on communicator " + name_);
+      label + (comm_name_ == "world" ? "" : " on communicator " + comm_name_);
   std::vector<int> peers;
-  for (const auto& peer : watch_peers_) {
+  for (const auto& peer : peers_) {
     const int p = peer.load();
     if (p >= 0 && std::find(peers.begin(), peers.end(), p) == peers.end())
       peers.push_back(p);
@@ -148,7 +149,7 @@ namespace {
 struct WatchRegistry {
   std::mutex mutex;
   std::condition_variable wakeup;
-  std::vector<Communicator*> watched;
+  std::vector<Watchdog*> watched;
   std::thread thread;
   // Bumped whenever the thread is told to end, so that a thread started
   // later is not told the same.
@@ -162,27 +163,30 @@ WatchRegistry& watch_registry() {
 
 }  // namespace
 
-void Communicator::register_watch(Communicator* comm) {
+Watchdog::Watchdog(std::string comm_name, int world_rank)
+    : comm_name_(std::move(comm_name)),
+      world_rank_(world_rank),
+      deadline_seconds_(deadline_from_environment()) {
   WatchRegistry& r = watch_registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  r.watched.push_back(comm);
+  r.watched.push_back(this);
   if (r.thread.joinable()) return;
   r.thread = std::thread([&r, mine = r.generation] {
     std::unique_lock<std::mutex> held(r.mutex);
     while (r.generation == mine) {
       r.wakeup.wait_for(held, std::chrono::milliseconds(50));
       if (r.generation != mine) break;
-      for (Communicator* c : r.watched) c->check_watch();
+      for (Watchdog* w : r.watched) w->check();
     }
   });
 }
 
-void Communicator::unregister_watch(Communicator* comm) {
+Watchdog::~Watchdog() {
   WatchRegistry& r = watch_registry();
   std::thread ending;
   {
     std::lock_guard<std::mutex> lock(r.mutex);
-    r.watched.erase(std::remove(r.watched.begin(), r.watched.end(), comm),
+    r.watched.erase(std::remove(r.watched.begin(), r.watched.end(), this),
                     r.watched.end());
     if (r.watched.empty() && r.thread.joinable()) {
       ++r.generation;
@@ -193,9 +197,9 @@ void Communicator::unregister_watch(Communicator* comm) {
   if (ending.joinable()) ending.join();
 }
 
-void Communicator::check_watch() {
-  std::lock_guard<std::mutex> lock(watch_mutex_);
-  const int64_t start = watch_start_ns_.load(std::memory_order_acquire);
+void Watchdog::check() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int64_t start = start_ns_.load(std::memory_order_acquire);
   if (const int signal = stop_signal.load(); signal != 0) {
     // mpirun stops the job (another rank failed, or a host was lost): say
     // what this rank was waiting for, then die of the signal. The world's
@@ -203,7 +207,7 @@ void Communicator::check_watch() {
     // others a moment to report.
     if (stop_seen_ns_ == 0) stop_seen_ns_ = now_ns();
     const bool late = now_ns() - stop_seen_ns_ > 200'000'000;
-    if (start == 0 && !(name_ == "world" && late)) return;
+    if (start == 0 && !(comm_name_ == "world" && late)) return;
     if (start != 0) {
       std::fprintf(
           stderr,
@@ -211,7 +215,7 @@ void Communicator::check_watch() {
           world_rank_,
           signal,
           (now_ns() - start) * 1e-9,
-          describe_watch().c_str());
+          describe().c_str());
       std::fflush(stderr);
     }
     std::signal(signal, SIG_DFL);
@@ -225,56 +229,39 @@ void Communicator::check_watch() {
         "adgraph: rank %d: communication deadline of %g s exceeded in %s\n",
         world_rank_,
         deadline_seconds_,
-        describe_watch().c_str());
+        describe().c_str());
     std::fflush(stderr);
     std::_Exit(kDeadlineExitCode);
   }
 }
 
-void Communicator::start_watch(std::string label) {
+void Watchdog::start(std::string label) {
   {
-    std::lock_guard<std::mutex> lock(watch_mutex_);
-    watch_label_ = std::move(label);
+    std::lock_guard<std::mutex> lock(mutex_);
+    label_ = std::move(label);
   }
-  watch_node_.store(nullptr, std::memory_order_relaxed);
-  watch_call_.store(nullptr, std::memory_order_relaxed);
-  watch_start_ns_.store(now_ns(), std::memory_order_release);
+  node_.store(nullptr, std::memory_order_relaxed);
+  call_.store(nullptr, std::memory_order_relaxed);
+  start_ns_.store(now_ns(), std::memory_order_release);
 }
 
 // The watched call's description is published before its start time
 // (release), which the watchdog reads first (acquire): plain stores on
 // x86, where the default order costs a locked exchange each (~30 ns per
 // watched call in all).
-void Communicator::start_watch(const Node& node) {
-  watch_node_.store(&node, std::memory_order_relaxed);
-  watch_call_.store(nullptr, std::memory_order_relaxed);
-  watch_start_ns_.store(now_ns(), std::memory_order_release);
+void Watchdog::start(const Node& node) {
+  node_.store(&node, std::memory_order_relaxed);
+  call_.store(nullptr, std::memory_order_relaxed);
+  start_ns_.store(now_ns(), std::memory_order_release);
 }
 
-void Communicator::stop_watch() {
-  watch_start_ns_.store(0, std::memory_order_release);
+bool Watchdog::start_call(const char* call, int64_t n) {
+  if (watching()) return false;  // a node's watch covers the call
+  node_.store(nullptr, std::memory_order_relaxed);
+  call_.store(call, std::memory_order_relaxed);
+  call_count_.store(n, std::memory_order_relaxed);
+  start_ns_.store(now_ns(), std::memory_order_release);
+  return true;
 }
 
-Communicator::CallWatch::CallWatch(Communicator& comm,
-                                   const char* call,
-                                   int64_t n)
-    : comm_(comm),
-      own_(comm.watch_start_ns_.load(std::memory_order_relaxed) == 0) {
-  if (!own_) return;  // a node's watch covers the call
-  comm_.watch_node_.store(nullptr, std::memory_order_relaxed);
-  comm_.watch_call_.store(call, std::memory_order_relaxed);
-  comm_.watch_call_count_.store(n, std::memory_order_relaxed);
-  comm_.watch_start_ns_.store(now_ns(), std::memory_order_release);
-}
-
-Communicator::CallWatch::~CallWatch() {
-  if (own_) comm_.stop_watch();
-}
-
-Communicator::Watch::Watch(Communicator& comm, const Node& node) : comm_(comm) {
-  comm_.start_watch(node);
-}
-
-Communicator::Watch::~Watch() { comm_.stop_watch(); }
-
-}  // namespace adgraph
+}  // namespace adgraph::mpi_detail
