@@ -41,10 +41,10 @@ Lanes next_west_of(Lanes here, Lanes next, std::index_sequence<I...>) {
 }
 constexpr auto kLaneIndices = std::make_index_sequence<kLanes>();
 
-// heat_step_adjoint's pass over points [j0, j1) of a row: ū = G + c·(the
-// stencil of Z = κ ⊙ G over the Z rows north, here and south, whose index
-// j + 1 is point j) and κ̄ += c·G ⊙ (the stencil of u over the u rows
-// north, here and south).
+// heat_step_adjoint's (and the split step's) pass over points [j0, j1) of
+// a row: ū = G + c·(the stencil of Z = κ ⊙ G over the Z rows north, here
+// and south, whose index j + 1 is point j) and κ̄ += c·G ⊙ (the stencil of
+// u over the u rows north, here and south).
 //
 // The pass is bound by loads, not bytes: written point by point it loads
 // the row here of Z and of u three times each (west, centre, east), 14
@@ -53,6 +53,9 @@ constexpr auto kLaneIndices = std::make_index_sequence<kLanes>();
 // shuffled out of it and the next one (10 loads per vector with z_row's
 // two); the arithmetic is the scalar code's, in its order. out_u may be g
 // (ū written over ū⁺): each point reads g before writing out_u, once.
+// With kAddU, ū is added onto out_u (which then is not g): the split
+// step's adjoint adds it onto the ring's.
+template <bool kAddU = false>
 inline void adjoint_row(int64_t j0,
                         int64_t j1,
                         double coef,
@@ -75,9 +78,9 @@ inline void adjoint_row(int64_t j0,
                     Lanes u_centre,
                     Lanes u_east) {
     const Lanes gj = load(g + j);
-    store(out_u + j,
-          gj + coef * (load(zn + j + 1) + load(zs + j + 1) + z_west + z_east -
-                       4.0 * z_centre));
+    const Lanes du = gj + coef * (load(zn + j + 1) + load(zs + j + 1) + z_west +
+                                  z_east - 4.0 * z_centre);
+    store(out_u + j, kAddU ? load(out_u + j) + du : du);
     store(out_k + j,
           load(out_k + j) + coef * gj *
                                 (load(un + j) + load(us + j) + u_west + u_east -
@@ -115,8 +118,9 @@ inline void adjoint_row(int64_t j0,
   }
   for (; j < j1; ++j) {
     const double gj = g[j];
-    out_u[j] =
+    const double du =
         gj + coef * (zn[j + 1] + zs[j + 1] + zc[j] + zc[j + 2] - 4 * zc[j + 1]);
+    out_u[j] = kAddU ? out_u[j] + du : du;
     out_k[j] += coef * gj * (un[j] + us[j] + ur[j - 1] + ur[j + 1] - 4 * ur[j]);
   }
 }

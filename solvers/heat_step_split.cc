@@ -12,7 +12,9 @@
 #include "core/op.h"
 #include "mpi_ops/halo.h"
 #include "ops/elementwise.h"
+#include "solvers/heat_adjoint_row_impl.h"
 #include "solvers/heat_step.h"
+#include "solvers/heat_step_adjoint_impl.h"
 #include "solvers/heat_step_impl.h"
 
 namespace adgraph::solvers {
@@ -25,29 +27,6 @@ namespace {
 std::vector<int64_t> ring_rows(int64_t n) {
   return n == 1 ? std::vector<int64_t>{0} : std::vector<int64_t>{0, n - 1};
 }
-
-// The cotangent side of the stencil, as heat_step_adjoint computes it:
-// G = ū⁺ with the up/down edge cotangents added on rows 0 and n − 1, and
-// z = κ ⊙ G with κ ⊙ (left/right edge cotangents) added on columns 0 and
-// m − 1; z is 0 outside the patch.
-struct AdjointStencil {
-  const double *g, *el, *er, *eu, *ed, *kappa;
-  int64_t n, m;
-
-  double g_at(int64_t i, int64_t j) const {
-    double v = g[i * m + j];
-    if (i == 0) v += eu[j];
-    if (i == n - 1) v += ed[j];
-    return v;
-  }
-  double z_at(int64_t i, int64_t j) const {
-    if (i < 0 || i >= n || j < 0 || j >= m) return 0.0;
-    double z = kappa[i * m + j] * g_at(i, j);
-    if (j == 0) z += kappa[i * m] * el[i];
-    if (j == m - 1) z += kappa[i * m + m - 1] * er[i];
-    return z;
-  }
-};
 
 Shapes interior_shape(const ShapeContext& c) {
   const Shape& u = c.input_shape(0);
@@ -226,6 +205,148 @@ void register_forward_halves() {
   register_heat_step_boundary_op();
 }
 
+// heat_step_boundary_adjoint's kernel: heat_step_adjoint's rows 0 and
+// n − 1 and the two ends of every other row, by heat_step_adjoint's own
+// parts (start_row, adjoint_row, finish_row_ends; its Z from the same
+// AdjointInputs), so each ring point gets heat_step_adjoint's value. ū and
+// f̄ are 0 inside, κ̄ is κ̄_in there; W is ū⁺ with Z on the ring.
+void ring_adjoint_kernel(KernelContext& c, const StepAttrs& a) {
+  const AdjointInputs<false> in(c);
+  const int64_t n = in.n, m = in.m;
+  const double coef = a.coef;
+  double *gu = c.output(0).data(), *gk = c.output(1).data(),
+         *gf = c.output(2).data();
+  std::fill(gu, gu + n * m, 0.0);
+  if (a.want_f) std::fill(gf, gf + n * m, 0.0);
+  // Z rows north, here and south (index j + 1 is point j; zeros outside
+  // the patch), a row of zeros, and G's ring rows.
+  const int64_t w = m + 2;
+  std::vector<double> buffers(4 * w + 2 * m, 0.0);
+  double *zero = buffers.data(), *z_rows = zero + w, *g_rows = z_rows + 3 * w;
+  // Z on the ring, in the order W takes it: W may share ū⁺'s buffer.
+  std::vector<double> z_ring;
+  auto full_z_row = [&](int64_t i, double* padded) {
+    in.z_row(i, in.g_row(i, g_rows + m, false), padded);
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    double *zno = z_rows, *zc = z_rows + w, *zs = z_rows + 2 * w;
+    const bool ring_row = i == 0 || i == n - 1;
+    const double* gc = in.g_row(i, g_rows, false);
+    if (ring_row) {
+      if (i > 0) full_z_row(i - 1, zno);
+      full_z_row(i, zc);
+      if (i + 1 < n) full_z_row(i + 1, zs);
+    } else {
+      // finish_row_ends reads Z at columns 0, 1, m − 2 and m − 1 only.
+      for (int64_t j : {int64_t{0}, int64_t{1}, m - 2, m - 1}) {
+        if (j < 0 || j >= m) continue;
+        zno[j + 1] = in.z_at(i - 1, j);
+        zc[j + 1] = in.z_at(i, j);
+        zs[j + 1] = in.z_at(i + 1, j);
+      }
+    }
+    const double* ur = in.u + i * m;
+    const double* un = i > 0 ? ur - m : in.hu;
+    const double* us = i + 1 < n ? ur + m : in.hd;
+    if (i == 0) zno = zero;
+    if (i == n - 1) zs = zero;
+    start_row(in, a, i, gc, gk, gf, !ring_row);
+    const double k_first = gk[i * m], k_last = gk[i * m + m - 1];
+    if (ring_row) {
+      adjoint_row(
+          1, m - 1, coef, gc, zno, zc, zs, un, ur, us, gu + i * m, gk + i * m);
+    }
+    finish_row_ends(c,
+                    in,
+                    coef,
+                    i,
+                    {gc[0], gc[m - 1]},
+                    {k_first, k_last},
+                    {zno, zc, zs},
+                    {un, ur, us},
+                    gu + i * m,
+                    gk + i * m);
+    if (ring_row) {
+      z_ring.insert(z_ring.end(), zc + 1, zc + m + 1);
+    } else {
+      z_ring.push_back(zc[1]);
+      z_ring.push_back(zc[m]);
+    }
+  }
+  Tensor& out_w = c.output(7);
+  if (out_w.data() != c.input(0).data()) out_w.array() = c.input(0).array();
+  const double* z = z_ring.data();
+  for (int64_t i = 0; i < n; ++i) {
+    double* row = out_w.data() + i * m;
+    if (i == 0 || i == n - 1) {
+      std::copy(z, z + m, row);
+      z += m;
+    } else {
+      row[0] = *z++;
+      row[m - 1] = *z++;
+    }
+  }
+}
+
+// heat_step_interior_adjoint's kernel: heat_step_adjoint's row kernel over
+// the points inside the ring, its ū added onto the ring's (0 there, or the
+// cotangents of u from elsewhere); Z is W on the ring and κ ⊙ W inside.
+void interior_adjoint_kernel(KernelContext& c, const StepAttrs& a) {
+  const Tensor& wt = c.input(0);
+  const int64_t n = wt.shape()[0], m = wt.shape()[1];
+  const double* w = wt.data();
+  const double *u = c.input(1).data(), *kappa = c.input(2).data();
+  const double dt = a.dt;
+  const double coef = a.coef;
+  const bool want_f = a.want_f;
+  for (int k = 0; k < (want_f ? 3 : 2); ++k) {
+    if (c.output(k).data() != c.input(3 + k).data())
+      c.output(k).array() = c.input(3 + k).array();
+  }
+  double *gu = c.output(0).data(), *gk = c.output(1).data(),
+         *gf = c.output(2).data();
+  if (m < 3) return;  // every point is on the ring
+  auto z_row = [&](int64_t i, double* padded) {
+    const double *wr = w + i * m, *k = kappa + i * m;
+    if (i == 0 || i == n - 1) {
+      std::copy(wr, wr + m, padded + 1);
+      return;
+    }
+    for (int64_t j = 0; j < m; ++j) padded[j + 1] = k[j] * wr[j];
+    padded[1] = wr[0];
+    padded[m] = wr[m - 1];
+  };
+  for_rows(1, n - 1, n * m, [&](int64_t i0, int64_t i1) {
+    std::vector<double> rows(3 * (m + 2), 0.0);
+    double *zp = rows.data(), *zc = zp + m + 2, *zn = zc + m + 2;
+    if (i0 < i1) {
+      z_row(i0 - 1, zp);
+      z_row(i0, zc);
+    }
+    for (int64_t i = i0; i < i1; ++i) {
+      z_row(i + 1, zn);
+      const double* ur = u + i * m;
+      adjoint_row<true>(1,
+                        m - 1,
+                        coef,
+                        w + i * m,
+                        zp,
+                        zc,
+                        zn,
+                        ur - m,
+                        ur,
+                        ur + m,
+                        gu + i * m,
+                        gk + i * m);
+      if (want_f) {
+        for (int64_t j = 1; j + 1 < m; ++j) gf[i * m + j] += dt * w[i * m + j];
+      }
+      std::swap(zp, zc);
+      std::swap(zc, zn);
+    }
+  });
+}
+
 void register_heat_step_boundary_adjoint_op() {
   // The ring's part of heat_step_adjoint: ū, κ̄, f̄ on the ring (0 inside;
   // κ̄ = κ̄_in inside), every halo cotangent, and W = ū⁺ inside, z on the
@@ -241,91 +362,7 @@ void register_heat_step_boundary_adjoint_op() {
     out.push_back(out[0]);  // W
     return out;
   };
-  ring.bind = bind_step([](KernelContext& c, const StepAttrs& a) {
-    const Tensor& gt = c.input(0);
-    const int64_t n = gt.shape()[0], m = gt.shape()[1];
-    const AdjointStencil s{gt.data(),
-                           c.input(1).data(),
-                           c.input(2).data(),
-                           c.input(3).data(),
-                           c.input(4).data(),
-                           c.input(6).data(),
-                           n,
-                           m};
-    const double* u = c.input(5).data();
-    const double *hl = c.input(8).data(), *hr = c.input(9).data();
-    const double *hu = c.input(10).data(), *hd = c.input(11).data();
-    const double dt = a.dt;
-    const double coef = a.coef;
-    const bool want_f = a.want_f;
-    const double* kappa_in =
-        c.num_inputs() == 13 ? c.input(12).data() : nullptr;
-    // The z values of the ring first: W may share ū⁺'s buffer.
-    std::vector<double> z_ring;
-    std::vector<std::pair<int64_t, int64_t>> ring_points;
-    for (int64_t i = 0; i < n; ++i) {
-      const bool edge_row = i == 0 || i == n - 1;
-      for (int64_t j = 0; j < m; ++j) {
-        if (!edge_row && j != 0 && j != m - 1) continue;
-        ring_points.emplace_back(i, j);
-      }
-    }
-    double *gu = c.output(0).data(), *gk = c.output(1).data(),
-           *gf = c.output(2).data();
-    double *ol = c.output(3).data(), *orr = c.output(4).data();
-    double *ou = c.output(5).data(), *od = c.output(6).data();
-    // κ̄ starts as κ̄_in (or 0) everywhere; ū and f̄ are 0 inside.
-    if (kappa_in == nullptr) {
-      std::fill(gk, gk + n * m, 0.0);
-    } else if (kappa_in != gk) {
-      std::copy(kappa_in, kappa_in + n * m, gk);
-    }
-    std::fill(gu, gu + n * m, 0.0);
-    if (want_f) std::fill(gf, gf + n * m, 0.0);
-    auto u_at = [&](int64_t i, int64_t j) {
-      if (i < 0) return hu[j];
-      if (i >= n) return hd[j];
-      if (j < 0) return hl[i];
-      if (j >= m) return hr[i];
-      return u[i * m + j];
-    };
-    for (const auto& [i, j] : ring_points) {
-      const double gc = s.g_at(i, j);
-      double ubar =
-          gc + coef * (s.z_at(i - 1, j) + s.z_at(i + 1, j) + s.z_at(i, j - 1) +
-                       s.z_at(i, j + 1) - 4 * s.z_at(i, j));
-      if (j == 0) ubar += s.el[i];
-      if (j == m - 1) ubar += s.er[i];
-      gu[i * m + j] = ubar;
-      double gj = gc;
-      if (j == 0) gj = gj + s.el[i];
-      if (j == m - 1) gj = gj + s.er[i];
-      gk[i * m + j] += coef * gj *
-                       (u_at(i - 1, j) + u_at(i + 1, j) + u_at(i, j - 1) +
-                        u_at(i, j + 1) - 4 * u[i * m + j]);
-      if (want_f) {
-        double fbar = dt * gc;
-        if (j == 0) fbar += dt * s.el[i];
-        if (j == m - 1) fbar += dt * s.er[i];
-        gf[i * m + j] = fbar;
-      }
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      ol[i] = coef * s.z_at(i, 0);
-      orr[i] = coef * s.z_at(i, m - 1);
-    }
-    for (int64_t j = 0; j < m; ++j) {
-      ou[j] = coef * s.z_at(0, j);
-      od[j] = coef * s.z_at(n - 1, j);
-    }
-    for (const auto& [i, j] : ring_points) z_ring.push_back(s.z_at(i, j));
-    Tensor& w = c.output(7);
-    if (w.data() != gt.data()) w.array() = gt.array();
-    for (std::size_t p = 0; p < ring_points.size(); ++p) {
-      const auto [i, j] = ring_points[p];
-      w[i * m + j] = z_ring[p];
-    }
-  });
+  ring.bind = bind_step(ring_adjoint_kernel);
   register_op(std::move(ring));
 }
 
@@ -356,41 +393,7 @@ void register_heat_step_interior_adjoint_op() {
     }
     return Shapes{u, u, u};
   };
-  inside.bind = bind_step([](KernelContext& c, const StepAttrs& a) {
-    const Tensor& wt = c.input(0);
-    const int64_t n = wt.shape()[0], m = wt.shape()[1];
-    const double* w = wt.data();
-    const double *u = c.input(1).data(), *kappa = c.input(2).data();
-    const double dt = a.dt;
-    const double coef = a.coef;
-    const bool want_f = a.want_f;
-    for (int k = 0; k < (want_f ? 3 : 2); ++k) {
-      if (c.output(k).data() != c.input(3 + k).data())
-        c.output(k).array() = c.input(3 + k).array();
-    }
-    double *gu = c.output(0).data(), *gk = c.output(1).data(),
-           *gf = c.output(2).data();
-    // z inside the ring is κ ⊙ ū⁺; on the ring W holds it already.
-    auto z_at = [&](int64_t i, int64_t j) {
-      const bool ring = i == 0 || i == n - 1 || j == 0 || j == m - 1;
-      return ring ? w[i * m + j] : kappa[i * m + j] * w[i * m + j];
-    };
-    for_rows(1, n - 1, n * m, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) {
-        const double* ur = u + i * m;
-        const double *un = ur - m, *us = ur + m;
-        for (int64_t j = 1; j + 1 < m; ++j) {
-          const double gc = w[i * m + j];
-          gu[i * m + j] +=
-              gc + coef * (z_at(i - 1, j) + z_at(i + 1, j) + z_at(i, j - 1) +
-                           z_at(i, j + 1) - 4 * z_at(i, j));
-          gk[i * m + j] +=
-              coef * gc * (un[j] + us[j] + ur[j - 1] + ur[j + 1] - 4 * ur[j]);
-          if (want_f) gf[i * m + j] += dt * gc;
-        }
-      }
-    });
-  });
+  inside.bind = bind_step(interior_adjoint_kernel);
   register_op(std::move(inside));
 }
 

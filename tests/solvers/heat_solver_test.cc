@@ -225,8 +225,9 @@ TEST(HeatSolver, EveryDecompositionMatchesTheSerialReference) {
 // row or column and non-square ones, under store-all and a checkpointed
 // schedule, in Session's sequential and concurrent executors. Rows of 37
 // and 16·P points take heat_step_adjoint's vector pass through several
-// whole vectors and a scalar tail at any vector width (the split ops are
-// plain scalar loops: a second implementation).
+// whole vectors and a scalar tail at any vector width (the split forward
+// ops are plain scalar loops: a second implementation; the pair's adjoint
+// is heat_step's gather form, and its scatter form is heat_step_split_test's).
 TEST(HeatSolver, OverlappedStepsAreBitwiseThePlainOnes) {
   const int size = world_size(), rank = world_rank();
   for (auto [nx, ny] : std::vector<std::pair<int, int>>{{12, 8},
