@@ -92,6 +92,15 @@ Value accumulate(Value a, Value b) {
   return a.graph().add_node("accumulate", {a, b});
 }
 
+Shape equal_input_shapes(const ShapeContext& c, const std::string& second) {
+  if (c.input_shape(1) != c.input_shape(0)) {
+    c.fail(second,
+           "shape " + shape_string(c.input_shape(1)) + " differs from " +
+               shape_string(c.input_shape(0)));
+  }
+  return c.input_shape(0);
+}
+
 void register_core_ops() {
   register_sources();
 
@@ -116,12 +125,7 @@ void register_core_ops() {
   sum_def.doc = "y = a + b for a and b of one shape (derivative sums)";
   sum_def.inputs = {"a", "b"};
   sum_def.shape = [](const ShapeContext& c) {
-    if (c.input_shape(1) != c.input_shape(0)) {
-      c.fail("input \"b\"",
-             "shape " + shape_string(c.input_shape(1)) + " differs from " +
-                 shape_string(c.input_shape(0)));
-    }
-    return Shapes{c.input_shape(0)};
+    return Shapes{equal_input_shapes(c, "input \"b\"")};
   };
   sum_def.compute = [](KernelContext& c) {
     c.output(0).array() = c.input(0).array() + c.input(1).array();

@@ -4,9 +4,13 @@
 // registers itself with register_op.
 #pragma once
 
+#include <string>
+
 #include "core/graph.h"
 
 namespace adgraph {
+
+class ShapeContext;
 
 // A tensor of `shape` filled with `value`.
 Value fill(Graph& graph, Shape shape, double value);
@@ -24,6 +28,10 @@ Value accumulate(Value a, Value b);
 
 // Registers the ops above, placeholder and constant (op.cc calls it before
 // any other family registers).
+// A shape rule's check of two inputs of one shape: inputs 0 and 1's shape,
+// else the ShapeError names `second` (input 1, e.g. "input \"b\"").
+Shape equal_input_shapes(const ShapeContext& c, const std::string& second);
+
 void register_core_ops();
 
 }  // namespace adgraph

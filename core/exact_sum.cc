@@ -4,12 +4,12 @@
 #include <array>
 #include <bit>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <span>
 #include <vector>
 
 #include "core/comm_context.h"
+#include "core/lanes.h"
 
 namespace adgraph {
 namespace {
@@ -137,29 +137,15 @@ namespace {
 constexpr int64_t kBlock = 2048;
 constexpr int kBlockBits = 12;  // 2^12 >= kBlock + 2
 constexpr int kPasses = 3;
-// As many lanes as the target's vectors hold (the sums are exact, so the
-// width does not change them).
-#if defined(__AVX__)
-constexpr int kWidth = 4;
-#else
-constexpr int kWidth = 2;
-#endif
+// As many lanes as the target's vectors hold, up to 4 (the sums are exact,
+// so the width does not change them).
+constexpr int kWidth = std::min(lanes::kWidest, 4);
 using Lanes = double __attribute__((vector_size(kWidth * sizeof(double))));
 using LaneBits = long long __attribute__((vector_size(kWidth * 8)));
 
-inline Lanes load_lanes(const double* p) {
-  Lanes v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-inline void store_lanes(double* p, Lanes v) { std::memcpy(p, &v, sizeof v); }
-
-inline Lanes splat(double v) {
-  Lanes out;
-  for (int k = 0; k < kWidth; ++k) out[k] = v;
-  return out;
-}
+constexpr auto load_lanes = lanes::load<Lanes>;
+constexpr auto store_lanes = lanes::store<Lanes>;
+constexpr auto splat = lanes::splat<Lanes>;
 
 // Adds r[0..count) (count a multiple of kWidth; r is overwritten) to sum.
 void add_block(ExactSum& sum, double* r, int64_t count) {

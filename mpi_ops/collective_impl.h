@@ -28,13 +28,8 @@ inline void check_root(const ShapeContext& c) {
 // The OpDef of a collective over the graph's communicator, with a `root`
 // attribute when `with_root`.
 inline OpDef collective(std::string name, std::string doc, bool with_root) {
-  OpDef def;
-  def.name = std::move(name);
-  def.doc = std::move(doc);
+  OpDef def = every_rank_op(std::move(name), std::move(doc));
   def.inputs = {"x"};
-  def.communication = true;
-  def.every_rank = true;
-  def.communicator = world_communicator;
   if (with_root) def.attrs = {{"root", AttrType::kInt, 0, "root rank", 0}};
   return def;
 }

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/core_ops.h"
 #include "core/error.h"
 #include "core/exact_sum.h"
 #include "core/op.h"
@@ -238,12 +239,7 @@ void register_mpi_allreduce_owner_op() {
       false);
   owner.inputs = {"x", "y"};
   owner.shape = [](const ShapeContext& c) {
-    if (c.input_shape(0) != c.input_shape(1)) {
-      c.fail("input \"y\"",
-             "shape " + shape_string(c.input_shape(1)) + " differs from " +
-                 shape_string(c.input_shape(0)));
-    }
-    return Shapes{c.input_shape(0)};
+    return Shapes{equal_input_shapes(c, "input \"y\"")};
   };
   owner.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
     const Tensor &x = c.input(0), &y = c.input(1);

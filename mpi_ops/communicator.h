@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/comm_context.h"
@@ -249,6 +250,19 @@ ComputeFn comm_kernel(Body body) {
 // OpDef::communicator of every MPI op: the world communicator.
 inline std::shared_ptr<CommContext> world_communicator() {
   return Communicator::world();
+}
+
+// The start of the OpDef of a communication op that every rank of the
+// graph's communicator runs (OpDef::every_rank: it joins the cross-rank
+// sequence check); the world's unless the graph has one.
+inline OpDef every_rank_op(std::string name, std::string doc) {
+  OpDef def;
+  def.name = std::move(name);
+  def.doc = std::move(doc);
+  def.communication = true;
+  def.every_rank = true;
+  def.communicator = world_communicator;
+  return def;
 }
 
 }  // namespace adgraph

@@ -50,16 +50,11 @@ namespace {
 
 // What data_exchange, data_exchange_start and _finish share.
 OpDef exchange_def(const char* name, const char* doc) {
-  OpDef def;
-  def.name = name;
-  def.doc = doc;
-  def.communication = true;
-  def.every_rank = true;
+  OpDef def = every_rank_op(name, doc);
   // Patches of uneven size (solvers/heat_solver.h's patch_of) exchange
   // strips of different lengths; each receive checks the length its
   // neighbour sent.
   def.shapes_differ_by_rank = true;
-  def.communicator = world_communicator;
   def.tangent = linear_tangent;
   return def;
 }

@@ -96,42 +96,61 @@ std::string Communicator::bcast(const std::string& text, int root) {
   return out;
 }
 
-void Communicator::gather(const double* in, double* out, int64_t n, int root) {
-  CallWatch watch(*watchdog_, "MPI_Gather", n);
-  check_mpi(MPI_Gather(in,
-                       count_of(n),
-                       MPI_DOUBLE,
-                       out,
-                       count_of(n),
-                       MPI_DOUBLE,
-                       root,
-                       mpi().comm),
-            "MPI_Gather");
+namespace {
+
+// MPI_Gather and MPI_Scatter take the same arguments, and so do
+// MPI_Allgather and MPI_Alltoall: n doubles from or to each rank.
+using RootedCall = int (*)(
+    const void*, int, MPI_Datatype, void*, int, MPI_Datatype, int, MPI_Comm);
+using EveryRankCall =
+    int (*)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm);
+
+void rooted_call(mpi_detail::Watchdog& watchdog,
+                 MPI_Comm comm,
+                 RootedCall call,
+                 const char* name,
+                 const double* in,
+                 double* out,
+                 int64_t n,
+                 int root) {
+  CallWatch watch(watchdog, name, n);
+  const int count = count_of(n);
+  check_mpi(call(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, root, comm),
+            name);
 }
 
-void Communicator::allgather(const double* in, double* out, int64_t n) {
-  CallWatch watch(*watchdog_, "MPI_Allgather", n);
-  check_mpi(MPI_Allgather(in,
-                          count_of(n),
-                          MPI_DOUBLE,
-                          out,
-                          count_of(n),
-                          MPI_DOUBLE,
-                          mpi().comm),
-            "MPI_Allgather");
+void every_rank_call(mpi_detail::Watchdog& watchdog,
+                     MPI_Comm comm,
+                     EveryRankCall call,
+                     const char* name,
+                     const double* in,
+                     double* out,
+                     int64_t n) {
+  CallWatch watch(watchdog, name, n);
+  const int count = count_of(n);
+  check_mpi(call(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, comm), name);
+}
+
+}  // namespace
+
+void Communicator::gather(const double* in, double* out, int64_t n, int root) {
+  rooted_call(
+      *watchdog_, mpi().comm, MPI_Gather, "MPI_Gather", in, out, n, root);
 }
 
 void Communicator::scatter(const double* in, double* out, int64_t n, int root) {
-  CallWatch watch(*watchdog_, "MPI_Scatter", n);
-  check_mpi(MPI_Scatter(in,
-                        count_of(n),
-                        MPI_DOUBLE,
-                        out,
-                        count_of(n),
-                        MPI_DOUBLE,
-                        root,
-                        mpi().comm),
-            "MPI_Scatter");
+  rooted_call(
+      *watchdog_, mpi().comm, MPI_Scatter, "MPI_Scatter", in, out, n, root);
+}
+
+void Communicator::allgather(const double* in, double* out, int64_t n) {
+  every_rank_call(
+      *watchdog_, mpi().comm, MPI_Allgather, "MPI_Allgather", in, out, n);
+}
+
+void Communicator::alltoall(const double* in, double* out, int64_t n) {
+  every_rank_call(
+      *watchdog_, mpi().comm, MPI_Alltoall, "MPI_Alltoall", in, out, n);
 }
 
 void Communicator::reduce_scatter(const double* in, double* out, int64_t n) {
@@ -139,18 +158,6 @@ void Communicator::reduce_scatter(const double* in, double* out, int64_t n) {
   check_mpi(MPI_Reduce_scatter_block(
                 in, out, count_of(n), MPI_DOUBLE, MPI_SUM, mpi().comm),
             "MPI_Reduce_scatter_block");
-}
-
-void Communicator::alltoall(const double* in, double* out, int64_t n) {
-  CallWatch watch(*watchdog_, "MPI_Alltoall", n);
-  check_mpi(MPI_Alltoall(in,
-                         count_of(n),
-                         MPI_DOUBLE,
-                         out,
-                         count_of(n),
-                         MPI_DOUBLE,
-                         mpi().comm),
-            "MPI_Alltoall");
 }
 
 void Communicator::recv(double* data, int64_t n, int src, int tag) {

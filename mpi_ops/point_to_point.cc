@@ -16,17 +16,11 @@ using namespace mpi_detail;  // mpi_ops/peer_attrs.h
 // mpi_sendrecv (transpose = false) and its transpose, mpi_sendrecv_adjoint:
 // each is the other's adjoint, so one definition serves both.
 OpDef sendrecv_def(std::string name, std::string doc, bool transpose) {
-  OpDef def;
-  def.name = std::move(name);
-  def.doc = std::move(doc);
+  OpDef def = every_rank_op(std::move(name), std::move(doc));
   def.inputs = {"x"};
   def.attrs = {peer_attr("src", "sending rank"),
                peer_attr("dest", "receiving rank"),
                tag_attr()};
-  def.communication = true;
-  // Every rank runs it, so it joins the cross-rank sequence check.
-  def.every_rank = true;
-  def.communicator = world_communicator;
   def.shape = [](const ShapeContext& c) {
     check_peer(c, "src");
     check_peer(c, "dest");

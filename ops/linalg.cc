@@ -21,6 +21,20 @@ Eigen::Map<const Eigen::VectorXd> vector_view(const Tensor& t) {
   return {t.data(), t.size()};
 }
 
+// A [m, k] times input 1, B [k, n] or (`vector`) x [k]: the product's
+// shape, else the error naming input 1.
+Shape product_shape(const ShapeContext& c, bool vector) {
+  require_rank(c, 0, 2);
+  require_rank(c, 1, vector ? 1 : 2);
+  const Shape &a = c.input_shape(0), &b = c.input_shape(1);
+  if (a[1] != b[0]) {
+    c.fail(
+        vector ? "input \"x\"" : "input \"b\"",
+        "shape " + shape_string(b) + " does not multiply " + shape_string(a));
+  }
+  return vector ? Shape{a[0]} : Shape{a[0], b[1]};
+}
+
 }  // namespace
 
 Value matmul(Value a, Value b) { return a.graph().add_node("matmul", {a, b}); }
@@ -34,15 +48,7 @@ void register_linalg_ops() {
   mm.doc = "Y = A B for A [m, k], B [k, n]";
   mm.inputs = {"a", "b"};
   mm.shape = [](const ShapeContext& c) {
-    require_rank(c, 0, 2);
-    require_rank(c, 1, 2);
-    const Shape &a = c.input_shape(0), &b = c.input_shape(1);
-    if (a[1] != b[0]) {
-      c.fail(
-          "input \"b\"",
-          "shape " + shape_string(b) + " does not multiply " + shape_string(a));
-    }
-    return Shapes{Shape{a[0], b[1]}};
+    return Shapes{product_shape(c, false)};
   };
   mm.compute = [](KernelContext& c) {
     c.output(0).matrix().noalias() = c.input(0).matrix() * c.input(1).matrix();
@@ -60,15 +66,7 @@ void register_linalg_ops() {
   mv.doc = "y = A x for A [m, n], x [n]";
   mv.inputs = {"a", "x"};
   mv.shape = [](const ShapeContext& c) {
-    require_rank(c, 0, 2);
-    require_rank(c, 1, 1);
-    const Shape &a = c.input_shape(0), &x = c.input_shape(1);
-    if (a[1] != x[0]) {
-      c.fail(
-          "input \"x\"",
-          "shape " + shape_string(x) + " does not multiply " + shape_string(a));
-    }
-    return Shapes{Shape{a[0]}};
+    return Shapes{product_shape(c, true)};
   };
   mv.compute = [](KernelContext& c) {
     Tensor& y = c.output(0);

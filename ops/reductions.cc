@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/core_ops.h"
 #include "core/exact_sum.h"
 #include "core/op.h"
 #include "ops/elementwise.h"
@@ -220,18 +221,9 @@ Value sum_to(Value x, Shape shape) {
   return x.graph().add_node("sum_to", {x}, {{"shape", shape}});
 }
 
-void register_reduction_ops() {
-  register_op(
-      reduction("sum",
-                "y = sum of x over axes (all when empty): of all, exact and "
-                "rounded once; along axes, in index order or (exact: yes) "
-                "each exact",
-                false));
-  register_op(reduction("mean",
-                        "y = mean of x over axes (all when empty): sum's "
-                        "sum divided by the count",
-                        true));
+namespace {
 
+void register_dot_op() {
   // y = Σ a·b;  ā += ȳ·b,  b̄ += ȳ·a
   OpDef dot_def;
   dot_def.name = "dot";
@@ -239,11 +231,7 @@ void register_reduction_ops() {
       "y = sum(a * b), a scalar; the products rounded, their sum exact";
   dot_def.inputs = {"a", "b"};
   dot_def.shape = [](const ShapeContext& c) {
-    if (c.input_shape(0) != c.input_shape(1)) {
-      c.fail("input \"b\"",
-             "shape " + shape_string(c.input_shape(1)) + " differs from " +
-                 shape_string(c.input_shape(0)));
-    }
+    equal_input_shapes(c, "input \"b\"");
     return Shapes{Shape{}};
   };
   dot_def.compute = [](KernelContext& c) {
@@ -256,23 +244,36 @@ void register_reduction_ops() {
   };
   dot_def.tangent = bilinear_tangent;
   register_op(std::move(dot_def));
+}
 
-  // y = broadcast(x);  x̄ += sum_to(ȳ, shape(x))
-  OpDef bcast;
-  bcast.name = "broadcast_to";
-  bcast.doc = "y = x broadcast to shape (NumPy rules)";
-  bcast.inputs = {"x"};
-  bcast.attrs = {
-      {"shape", AttrType::kInts, nlohmann::json(), "target shape", 0}};
-  bcast.shape = [](const ShapeContext& c) {
-    Shape target = c.attr_ints("shape");
-    if (!broadcasts(c.input_shape(0), target)) {
+// broadcast_to (x up to the shape attribute) and its adjoint sum_to (x
+// down to it, `down`): the attribute, and the check that the smaller
+// shape broadcasts to the larger.
+OpDef broadcast_def(const char* name, const char* doc, bool down) {
+  OpDef def;
+  def.name = name;
+  def.doc = doc;
+  def.inputs = {"x"};
+  def.attrs = {{"shape", AttrType::kInts, nlohmann::json(), "target shape", 0}};
+  def.shape = [down](const ShapeContext& c) {
+    const Shape target = c.attr_ints("shape");
+    const Shape& from = down ? target : c.input_shape(0);
+    const Shape& to = down ? c.input_shape(0) : target;
+    if (!broadcasts(from, to)) {
       c.fail("attribute \"shape\"",
-             "shape " + shape_string(c.input_shape(0)) +
-                 " does not broadcast to " + shape_string(target));
+             "shape " + shape_string(from) + " does not broadcast to " +
+                 shape_string(to));
     }
     return Shapes{target};
   };
+  def.tangent = linear_tangent;
+  return def;
+}
+
+void register_broadcast_ops() {
+  // y = broadcast(x);  x̄ += sum_to(ȳ, shape(x))
+  OpDef bcast = broadcast_def(
+      "broadcast_to", "y = x broadcast to shape (NumPy rules)", false);
   bcast.compute = [](KernelContext& c) {
     const double* in = c.input(0).data();
     double* out = c.output(0).data();
@@ -283,33 +284,35 @@ void register_reduction_ops() {
   bcast.gradient = [](const GradientContext& c) {
     return Values{sum_to(c.grad(), c.input(0).shape())};
   };
-  bcast.tangent = linear_tangent;
   register_op(std::move(bcast));
 
   // y = sum_to(x, shape);  x̄ += broadcast_to(ȳ, shape(x))
-  OpDef sum_to_def;
-  sum_to_def.name = "sum_to";
-  sum_to_def.doc = "y = x summed down to shape (adjoint of broadcast_to)";
-  sum_to_def.inputs = {"x"};
-  sum_to_def.attrs = {
-      {"shape", AttrType::kInts, nlohmann::json(), "target shape", 0}};
-  sum_to_def.shape = [](const ShapeContext& c) {
-    Shape target = c.attr_ints("shape");
-    if (!broadcasts(target, c.input_shape(0))) {
-      c.fail("attribute \"shape\"",
-             "shape " + shape_string(target) + " does not broadcast to " +
-                 shape_string(c.input_shape(0)));
-    }
-    return Shapes{target};
-  };
+  OpDef sum_to_def = broadcast_def(
+      "sum_to", "y = x summed down to shape (adjoint of broadcast_to)", true);
   sum_to_def.compute = [](KernelContext& c) {
     sum_into(c.input(0), c.output(0));
   };
   sum_to_def.gradient = [](const GradientContext& c) {
     return Values{broadcast_to(c.grad(), c.input(0).shape())};
   };
-  sum_to_def.tangent = linear_tangent;
   register_op(std::move(sum_to_def));
+}
+
+}  // namespace
+
+void register_reduction_ops() {
+  register_op(
+      reduction("sum",
+                "y = sum of x over axes (all when empty): of all, exact and "
+                "rounded once; along axes, in index order or (exact: yes) "
+                "each exact",
+                false));
+  register_op(reduction("mean",
+                        "y = mean of x over axes (all when empty): sum's "
+                        "sum divided by the count",
+                        true));
+  register_dot_op();
+  register_broadcast_ops();
 }
 
 }  // namespace adgraph

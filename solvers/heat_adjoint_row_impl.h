@@ -3,31 +3,19 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <utility>
+
+#include "core/lanes.h"
 
 namespace adgraph::solvers::detail {
 
-// A vector of doubles as wide as the target's widest registers (GCC and
-// Clang vector extensions; element-wise arithmetic in the same order as
-// the scalar code, so results are bitwise the same at any width: the build
-// does not contract to FMA, -ffp-contract=off).
-#if defined(__AVX512F__)
-constexpr int64_t kLanes = 8;
-#elif defined(__AVX__)
-constexpr int64_t kLanes = 4;
-#else
-constexpr int64_t kLanes = 2;
-#endif
+// A vector of doubles as wide as the target's widest registers
+// (core/lanes.h: results bitwise the same at any width).
+constexpr int64_t kLanes = lanes::kWidest;
 using Lanes = double __attribute__((vector_size(kLanes * sizeof(double))));
 
-inline Lanes load(const double* p) {
-  Lanes v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-inline void store(double* p, Lanes v) { std::memcpy(p, &v, sizeof v); }
+constexpr auto load = lanes::load<Lanes>;
+constexpr auto store = lanes::store<Lanes>;
 
 // Given the lanes of x[j..] in `here` and of x[j + kLanes..] in `next`:
 // x[j + 1..] (east) and x[j + kLanes − 1..] (the next vector's west).

@@ -106,13 +106,8 @@ std::vector<AttrSpec> solver_attrs() {
 }
 
 OpDef sparse_def(const std::string& name, const std::string& doc) {
-  OpDef def;
-  def.name = name;
-  def.doc = doc;
-  def.communication = true;
-  def.every_rank = true;
+  OpDef def = every_rank_op(name, doc);
   def.shapes_differ_by_rank = true;
-  def.communicator = world_communicator;
   return def;
 }
 

@@ -7,6 +7,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -17,6 +19,58 @@
 namespace adgraph::python {
 
 namespace py = pybind11;
+
+// Keyword arguments onto an options struct, by the C++ field names: each
+// name sets one field (cast from its Python value) or runs a setter of its
+// own; any other name throws OptionsError naming the key, with the names
+// in the order given, e.g. "unknown option (LbfgsOptions has history,
+// ...)".
+template <class Options>
+class OptionTable {
+ public:
+  using Setter = std::function<void(Options&, py::handle)>;
+
+  // `what` opens the list of names: "LbfgsOptions has", "a solve takes".
+  explicit OptionTable(std::string what) : what_(std::move(what)) {}
+  template <class T>
+  OptionTable& field(const char* name, T Options::*member) {
+    return setter(
+        name, [member](Options& o, py::handle v) { o.*member = v.cast<T>(); });
+  }
+  // A field of a struct inside Options (HeatInverseOptions::config).
+  template <class Inner, class T>
+  OptionTable& field(const char* name,
+                     Inner Options::*inner,
+                     T Inner::*member) {
+    return setter(name, [inner, member](Options& o, py::handle v) {
+      (o.*inner).*member = v.cast<T>();
+    });
+  }
+  OptionTable& setter(const char* name, Setter set) {
+    names_.push_back(name);
+    setters_.push_back(std::move(set));
+    return *this;
+  }
+  void apply(const py::dict& options, Options& o) const {
+    for (auto item : options) {
+      const std::string key = py::str(item.first).cast<std::string>();
+      const auto it = std::find(names_.begin(), names_.end(), key);
+      if (it == names_.end()) {
+        std::string list;
+        for (const std::string& name : names_)
+          list += (list.empty() ? "" : ", ") + name;
+        throw OptionsError(
+            "unknown option (" + what_ + " " + list + ")", {}, {}, key);
+      }
+      setters_[it - names_.begin()](o, item.second);
+    }
+  }
+
+ private:
+  std::string what_;
+  std::vector<std::string> names_;
+  std::vector<Setter> setters_;
+};
 
 // A Value with a reference to its graph, so that a Python Value keeps its
 // graph alive (C++ Values do not own their graph). The owner of a loop

@@ -159,6 +159,12 @@ Value mul_f(Value a, Value b) { return mul(a, b); }
 Value div_f(Value a, Value b) { return div(a, b); }
 Value pow_f(Value a, Value b) { return pow(a, b); }
 
+// Value's arithmetic operator of `f` (__add__, or __radd__ when reflected).
+template <Value (*f)(Value, Value), bool reflected>
+PyValue arithmetic(const PyValue& a, py::handle b) {
+  return binary(a, b, f, reflected);
+}
+
 void bind_value(py::module_& m) {
   py::class_<PyValue>(
       m,
@@ -207,48 +213,21 @@ void bind_value(py::module_& m) {
              return py::isinstance<PyValue>(b) &&
                     a.value == b.cast<PyValue&>().value;
            })
-      .def("__add__",
-           [](const PyValue& a, py::handle b) {
-             return binary(a, b, add_f, false);
-           })
-      .def("__radd__",
-           [](const PyValue& a, py::handle b) {
-             return binary(a, b, add_f, true);
-           })
-      .def("__sub__",
-           [](const PyValue& a, py::handle b) {
-             return binary(a, b, sub_f, false);
-           })
-      .def("__rsub__",
-           [](const PyValue& a, py::handle b) {
-             return binary(a, b, sub_f, true);
-           })
-      .def("__mul__",
-           [](const PyValue& a, py::handle b) {
-             return binary(a, b, mul_f, false);
-           })
-      .def("__rmul__",
-           [](const PyValue& a, py::handle b) {
-             return binary(a, b, mul_f, true);
-           })
-      .def("__truediv__",
-           [](const PyValue& a, py::handle b) {
-             return binary(a, b, div_f, false);
-           })
-      .def("__rtruediv__",
-           [](const PyValue& a, py::handle b) {
-             return binary(a, b, div_f, true);
-           })
+      .def("__add__", &arithmetic<add_f, false>)
+      .def("__radd__", &arithmetic<add_f, true>)
+      .def("__sub__", &arithmetic<sub_f, false>)
+      .def("__rsub__", &arithmetic<sub_f, true>)
+      .def("__mul__", &arithmetic<mul_f, false>)
+      .def("__rmul__", &arithmetic<mul_f, true>)
+      .def("__truediv__", &arithmetic<div_f, false>)
+      .def("__rtruediv__", &arithmetic<div_f, true>)
       .def("__pow__",
            [](const PyValue& a, py::handle b) {
              if (PyFloat_Check(b.ptr()) || PyLong_Check(b.ptr()))
                return PyValue{a.owner, pow(a.value, b.cast<double>())};
              return binary(a, b, pow_f, false);
            })
-      .def("__rpow__",
-           [](const PyValue& a, py::handle b) {
-             return binary(a, b, pow_f, true);
-           })
+      .def("__rpow__", &arithmetic<pow_f, true>)
       .def("__neg__", [](const PyValue& a) {
         return PyValue{a.owner, neg(a.value)};
       });

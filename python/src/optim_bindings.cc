@@ -5,39 +5,20 @@
 namespace adgraph::python {
 
 optim::LbfgsOptions lbfgs_options(const py::dict& options) {
+  using optim::LbfgsOptions;
   optim::LbfgsOptions o;
-  for (auto item : options) {
-    const std::string key = py::str(item.first).cast<std::string>();
-    py::handle v = item.second;
-    if (key == "history")
-      o.history = v.cast<int>();
-    else if (key == "tolerance_gradient")
-      o.tolerance_gradient = v.cast<double>();
-    else if (key == "tolerance_function")
-      o.tolerance_function = v.cast<double>();
-    else if (key == "max_iterations")
-      o.max_iterations = v.cast<int>();
-    else if (key == "max_evaluations")
-      o.max_evaluations = v.cast<int>();
-    else if (key == "trace")
-      o.trace = v.cast<bool>();
-    else if (key == "checkpoint_every")
-      o.checkpoint_every = v.cast<int>();
-    else if (key == "checkpoint_path")
-      o.checkpoint_path = v.cast<std::string>();
-    else if (key == "resume")
-      o.resume = v.cast<bool>();
-    else if (key == "checkpoint_problem")
-      o.checkpoint_problem = v.cast<std::string>();
-    else
-      throw OptionsError(
-          "unknown option (LbfgsOptions has history, tolerance_gradient, "
-          "tolerance_function, max_iterations, max_evaluations, trace, "
-          "checkpoint_every, checkpoint_path, resume, checkpoint_problem)",
-          {},
-          {},
-          key);
-  }
+  OptionTable<LbfgsOptions>("LbfgsOptions has")
+      .field("history", &LbfgsOptions::history)
+      .field("tolerance_gradient", &LbfgsOptions::tolerance_gradient)
+      .field("tolerance_function", &LbfgsOptions::tolerance_function)
+      .field("max_iterations", &LbfgsOptions::max_iterations)
+      .field("max_evaluations", &LbfgsOptions::max_evaluations)
+      .field("trace", &LbfgsOptions::trace)
+      .field("checkpoint_every", &LbfgsOptions::checkpoint_every)
+      .field("checkpoint_path", &LbfgsOptions::checkpoint_path)
+      .field("resume", &LbfgsOptions::resume)
+      .field("checkpoint_problem", &LbfgsOptions::checkpoint_problem)
+      .apply(options, o);
   std::string error;
   if (!o.is_valid(&error)) throw OptionsError(error, {}, {}, "LbfgsOptions");
   return o;

@@ -8,85 +8,68 @@
 namespace adgraph::python {
 namespace {
 
+// HeatConfig::scheme from its name.
+void set_scheme(solvers::HeatInverseOptions& o, py::handle v) {
+  if (!solvers::parse_heat_scheme(v.cast<std::string>(), &o.config.scheme)) {
+    throw OptionsError(
+        "expected \"explicit\", \"backward_euler\" or \"crank_nicolson\", "
+        "got " +
+            py::repr(v).cast<std::string>(),
+        {},
+        {},
+        "scheme");
+  }
+}
+
+// HeatConfig::checkpoints: "all", "auto" (about sqrt(2 nt) snapshots,
+// resolved with nt) or a number of snapshots.
+void set_checkpoints(solvers::HeatInverseOptions& o, py::handle v) {
+  CheckpointSchedule& schedule = o.config.checkpoints;
+  if (PyUnicode_Check(v.ptr()) && v.cast<std::string>() == "all") {
+    schedule = CheckpointSchedule::store_all();
+  } else if (PyUnicode_Check(v.ptr()) && v.cast<std::string>() == "auto") {
+    schedule = CheckpointSchedule();
+  } else if (PyLong_Check(v.ptr()) && v.cast<int64_t>() >= 1) {
+    schedule = CheckpointSchedule::binomial(v.cast<int64_t>());
+  } else {
+    throw OptionsError(
+        "expected \"all\", \"auto\" or a number of snapshots >= 1, got " +
+            py::repr(v).cast<std::string>(),
+        {},
+        {},
+        "checkpoints");
+  }
+}
+
 // HeatInverseOptions from the keyword arguments of HeatInverse(), by their
 // C++ names (HeatConfig's fields at the top level).
 solvers::HeatInverseOptions heat_options(const py::dict& options) {
-  solvers::HeatInverseOptions o;
-  solvers::HeatConfig& c = o.config;
-  for (auto item : options) {
-    const std::string key = py::str(item.first).cast<std::string>();
-    py::handle v = item.second;
-    if (key == "nx")
-      c.nx = v.cast<int>();
-    else if (key == "ny")
-      c.ny = v.cast<int>();
-    else if (key == "px")
-      c.px = v.cast<int>();
-    else if (key == "py")
-      c.py = v.cast<int>();
-    else if (key == "nt")
-      c.nt = v.cast<int>();
-    else if (key == "overlap")
-      c.overlap = v.cast<bool>();
-    else if (key == "dt")
-      c.dt = v.cast<double>();
-    else if (key == "scheme") {
-      if (!solvers::parse_heat_scheme(v.cast<std::string>(), &c.scheme)) {
-        throw OptionsError(
-            "expected \"explicit\", \"backward_euler\" or "
-            "\"crank_nicolson\", got " +
-                py::repr(v).cast<std::string>(),
-            {},
-            {},
-            "scheme");
-      }
-    } else if (key == "checkpoints") {
-      // "all", "auto" (about sqrt(2 nt) snapshots) or a number of snapshots.
-      if (PyUnicode_Check(v.ptr()) && v.cast<std::string>() == "all") {
-        c.checkpoints = CheckpointSchedule::store_all();
-      } else if (PyUnicode_Check(v.ptr()) && v.cast<std::string>() == "auto") {
-        c.checkpoints = CheckpointSchedule();  // resolved below, with nt
-      } else if (PyLong_Check(v.ptr()) && v.cast<int64_t>() >= 1) {
-        c.checkpoints = CheckpointSchedule::binomial(v.cast<int64_t>());
-      } else {
-        throw OptionsError(
-            "expected \"all\", \"auto\" or a number of "
-            "snapshots >= 1, got " +
-                py::repr(v).cast<std::string>(),
-            {},
-            {},
-            "checkpoints");
-      }
-    } else if (key == "replicated")
-      o.replicated = v.cast<bool>();
-    else if (key == "sensors")
-      o.sensors = v.cast<std::vector<std::pair<int, int>>>();
-    else if (key == "sensors_every")
-      o.sensors_every = v.cast<int>();
-    else if (key == "observe_steps")
-      o.observe_steps = v.cast<std::vector<int64_t>>();
-    else if (key == "noise")
-      o.noise = v.cast<double>();
-    else if (key == "seed")
-      o.seed = v.cast<uint64_t>();
-    else if (key == "reg_tikhonov")
-      o.reg_tikhonov = v.cast<double>();
-    else if (key == "reg_smooth")
-      o.reg_smooth = v.cast<double>();
-    else if (key == "kappa_min")
-      o.kappa_min = v.cast<double>();
-    else if (key == "kappa_max")
-      o.kappa_max = v.cast<double>();
-    else
-      throw OptionsError(
-          "unknown option (HeatInverse takes nx, ny, px, py, nt, dt, "
-          "scheme, overlap, "
-          "checkpoints, replicated, sensors, sensors_every, observe_steps, "
-          "noise, seed, reg_tikhonov, reg_smooth, kappa_min, kappa_max)",
-          {},
-          {},
-          key);
-  }
+  using solvers::HeatConfig;
+  using solvers::HeatInverseOptions;
+  constexpr auto config = &HeatInverseOptions::config;
+  HeatInverseOptions o;
+  OptionTable<HeatInverseOptions>("HeatInverse takes")
+      .field("nx", config, &HeatConfig::nx)
+      .field("ny", config, &HeatConfig::ny)
+      .field("px", config, &HeatConfig::px)
+      .field("py", config, &HeatConfig::py)
+      .field("nt", config, &HeatConfig::nt)
+      .field("dt", config, &HeatConfig::dt)
+      .setter("scheme", set_scheme)
+      .field("overlap", config, &HeatConfig::overlap)
+      .setter("checkpoints", set_checkpoints)
+      .field("replicated", &HeatInverseOptions::replicated)
+      .field("sensors", &HeatInverseOptions::sensors)
+      .field("sensors_every", &HeatInverseOptions::sensors_every)
+      .field("observe_steps", &HeatInverseOptions::observe_steps)
+      .field("noise", &HeatInverseOptions::noise)
+      .field("seed", &HeatInverseOptions::seed)
+      .field("reg_tikhonov", &HeatInverseOptions::reg_tikhonov)
+      .field("reg_smooth", &HeatInverseOptions::reg_smooth)
+      .field("kappa_min", &HeatInverseOptions::kappa_min)
+      .field("kappa_max", &HeatInverseOptions::kappa_max)
+      .apply(options, o);
+  HeatConfig& c = o.config;
   if (c.checkpoints.kind == CheckpointSchedule::Kind::kDefault)
     c.checkpoints = CheckpointSchedule::binomial(
         binomial_two_sweep_snapshots(std::max(1, c.nt)));

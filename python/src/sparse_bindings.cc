@@ -9,32 +9,17 @@ namespace {
 
 // SolverOptions from keyword arguments with the C++ field names.
 sparse::SolverOptions solver_options(const py::dict& options) {
-  sparse::SolverOptions o;
-  for (auto item : options) {
-    const std::string key = py::str(item.first).cast<std::string>();
-    py::handle v = item.second;
-    if (key == "ksp")
-      o.ksp = v.cast<std::string>();
-    else if (key == "pc")
-      o.pc = v.cast<std::string>();
-    else if (key == "rtol")
-      o.rtol = v.cast<double>();
-    else if (key == "atol")
-      o.atol = v.cast<double>();
-    else if (key == "max_it")
-      o.max_it = v.cast<int>();
-    else if (key == "symmetric")
-      o.symmetric = v.cast<bool>();
-    else if (key == "prefix")
-      o.prefix = v.cast<std::string>();
-    else
-      throw OptionsError(
-          "unknown option (a solve takes ksp, pc, rtol, atol, max_it, "
-          "symmetric, prefix)",
-          {},
-          {},
-          key);
-  }
+  using sparse::SolverOptions;
+  SolverOptions o;
+  OptionTable<SolverOptions>("a solve takes")
+      .field("ksp", &SolverOptions::ksp)
+      .field("pc", &SolverOptions::pc)
+      .field("rtol", &SolverOptions::rtol)
+      .field("atol", &SolverOptions::atol)
+      .field("max_it", &SolverOptions::max_it)
+      .field("symmetric", &SolverOptions::symmetric)
+      .field("prefix", &SolverOptions::prefix)
+      .apply(options, o);
   std::string error;
   if (!o.is_valid(&error)) {
     const auto colon = error.find(':');
