@@ -240,6 +240,29 @@ Value Graph::add_node(const std::string& op,
       op, std::move(inputs), std::move(attrs), std::move(options))[0];
 }
 
+namespace {
+
+// The node's output shapes by its op's shape rule, each within the limit
+// for one tensor.
+void infer_output_shapes(const OpDef& def, const Graph& graph, Node& node) {
+  node.output_shapes = def.shape(ShapeContext(node, graph));
+  ADGRAPH_CHECK(def.num_outputs == 0 ||
+                static_cast<int>(node.output_shapes.size()) == def.num_outputs)
+      << "shape rule of " << def.name << " returned the wrong number of shapes";
+  for (std::size_t k = 0; k < node.output_shapes.size(); ++k) {
+    const Shape& shape = node.output_shapes[k];
+    if (checked_num_elements(shape) >= 0) continue;
+    throw ShapeError("output " + std::to_string(k) + " would have shape " +
+                         shape_string(shape) + ", more than 2^30 elements " +
+                         "(the limit for one tensor, 8 GiB)",
+                     node.name,
+                     def.name,
+                     "shape");
+  }
+}
+
+}  // namespace
+
 std::vector<Value> Graph::add_node_outputs(const std::string& op,
                                            std::vector<Value> inputs,
                                            nlohmann::json attrs,
@@ -299,21 +322,7 @@ std::vector<Value> Graph::add_node_outputs(const std::string& op,
     throw GraphError(
         "only communication ops take a communicator", name, op, "comm");
   }
-  node->output_shapes = def->shape(ShapeContext(*node, *this));
-  ADGRAPH_CHECK(def->num_outputs == 0 ||
-                static_cast<int>(node->output_shapes.size()) ==
-                    def->num_outputs)
-      << "shape rule of " << op << " returned the wrong number of shapes";
-  for (std::size_t k = 0; k < node->output_shapes.size(); ++k) {
-    const Shape& shape = node->output_shapes[k];
-    if (checked_num_elements(shape) >= 0) continue;
-    throw ShapeError("output " + std::to_string(k) + " would have shape " +
-                         shape_string(shape) + ", more than 2^30 elements " +
-                         "(the limit for one tensor, 8 GiB)",
-                     name,
-                     op,
-                     "shape");
-  }
+  infer_output_shapes(*def, *this, *node);
 
   if (node->communication) {
     // Ghost dependency: every communication node runs after the previous

@@ -458,13 +458,10 @@ void Loader::bind_group(std::map<std::string, Value>& scope,
   }
 }
 
-void Loader::build_repeat(const json& e,
-                          std::map<std::string, Value>& scope,
-                          const std::string& where) {
-  const int64_t times = e.at("repeat").get<int64_t>();
-  std::vector<std::string> vars, labels;
-  std::vector<int> group_size;
-  std::vector<Value> init;
+void Loader::repeat_carries(const json& e,
+                            const std::map<std::string, Value>& scope,
+                            const std::string& where,
+                            Repeat& r) {
   for (const auto& [var, ref] : e.at("carry").items()) {
     auto values =
         group_of(scope, ref.get<std::string>(), where + ".carry." + var);
@@ -477,29 +474,104 @@ void Loader::build_repeat(const json& e,
           static_cast<int>(values.size()) > def->num_outputs)
         values.resize(def->num_outputs);
     }
-    vars.push_back(var);
-    group_size.push_back(static_cast<int>(values.size()));
+    r.vars.push_back(var);
+    r.group_size.push_back(static_cast<int>(values.size()));
     for (std::size_t k = 0; k < values.size(); ++k) {
-      init.push_back(values[k]);
+      r.init.push_back(values[k]);
       std::string label = where + ".carry." + var;
       if (values.size() > 1) label.append(1, ':').append(std::to_string(k));
-      labels.push_back(std::move(label));
+      r.labels.push_back(std::move(label));
     }
   }
+}
+
+void Loader::repeat_invariants(const json& e,
+                               const std::map<std::string, Value>& scope,
+                               const std::string& where,
+                               Repeat& r) {
   std::set<std::string> refs, groups;
   free_references(e, refs, groups);
-  std::vector<std::string> invariant_refs(refs.begin(), refs.end());
-  // Each reference's values: one, or every output of a nested carry's start.
-  std::vector<std::vector<Value>> invariant_groups;
-  std::vector<Value> invariants;
-  for (const std::string& ref : invariant_refs) {
-    invariant_groups.push_back(
+  r.invariant_refs.assign(refs.begin(), refs.end());
+  for (const std::string& ref : r.invariant_refs) {
+    r.invariant_groups.push_back(
         groups.count(ref) ? group_of(scope, ref, where + ".body")
                           : std::vector<Value>{resolve(
                                 scope, json(ref), {}, {}, where + ".body")});
-    for (const Value& v : invariant_groups.back()) invariants.push_back(v);
+    for (const Value& v : r.invariant_groups.back()) r.invariants.push_back(v);
   }
+}
 
+LoopStep Loader::repeat_step(const json& e,
+                             const Repeat& r,
+                             const LoopArgs& a,
+                             const std::string& where) {
+  std::map<std::string, Value> local;
+  std::size_t next = 0;
+  for (std::size_t v = 0; v < r.vars.size(); ++v) {
+    bind_group(local,
+               r.vars[v],
+               std::vector<Value>(a.carries.begin() + next,
+                                  a.carries.begin() + next + r.group_size[v]));
+    next += r.group_size[v];
+  }
+  next = 0;
+  for (std::size_t i = 0; i < r.invariant_refs.size(); ++i) {
+    const std::size_t n = r.invariant_groups[i].size();
+    bind_group(local,
+               r.invariant_refs[i],
+               std::vector<Value>(a.invariants.begin() + next,
+                                  a.invariants.begin() + next + n));
+    next += n;
+  }
+  const json& entries = e.at("body");
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].contains("repeat")) {
+      build_repeat(
+          entries[i], local, where + ".body[" + std::to_string(i) + "]");
+    } else {
+      const std::string name = entries[i].at("name").get<std::string>();
+      create(entries[i], local, name, local);
+    }
+  }
+  LoopStep step;
+  for (std::size_t v = 0; v < r.vars.size(); ++v) {
+    std::vector<Value> out =
+        group_of(local, r.vars[v], where + ".carry." + r.vars[v]);
+    if (static_cast<int>(out.size()) < r.group_size[v]) {
+      fail(r.vars[v],
+           out[0].node().op_name(),
+           where + ".carry." + r.vars[v],
+           "the body's node has " + std::to_string(out.size()) +
+               " output(s), the carried value " +
+               std::to_string(r.group_size[v]));
+    }
+    step.carries.insert(
+        step.carries.end(), out.begin(), out.begin() + r.group_size[v]);
+  }
+  return step;
+}
+
+void Loader::fail_in_repeat(const Error& ex,
+                            const Repeat& r,
+                            const std::string& where) {
+  std::string field = ex.field();
+  // loop() names a carry by position ("carry 2 (…)"): name it as written.
+  if (field.rfind("carry ", 0) == 0) {
+    const std::size_t k = std::stoul(field.substr(6));
+    if (k < r.labels.size()) field = r.labels[k];
+  } else if (!field.empty() && ex.node() == where) {
+    field = where + "." + field;
+  }
+  fail(ex.node(), ex.op(), field, ex.detail());
+}
+
+void Loader::build_repeat(const json& e,
+                          std::map<std::string, Value>& scope,
+                          const std::string& where) {
+  const int64_t times = e.at("repeat").get<int64_t>();
+  Repeat r;
+  repeat_carries(e, scope, where, r);
+  repeat_invariants(e, scope, where, r);
   LoopOptions options;
   options.name = where;
   if (e.contains("checkpoints"))
@@ -507,76 +579,28 @@ void Loader::build_repeat(const json& e,
   Graph* outer = target_;
   auto body = [&](const LoopArgs& a) {
     target_ = a.graph;
-    std::map<std::string, Value> local;
-    std::size_t next = 0;
-    for (std::size_t v = 0; v < vars.size(); ++v) {
-      std::vector<Value> values(a.carries.begin() + next,
-                                a.carries.begin() + next + group_size[v]);
-      bind_group(local, vars[v], values);
-      next += group_size[v];
-    }
-    next = 0;
-    for (std::size_t i = 0; i < invariant_refs.size(); ++i) {
-      const std::size_t n = invariant_groups[i].size();
-      bind_group(local,
-                 invariant_refs[i],
-                 std::vector<Value>(a.invariants.begin() + next,
-                                    a.invariants.begin() + next + n));
-      next += n;
-    }
-    const json& entries = e.at("body");
-    for (std::size_t i = 0; i < entries.size(); ++i) {
-      if (entries[i].contains("repeat")) {
-        build_repeat(
-            entries[i], local, where + ".body[" + std::to_string(i) + "]");
-      } else {
-        const std::string name = entries[i].at("name").get<std::string>();
-        create(entries[i], local, name, local);
-      }
-    }
-    LoopStep step;
-    for (std::size_t v = 0; v < vars.size(); ++v) {
-      std::vector<Value> out =
-          group_of(local, vars[v], where + ".carry." + vars[v]);
-      if (static_cast<int>(out.size()) < group_size[v]) {
-        fail(vars[v],
-             out[0].node().op_name(),
-             where + ".carry." + vars[v],
-             "the body's node has " + std::to_string(out.size()) +
-                 " output(s), the carried value " +
-                 std::to_string(group_size[v]));
-      }
-      step.carries.insert(
-          step.carries.end(), out.begin(), out.begin() + group_size[v]);
-    }
+    LoopStep step = repeat_step(e, r, a, where);
     target_ = outer;
     return step;
   };
-  LoopResult r;
+  LoopResult result;
   try {
-    r = loop(times, init, invariants, body, options);
+    result = loop(times, r.init, r.invariants, body, options);
   } catch (const JsonError&) {
     target_ = outer;
     throw;
   } catch (const Error& ex) {
     target_ = outer;
-    std::string field = ex.field();
-    // loop() names a carry by position ("carry 2 (…)"): name it as written.
-    if (field.rfind("carry ", 0) == 0) {
-      const std::size_t k = std::stoul(field.substr(6));
-      if (k < labels.size()) field = labels[k];
-    } else if (!field.empty() && ex.node() == where) {
-      field = where + "." + field;
-    }
-    fail(ex.node(), ex.op(), field, ex.detail());
+    fail_in_repeat(ex, r, where);
   }
   std::size_t next = 0;
-  for (std::size_t v = 0; v < vars.size(); ++v) {
-    bind_group(scope,
-               vars[v],
-               std::vector<Value>(r.carries.begin() + next,
-                                  r.carries.begin() + next + group_size[v]));
-    next += group_size[v];
+  for (std::size_t v = 0; v < r.vars.size(); ++v) {
+    bind_group(
+        scope,
+        r.vars[v],
+        std::vector<Value>(result.carries.begin() + next,
+                           result.carries.begin() + next + r.group_size[v]));
+    next += r.group_size[v];
   }
 }
 

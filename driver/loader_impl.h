@@ -16,6 +16,7 @@
 #include "core/checkpoint_schedule.h"
 #include "core/error.h"
 #include "core/graph.h"
+#include "core/loops/loop.h"
 #include "driver/loader.h"
 
 namespace adgraph::driver::detail {
@@ -115,6 +116,35 @@ class Loader final {
   void build_repeat(const json& e,
                     std::map<std::string, Value>& scope,
                     const std::string& where);
+  // A repeat block's loop, by its parts: each carry (its values, several
+  // for a carried group; labels name them as written) and each outer
+  // reference the body reads (one value, or a nested carry's group).
+  struct Repeat {
+    std::vector<std::string> vars, labels;
+    std::vector<int> group_size;
+    std::vector<Value> init;
+    std::vector<std::string> invariant_refs;
+    std::vector<std::vector<Value>> invariant_groups;
+    std::vector<Value> invariants;
+  };
+  void repeat_carries(const json& e,
+                      const std::map<std::string, Value>& scope,
+                      const std::string& where,
+                      Repeat& r);
+  void repeat_invariants(const json& e,
+                         const std::map<std::string, Value>& scope,
+                         const std::string& where,
+                         Repeat& r);
+  // One step of the loop: the body's entries on the step's carries and
+  // invariants, in the body graph.
+  LoopStep repeat_step(const json& e,
+                       const Repeat& r,
+                       const LoopArgs& a,
+                       const std::string& where);
+  // Names an error of loop() as the document does (a carry by its name).
+  [[noreturn]] void fail_in_repeat(const Error& ex,
+                                   const Repeat& r,
+                                   const std::string& where);
   // The document, section by section.
   Document load(const json& doc);
   // Sub-communicators by name, made collectively now (every rank loads the

@@ -197,6 +197,53 @@ json run(const std::string& file,
   return result;
 }
 
+// Every rank was given the same command, and rank 0 can write `output`
+// (when given); else OptionsError on every rank.
+void check_command(Communicator& comm,
+                   const std::string& command,
+                   const std::string& output) {
+  if (!same_on_every_rank(comm, command)) {
+    throw OptionsError(
+        "the ranks were given different command lines (graph, --output, "
+        "--check, --all-ranks must be the same on every rank)");
+  }
+  if (output.empty()) return;
+  // Rank 0 writes the result; every rank learns whether it can.
+  std::string problem;
+  if (comm.rank() == 0) {
+    try {
+      check_output_path(output, "--output");
+    } catch (const OptionsError& e) {
+      problem = e.detail();
+    }
+  }
+  problem = comm.bcast(problem, 0);
+  if (!problem.empty()) throw OptionsError(problem, {}, {}, "--output");
+}
+
+// Says on stderr which results held values JSON cannot write.
+void report_non_finite(const Communicator& comm, const NonFinite& non_finite) {
+  for (const auto& [name, count] : non_finite) {
+    if (count == 0) continue;
+    std::fprintf(stderr,
+                 "adgraph-run: rank %d: %lld value(s) of \"%s\" are not "
+                 "finite; written as the strings \"Infinity\", "
+                 "\"-Infinity\" or \"NaN\" (JSON has no such numbers)\n",
+                 comm.rank(),
+                 static_cast<long long>(count),
+                 name.c_str());
+  }
+}
+
+// --all-ranks: {"ranks": [every rank's result]} on rank 0 (collective).
+json every_rank(Communicator& comm, const json& result) {
+  const std::vector<std::string> texts = gather_text(comm, result.dump());
+  if (comm.rank() != 0) return result;
+  json ranks = json::array();
+  for (const std::string& t : texts) ranks.push_back(json::parse(t));
+  return {{"ranks", ranks}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -237,44 +284,11 @@ int main(int argc, char** argv) {
   json result;
   std::string text;
   try {
-    if (!same_on_every_rank(*comm, command)) {
-      throw OptionsError(
-          "the ranks were given different command lines (graph, --output, "
-          "--check, --all-ranks must be the same on every rank)");
-    }
-    if (!output.empty()) {
-      // Rank 0 writes the result; every rank learns whether it can.
-      std::string problem;
-      if (root) {
-        try {
-          check_output_path(output, "--output");
-        } catch (const OptionsError& e) {
-          problem = e.detail();
-        }
-      }
-      problem = comm->bcast(problem, 0);
-      if (!problem.empty()) throw OptionsError(problem, {}, {}, "--output");
-    }
+    check_command(*comm, command, output);
     NonFinite non_finite;
     result = run(file, *comm, check, non_finite);
-    for (const auto& [name, count] : non_finite) {
-      if (count == 0 || !(root || all_ranks)) continue;
-      std::fprintf(stderr,
-                   "adgraph-run: rank %d: %lld value(s) of \"%s\" are not "
-                   "finite; written as the strings \"Infinity\", "
-                   "\"-Infinity\" or \"NaN\" (JSON has no such numbers)\n",
-                   comm->rank(),
-                   static_cast<long long>(count),
-                   name.c_str());
-    }
-    if (all_ranks) {
-      const std::vector<std::string> texts = gather_text(*comm, result.dump());
-      if (root) {
-        json ranks = json::array();
-        for (const std::string& t : texts) ranks.push_back(json::parse(t));
-        result = {{"ranks", ranks}};
-      }
-    }
+    if (root || all_ranks) report_non_finite(*comm, non_finite);
+    if (all_ranks) result = every_rank(*comm, result);
     text = result.dump() + "\n";
     if (root && !output.empty()) write_output_file(output, text, "--output");
   } catch (const Error& e) {

@@ -94,7 +94,9 @@ std::vector<Value> mpi_waitall(const std::vector<Value>& requests) {
   return requests[0].graph().add_node_outputs("mpi_waitall", requests);
 }
 
-void register_nonblocking_ops() {
+namespace {
+
+void register_isend_op() {
   // y = request for x on its way to dest;  x̄ = the cotangent its reverse
   // request (ȳ) receives
   OpDef isend =
@@ -120,7 +122,9 @@ void register_nonblocking_ops() {
     return Values{mpi_wait(reverse_of(c, kIrecv))};
   };
   register_op(std::move(isend));
+}
 
+void register_irecv_op() {
   // y = request for a tensor of like's shape from src;  like gets nothing,
   // the reverse request (ȳ, an isend of the cotangent) is completed here
   OpDef irecv = start_def(
@@ -147,63 +151,73 @@ void register_nonblocking_ops() {
     return Values{Value()};
   };
   register_op(std::move(irecv));
+}
 
-  // y_k = what request k completes with;  request k's cotangent = the
-  // reverse message of request k, posted here
-  auto wait_def = [](const char* name, const char* doc, bool all) {
-    OpDef def;
-    def.name = name;
-    def.doc = doc;
-    def.inputs = {"request"};
-    def.variadic = all;
-    def.num_outputs = all ? 0 : 1;
-    def.communication = true;
-    def.communicator = world_communicator;
-    def.shape = [all](const ShapeContext& c) {
-      if (all && c.num_inputs() == 0)
-        c.fail("inputs", "mpi_waitall needs at least one request");
-      Shapes out;
-      for (int i = 0; i < c.num_inputs(); ++i)
-        out.push_back(completed_shape(c, i));
-      return out;
-    };
-    // The arrays wait() is given are made once per node and plan. A
-    // received message lands in the output without a copy unless the
-    // output is a caller's tensor (run_into), which keeps its buffer.
-    def.bind = [](const Node& node) {
-      struct Arrays {
-        std::vector<int64_t> handles, counts;
-        std::vector<Tensor*> out;
-        std::unique_ptr<bool[]> adopt;
-      };
-      auto arrays = std::make_shared<Arrays>();
-      const std::size_t n = node.inputs.size();
-      arrays->handles.resize(n);
-      arrays->counts.resize(n);
-      arrays->out.resize(n);
-      arrays->adopt = std::make_unique<bool[]>(n);
-      return comm_kernel([arrays](KernelContext& c, Communicator& comm) {
-        Arrays& a = *arrays;
-        const int n = static_cast<int>(a.handles.size());
-        for (int i = 0; i < n; ++i) {
-          a.handles[i] = handle_of(c.input(i));
-          a.out[i] = &c.output(i);
-          a.counts[i] = c.output(i).size();
-          a.adopt[i] = c.output_replaceable(i);
-        }
-        comm.wait(
-            a.handles.data(), a.out.data(), a.counts.data(), a.adopt.get(), n);
-      });
-    };
-    def.gradient = [](const GradientContext& c) {
-      Values out;
-      for (int i = 0; i < static_cast<int>(c.node().inputs.size()); ++i)
-        out.push_back(reverse_request(c.node().inputs[i], c.grad(i)));
-      return out;
-    };
-    def.tangent = linear_tangent;
-    return def;
+// The kernel of mpi_wait and mpi_waitall. The arrays wait() is given are
+// made once per node and plan. A received message lands in the output
+// without a copy unless the output is a caller's tensor (run_into), which
+// keeps its buffer.
+ComputeFn bind_wait(const Node& node) {
+  struct Arrays {
+    std::vector<int64_t> handles, counts;
+    std::vector<Tensor*> out;
+    std::unique_ptr<bool[]> adopt;
   };
+  auto arrays = std::make_shared<Arrays>();
+  const std::size_t n = node.inputs.size();
+  arrays->handles.resize(n);
+  arrays->counts.resize(n);
+  arrays->out.resize(n);
+  arrays->adopt = std::make_unique<bool[]>(n);
+  return comm_kernel([arrays](KernelContext& c, Communicator& comm) {
+    Arrays& a = *arrays;
+    const int n = static_cast<int>(a.handles.size());
+    for (int i = 0; i < n; ++i) {
+      a.handles[i] = handle_of(c.input(i));
+      a.out[i] = &c.output(i);
+      a.counts[i] = c.output(i).size();
+      a.adopt[i] = c.output_replaceable(i);
+    }
+    comm.wait(
+        a.handles.data(), a.out.data(), a.counts.data(), a.adopt.get(), n);
+  });
+}
+
+// y_k = what request k completes with;  request k's cotangent = the
+// reverse message of request k, posted here
+OpDef wait_def(const char* name, const char* doc, bool all) {
+  OpDef def;
+  def.name = name;
+  def.doc = doc;
+  def.inputs = {"request"};
+  def.variadic = all;
+  def.num_outputs = all ? 0 : 1;
+  def.communication = true;
+  def.communicator = world_communicator;
+  def.shape = [all](const ShapeContext& c) {
+    if (all && c.num_inputs() == 0)
+      c.fail("inputs", "mpi_waitall needs at least one request");
+    Shapes out;
+    for (int i = 0; i < c.num_inputs(); ++i)
+      out.push_back(completed_shape(c, i));
+    return out;
+  };
+  def.bind = bind_wait;
+  def.gradient = [](const GradientContext& c) {
+    Values out;
+    for (int i = 0; i < static_cast<int>(c.node().inputs.size()); ++i)
+      out.push_back(reverse_request(c.node().inputs[i], c.grad(i)));
+    return out;
+  };
+  def.tangent = linear_tangent;
+  return def;
+}
+
+}  // namespace
+
+void register_nonblocking_ops() {
+  register_isend_op();
+  register_irecv_op();
   register_op(wait_def("mpi_wait",
                        "completes a request; y = the tensor received (or [0])",
                        false));

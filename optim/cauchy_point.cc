@@ -135,28 +135,20 @@ class BreakpointStream {
   std::vector<Breakpoint> last_sent_;
 };
 
-}  // namespace
-
-CauchyPoint cauchy_point(const Eigen::VectorXd& x,
-                         const Eigen::VectorXd& g,
-                         const Box& box,
-                         std::vector<Where>& where,
-                         const CompactBfgs& bfgs,
-                         const Reducer& reduce) {
-  const int64_t n = x.size();
-  const int k = bfgs.k();
-  const double theta = bfgs.theta();
-  CauchyPoint out;
-  out.x = x;
-  out.c = Eigen::VectorXd::Zero(2 * k);
-
-  // The steepest-descent direction d (zero where a bound holds the
-  // variable), its breakpoints, and p = Wᵀd.
-  Eigen::VectorXd d = Eigen::VectorXd::Zero(n);
+// Where each variable stands (at a bound with the gradient pushing it
+// out, free, or with a zero gradient), the steepest-descent direction d
+// (zero where a bound holds the variable), this rank's breakpoints, and
+// counts[1..2]: the moving variables and the unbounded movers.
+std::vector<Breakpoint> steepest_descent(const Eigen::VectorXd& x,
+                                         const Eigen::VectorXd& g,
+                                         const Box& box,
+                                         std::vector<Where>& where,
+                                         const CompactBfgs& bfgs,
+                                         const Reducer& reduce,
+                                         Eigen::VectorXd& d,
+                                         double counts[4]) {
   std::vector<Breakpoint> mine;
-  // Counts: breakpoints, moving variables, unbounded movers, variables.
-  double counts[4] = {0, 0, 0, static_cast<double>(n)};
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < x.size(); ++i) {
     if (where[i] != Where::kFixed && where[i] != Where::kUnbounded) {
       const bool at_lower = box.has_lower(i) && x[i] - box.lower[i] <= 0;
       const bool at_upper = box.has_upper(i) && box.upper[i] - x[i] <= 0;
@@ -192,6 +184,31 @@ CauchyPoint cauchy_point(const Eigen::VectorXd& x,
       counts[2] += 1;
     }
   }
+  return mine;
+}
+
+}  // namespace
+
+CauchyPoint cauchy_point(const Eigen::VectorXd& x,
+                         const Eigen::VectorXd& g,
+                         const Box& box,
+                         std::vector<Where>& where,
+                         const CompactBfgs& bfgs,
+                         const Reducer& reduce) {
+  const int64_t n = x.size();
+  const int k = bfgs.k();
+  const double theta = bfgs.theta();
+  CauchyPoint out;
+  out.x = x;
+  out.c = Eigen::VectorXd::Zero(2 * k);
+
+  // The steepest-descent direction d (zero where a bound holds the
+  // variable), its breakpoints, and p = Wᵀd.
+  Eigen::VectorXd d = Eigen::VectorXd::Zero(n);
+  // Counts: breakpoints, moving variables, unbounded movers, variables.
+  double counts[4] = {0, 0, 0, static_cast<double>(n)};
+  std::vector<Breakpoint> mine =
+      steepest_descent(x, g, box, where, bfgs, reduce, d, counts);
   counts[0] = static_cast<double>(mine.size());
   Eigen::VectorXd p = bfgs.w_transpose(d, reduce);
   reduce.sum_over_variables(counts, 4);  // integers: exact in any order
@@ -243,13 +260,9 @@ CauchyPoint cauchy_point(const Eigen::VectorXd& x,
     }
     f2 = std::max(std::numeric_limits<double>::epsilon() * f2_original, f2);
     t_previous = b.t;
-    if (stream.left() > 0) {
-      dt_min = -f1 / f2;
-    } else if (bounded) {
-      dt_min = 0;
-    } else {
-      dt_min = -f1 / f2;
-    }
+    // Past the last breakpoint of a path on which every mover meets a
+    // bound, nothing moves further.
+    dt_min = stream.left() == 0 && bounded ? 0 : -f1 / f2;
   }
   if (!all_fixed) {
     dt_min = std::max(dt_min, 0.0);

@@ -239,6 +239,101 @@ void save_checkpoint(const Reducer& reduce,
                  commit_checkpoint(options.checkpoint_path, rank, size));
 }
 
+namespace {
+
+// A checkpoint's header, as written by write_checkpoint.
+struct Header {
+  int32_t rank, size, kind, history, iteration, evaluations, count;
+  uint64_t bounds;
+  std::string problem;
+  int64_t n, trace_length;
+
+  bool read(Reader& r) {
+    return r.get(&rank) && r.get(&size) && r.get(&kind) && r.get(&bounds) &&
+           r.get(&problem) && r.get(&history) && r.get(&n) &&
+           r.get(&iteration) && r.get(&evaluations) && r.get(&count) &&
+           r.get(&trace_length);
+  }
+};
+
+// Why a checkpoint with header `h` cannot resume this run (rank `rank` of
+// `size`, n variables, ...), or "".
+std::string header_mismatch(const Header& h,
+                            int rank,
+                            int size,
+                            int64_t n,
+                            int history,
+                            SolverKind kind,
+                            uint64_t bounds_hash,
+                            const std::string& problem) {
+  if (h.size != size || h.rank != rank) {
+    return "written by rank " + std::to_string(h.rank) + " of " +
+           std::to_string(h.size) + ", this is rank " + std::to_string(rank) +
+           " of " + std::to_string(size);
+  }
+  if (!problem.empty()) {
+    const std::string diff = problem_difference(h.problem, problem);
+    if (!diff.empty()) return "written for another problem: " + diff;
+  }
+  static const char* const kKinds[] = {"L-BFGS (no bounds)", "L-BFGS-B"};
+  if (h.kind != static_cast<int32_t>(kind)) {
+    return std::string("written by an ") +
+           (h.kind == 0 || h.kind == 1 ? kKinds[h.kind] : "unknown") +
+           " run, this run is " + kKinds[static_cast<int32_t>(kind)];
+  }
+  if (h.bounds != bounds_hash)
+    return "written with other bounds than this run's";
+  if (h.n != n) {
+    return "holds " + std::to_string(h.n) + " variables, this run has " +
+           std::to_string(n);
+  }
+  if (h.history != history) {
+    return "written with history " + std::to_string(h.history) +
+           ", this run uses " + std::to_string(history);
+  }
+  return "";
+}
+
+// The state after the header into *s; nullptr, or what is short.
+const char* read_state(Reader& r,
+                       const Header& h,
+                       SolverKind kind,
+                       LbfgsState* s) {
+  const int count = h.count;
+  const int64_t n = h.n;
+  if (!r.get(&s->f) || !r.get(&s->initial_f) || !r.get(&s->gamma) ||
+      !r.get(&s->x, n) || !r.get(&s->g, n)) {
+    return "short state";
+  }
+  s->s.resize(count);
+  s->y.resize(count);
+  s->rho.resize(kind == SolverKind::kLbfgs ? count : 0);
+  for (int i = 0; i < count; ++i) {
+    if (!r.get(&s->s[i], n)) return "short history";
+  }
+  for (int i = 0; i < count; ++i) {
+    if (!r.get(&s->y[i], n)) return "short history";
+  }
+  for (double& rho : s->rho) {
+    if (!r.get(&rho)) return "short history";
+  }
+  s->f_history.resize(h.trace_length);
+  s->gnorm_history.resize(h.trace_length);
+  for (double& f : s->f_history) {
+    if (!r.get(&f)) return "short trace";
+  }
+  for (double& gnorm : s->gnorm_history) {
+    if (!r.get(&gnorm)) return "short trace";
+  }
+  if (kind == SolverKind::kLbfgsb &&
+      (!r.get(&s->sy, count) || !r.get(&s->ss, count))) {
+    return "short history";
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 std::string read_checkpoint(const std::string& prefix,
                             int rank,
                             int size,
@@ -270,81 +365,26 @@ std::string read_checkpoint(const std::string& prefix,
   if (stored != fnv1a(bytes.data(), bytes.size() - sizeof(stored))) {
     return corrupt("checksum mismatch: truncated or modified");
   }
-  const std::string body = bytes.substr(sizeof(kMagic));
+  // Between the magic and the checksum.
+  const std::string body = bytes.substr(
+      sizeof(kMagic), bytes.size() - sizeof(kMagic) - sizeof(stored));
   Reader r(body);
-  int32_t file_rank, file_size, file_kind, file_history, iteration, evaluations,
-      count;
-  uint64_t file_bounds;
-  int64_t file_n, fh;
-  std::string file_problem;
-  if (!r.get(&file_rank) || !r.get(&file_size) || !r.get(&file_kind) ||
-      !r.get(&file_bounds) || !r.get(&file_problem) || !r.get(&file_history) ||
-      !r.get(&file_n) || !r.get(&iteration) || !r.get(&evaluations) ||
-      !r.get(&count) || !r.get(&fh)) {
-    return corrupt("short header");
-  }
-  if (file_size != size || file_rank != rank) {
-    return path + ": written by rank " + std::to_string(file_rank) + " of " +
-           std::to_string(file_size) + ", this is rank " +
-           std::to_string(rank) + " of " + std::to_string(size);
-  }
-  if (!problem.empty()) {
-    const std::string diff = problem_difference(file_problem, problem);
-    if (!diff.empty()) return path + ": written for another problem: " + diff;
-  }
-  static const char* const kKinds[] = {"L-BFGS (no bounds)", "L-BFGS-B"};
-  if (file_kind != static_cast<int32_t>(kind)) {
-    return path + ": written by an " +
-           (file_kind == 0 || file_kind == 1 ? kKinds[file_kind] : "unknown") +
-           " run, this run is " + kKinds[static_cast<int32_t>(kind)];
-  }
-  if (file_bounds != bounds_hash) {
-    return path + ": written with other bounds than this run's";
-  }
-  if (file_n != n) {
-    return path + ": holds " + std::to_string(file_n) +
-           " variables, this run has " + std::to_string(n);
-  }
-  if (file_history != history) {
-    return path + ": written with history " + std::to_string(file_history) +
-           ", this run uses " + std::to_string(history);
-  }
-  if (count < 0 || count > history || fh < 0) return corrupt("bad counts");
+  Header h;
+  if (!h.read(r)) return corrupt("short header");
+  const std::string mismatch =
+      header_mismatch(h, rank, size, n, history, kind, bounds_hash, problem);
+  if (!mismatch.empty()) return path + ": " + mismatch;
+  if (h.count < 0 || h.count > history || h.trace_length < 0)
+    return corrupt("bad counts");
   LbfgsState s;
   s.kind = kind;
   s.bounds_hash = bounds_hash;
-  s.problem = file_problem;
-  s.iteration = iteration;
-  s.evaluations = evaluations;
-  if (!r.get(&s.f) || !r.get(&s.initial_f) || !r.get(&s.gamma) ||
-      !r.get(&s.x, n) || !r.get(&s.g, n)) {
-    return corrupt("short state");
-  }
-  s.s.resize(count);
-  s.y.resize(count);
-  s.rho.resize(kind == SolverKind::kLbfgs ? count : 0);
-  for (int i = 0; i < count; ++i) {
-    if (!r.get(&s.s[i], n)) return corrupt("short history");
-  }
-  for (int i = 0; i < count; ++i) {
-    if (!r.get(&s.y[i], n)) return corrupt("short history");
-  }
-  for (double& rho : s.rho) {
-    if (!r.get(&rho)) return corrupt("short history");
-  }
-  s.f_history.resize(fh);
-  s.gnorm_history.resize(fh);
-  for (int64_t i = 0; i < fh; ++i) {
-    if (!r.get(&s.f_history[i])) return corrupt("short trace");
-  }
-  for (int64_t i = 0; i < fh; ++i) {
-    if (!r.get(&s.gnorm_history[i])) return corrupt("short trace");
-  }
-  if (kind == SolverKind::kLbfgsb &&
-      (!r.get(&s.sy, count) || !r.get(&s.ss, count))) {
-    return corrupt("short history");
-  }
-  if (r.position() + sizeof(uint64_t) != body.size())
+  s.problem = h.problem;
+  s.iteration = h.iteration;
+  s.evaluations = h.evaluations;
+  if (const char* shortage = read_state(r, h, kind, &s))
+    return corrupt(shortage);
+  if (r.position() != body.size())
     return corrupt("trailing bytes");
   *state = std::move(s);
   return {};

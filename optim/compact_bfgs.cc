@@ -228,6 +228,49 @@ Eigen::MatrixXd w_z_z_w(const CompactBfgs& bfgs,
   return free_terms ? out : Eigen::MatrixXd(bfgs.w_transpose_w() - out);
 }
 
+// z += α·d with the longest step α ≤ 1 along d that stays feasible; the
+// variable that limits it lands exactly on its bound.
+void step_within_box(const Box& box,
+                     const std::vector<Where>& where,
+                     const Reducer& reduce,
+                     Eigen::VectorXd& z,
+                     Eigen::VectorXd& d) {
+  const int64_t n = z.size();
+  double alpha = 1.0;
+  int64_t limiting = -1;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!is_free(where[i])) continue;
+    double step = alpha;
+    if (d[i] < 0 && box.has_lower(i)) {
+      const double room = box.lower[i] - z[i];
+      step = room >= 0 ? 0.0 : (d[i] * alpha < room ? room / d[i] : step);
+    } else if (d[i] > 0 && box.has_upper(i)) {
+      const double room = box.upper[i] - z[i];
+      step = room <= 0 ? 0.0 : (d[i] * alpha > room ? room / d[i] : step);
+    }
+    if (step < alpha ||
+        (step == alpha && limiting >= 0 && box.order(i) < box.order(limiting)))
+      alpha = step, limiting = i;
+  }
+  const double global_alpha = reduce.min_over_variables(alpha);
+  // Among the variables that limit it, the first in Box::order pins it
+  // (the lowest rank's, without an order).
+  const bool limits = limiting >= 0 && alpha == global_alpha;
+  const double first = reduce.min_over_variables(
+      limits ? static_cast<double>(box.order(limiting)) : kNoOrder);
+  const double owner = reduce.min_over_variables(
+      limits && static_cast<double>(box.order(limiting)) == first
+          ? reduce.rank()
+          : reduce.size());
+  if (global_alpha < 1.0 && owner == reduce.rank() && limiting >= 0) {
+    z[limiting] = d[limiting] > 0 ? box.upper[limiting] : box.lower[limiting];
+    d[limiting] = 0;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (is_free(where[i])) z[i] += global_alpha * d[i];
+  }
+}
+
 }  // namespace
 
 bool subspace_minimization(const Eigen::VectorXd& x,
@@ -292,41 +335,7 @@ bool subspace_minimization(const Eigen::VectorXd& x,
     return true;
   }
 
-  // Otherwise the longest step α ≤ 1 along d that stays feasible; the
-  // variable that limits it lands exactly on its bound.
-  double alpha = 1.0;
-  int64_t limiting = -1;
-  for (int64_t i = 0; i < n; ++i) {
-    if (!is_free(where[i])) continue;
-    double step = alpha;
-    if (d[i] < 0 && box.has_lower(i)) {
-      const double room = box.lower[i] - z[i];
-      step = room >= 0 ? 0.0 : (d[i] * alpha < room ? room / d[i] : step);
-    } else if (d[i] > 0 && box.has_upper(i)) {
-      const double room = box.upper[i] - z[i];
-      step = room <= 0 ? 0.0 : (d[i] * alpha > room ? room / d[i] : step);
-    }
-    if (step < alpha ||
-        (step == alpha && limiting >= 0 && box.order(i) < box.order(limiting)))
-      alpha = step, limiting = i;
-  }
-  const double global_alpha = reduce.min_over_variables(alpha);
-  // Among the variables that limit it, the first in Box::order pins it
-  // (the lowest rank's, without an order).
-  const bool limits = limiting >= 0 && alpha == global_alpha;
-  const double first = reduce.min_over_variables(
-      limits ? static_cast<double>(box.order(limiting)) : kNoOrder);
-  const double owner = reduce.min_over_variables(
-      limits && static_cast<double>(box.order(limiting)) == first
-          ? reduce.rank()
-          : reduce.size());
-  if (global_alpha < 1.0 && owner == reduce.rank() && limiting >= 0) {
-    z[limiting] = d[limiting] > 0 ? box.upper[limiting] : box.lower[limiting];
-    d[limiting] = 0;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    if (is_free(where[i])) z[i] += global_alpha * d[i];
-  }
+  step_within_box(box, where, reduce, z, d);
   return true;
 }
 

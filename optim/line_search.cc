@@ -51,12 +51,11 @@ bool LineSearchOptions::is_valid(std::string* error) const {
   return true;
 }
 
-LineSearchResult line_search_strong_wolfe(const LineFunction& f,
-                                          double phi0,
-                                          double dphi0,
-                                          double initial,
-                                          const LineSearchOptions& o,
-                                          const std::function<void()>& keep) {
+namespace {
+
+// The options, a descent direction and a positive first step, or
+// OptionsError naming the one that is not.
+void check_search(const LineSearchOptions& o, double dphi0, double initial) {
   std::string error;
   if (!o.is_valid(&error))
     throw OptionsError(error, {}, {}, "LineSearchOptions");
@@ -66,6 +65,17 @@ LineSearchResult line_search_strong_wolfe(const LineFunction& f,
   }
   if (!(initial > 0))
     throw OptionsError("the initial step must be > 0", {}, {}, "initial");
+}
+
+}  // namespace
+
+LineSearchResult line_search_strong_wolfe(const LineFunction& f,
+                                          double phi0,
+                                          double dphi0,
+                                          double initial,
+                                          const LineSearchOptions& o,
+                                          const std::function<void()>& keep) {
+  check_search(o, dphi0, initial);
   LineSearchResult best;
   best.alpha = 0;
   best.phi = phi0;

@@ -113,6 +113,42 @@ void register_heat_step_interior_op() {
   register_op(std::move(interior));
 }
 
+// heat_step_boundary's kernel: heat_step's update of the ring points, in
+// the interior's buffer, and the edges of u⁺.
+void boundary_kernel(KernelContext& c, const StepAttrs& a) {
+  const Tensor& ut = c.input(1);
+  const int64_t n = ut.shape()[0], m = ut.shape()[1];
+  const double dt = a.dt;
+  const double coef = a.coef;
+  const double *u = ut.data(), *kappa = c.input(2).data(),
+               *f = c.input(3).data();
+  const double *left = c.input(4).data(), *right = c.input(5).data();
+  const double *up = c.input(6).data(), *down = c.input(7).data();
+  Tensor& y = c.output(0);
+  if (y.data() != c.input(0).data()) y.array() = c.input(0).array();
+  double* out = y.data();
+  auto update = [&](int64_t i, int64_t j, double west, double east) {
+    const double* row = u + i * m;
+    const double* north = i > 0 ? row - m : up;
+    const double* south = i + 1 < n ? row + m : down;
+    const double lap = north[j] + south[j] + west + east - 4 * row[j];
+    out[i * m + j] = row[j] + coef * kappa[i * m + j] * lap + dt * f[i * m + j];
+  };
+  auto ends = [&](int64_t i) {
+    const double* row = u + i * m;
+    if (m == 1) return update(i, 0, left[i], right[i]);
+    update(i, 0, left[i], row[1]);
+    update(i, m - 1, row[m - 2], right[i]);
+  };
+  for (int64_t i : ring_rows(n)) {
+    const double* row = u + i * m;
+    ends(i);
+    for (int64_t j = 1; j + 1 < m; ++j) update(i, j, row[j - 1], row[j + 1]);
+  }
+  for (int64_t i = 1; i + 1 < n; ++i) ends(i);
+  write_edges(out, n, m, &c.output(1));
+}
+
 void register_heat_step_boundary_op() {
   // (u⁺, its edges) = heat_step(u, κ, f, halos), taking the interior points
   // from `interior` (whose buffer it takes over) and computing the ring
@@ -137,40 +173,7 @@ void register_heat_step_boundary_op() {
     const Shape& u = c.input_shape(1);
     return Shapes{u, {u[0]}, {u[0]}, {u[1]}, {u[1]}};
   };
-  boundary.bind = bind_step([](KernelContext& c, const StepAttrs& a) {
-    const Tensor& ut = c.input(1);
-    const int64_t n = ut.shape()[0], m = ut.shape()[1];
-    const double dt = a.dt;
-    const double coef = a.coef;
-    const double *u = ut.data(), *kappa = c.input(2).data(),
-                 *f = c.input(3).data();
-    const double *left = c.input(4).data(), *right = c.input(5).data();
-    const double *up = c.input(6).data(), *down = c.input(7).data();
-    Tensor& y = c.output(0);
-    if (y.data() != c.input(0).data()) y.array() = c.input(0).array();
-    double* out = y.data();
-    auto update = [&](int64_t i, int64_t j, double west, double east) {
-      const double* row = u + i * m;
-      const double* north = i > 0 ? row - m : up;
-      const double* south = i + 1 < n ? row + m : down;
-      const double lap = north[j] + south[j] + west + east - 4 * row[j];
-      out[i * m + j] =
-          row[j] + coef * kappa[i * m + j] * lap + dt * f[i * m + j];
-    };
-    auto ends = [&](int64_t i) {
-      const double* row = u + i * m;
-      if (m == 1) return update(i, 0, left[i], right[i]);
-      update(i, 0, left[i], row[1]);
-      update(i, m - 1, row[m - 2], right[i]);
-    };
-    for (int64_t i : ring_rows(n)) {
-      const double* row = u + i * m;
-      ends(i);
-      for (int64_t j = 1; j + 1 < m; ++j) update(i, j, row[j - 1], row[j + 1]);
-    }
-    for (int64_t i = 1; i + 1 < n; ++i) ends(i);
-    write_edges(out, n, m, &c.output(1));
-  });
+  boundary.bind = bind_step(boundary_kernel);
   // Builds the ring's adjoint here (it yields the halos' cotangents, which
   // the reverse exchange then sends while heat_step_interior's adjoint
   // runs); the interior's cotangent is ū⁺ with the ring's z written on the

@@ -159,7 +159,7 @@ Patch checked_patch(const ShapeContext& c) {
   return patch_of(config, rank);
 }
 
-void register_values_ops() {
+void register_five_point_values_op() {
   OpDef def;
   def.name = "five_point_values";
   def.doc =
@@ -201,7 +201,9 @@ void register_values_ops() {
   };
   def.tangent = linear_tangent;
   register_op(std::move(def));
+}
 
+void register_five_point_values_adjoint_op() {
   OpDef adj;
   adj.name = "five_point_values_adjoint";
   adj.doc =
@@ -315,7 +317,10 @@ Value conservative_values(const HeatConfig& config, int rank, Value kappa) {
   return five_point_values(config, rank, center, sides);
 }
 
-void register_patch_operator_ops() { register_values_ops(); }
+void register_patch_operator_ops() {
+  register_five_point_values_op();
+  register_five_point_values_adjoint_op();
+}
 
 std::vector<sparse::Prolongation> patch_prolongations(const HeatConfig& config,
                                                       int rank,

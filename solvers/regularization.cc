@@ -129,7 +129,7 @@ Value south_of(Value x, Value beyond) {
   return n == 1 ? last : concat({slice(x, 0, 1, n), last}, 0);
 }
 
-void register_smoothness_ops() {
+void register_smoothness_terms_op() {
   OpDef terms;
   terms.name = "smoothness_terms";
   terms.doc =
@@ -188,7 +188,9 @@ void register_smoothness_ops() {
                   2.0 * ds * dds * g.constant(south)};
   };
   register_op(std::move(terms));
+}
 
+void register_smoothness_terms_adjoint_op() {
   OpDef adjoint;
   adjoint.name = "smoothness_terms_adjoint";
   adjoint.doc =
@@ -217,7 +219,10 @@ void register_smoothness_ops() {
 
 }  // namespace
 
-void register_regularization_ops() { register_smoothness_ops(); }
+void register_regularization_ops() {
+  register_smoothness_terms_op();
+  register_smoothness_terms_adjoint_op();
+}
 
 Value regularization_tikhonov(Value kappa, Value kappa0, double alpha) {
   Value d = kappa - kappa0;

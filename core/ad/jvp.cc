@@ -123,6 +123,26 @@ void check_tangents(const Node& node, const Values& out) {
   }
 }
 
+// The given tangents of the xs by (node, output), summed where an x
+// repeats; marks the xs' nodes in is_x.
+std::map<std::pair<int, int>, Value> seed_tangents(
+    const std::vector<Value>& xs,
+    const std::vector<Value>& tangents,
+    std::vector<char>& is_x) {
+  std::map<std::pair<int, int>, Value> tangent;
+  for (std::size_t k = 0; k < xs.size(); ++k) {
+    is_x[xs[k].node_id()] = 1;
+    auto key = std::make_pair(xs[k].node_id(), xs[k].output());
+    auto it = tangent.find(key);
+    if (it == tangent.end()) {
+      tangent.emplace(key, tangents[k]);
+    } else {
+      it->second = accumulate(it->second, tangents[k]);
+    }
+  }
+  return tangent;
+}
+
 std::vector<Value> forward_sweep(const std::vector<Value>& ys,
                                  const std::vector<Value>& xs,
                                  const std::vector<Value>& tangents,
@@ -137,18 +157,9 @@ std::vector<Value> forward_sweep(const std::vector<Value>& ys,
   // Nodes the ys depend on through data edges.
   const std::vector<char> to_y = needed_for(g, ys, top);
 
-  std::map<std::pair<int, int>, Value> tangent;
   std::vector<char> is_x(top + 1, 0);
-  for (std::size_t k = 0; k < xs.size(); ++k) {
-    is_x[xs[k].node_id()] = 1;
-    auto key = std::make_pair(xs[k].node_id(), xs[k].output());
-    auto it = tangent.find(key);
-    if (it == tangent.end()) {
-      tangent.emplace(key, tangents[k]);
-    } else {
-      it->second = accumulate(it->second, tangents[k]);
-    }
-  }
+  std::map<std::pair<int, int>, Value> tangent =
+      seed_tangents(xs, tangents, is_x);
 
   // Creation order is topological, and it creates the tangents of
   // communication nodes in their forward order, which pairs the tangent

@@ -236,6 +236,47 @@ bool LoopOptions::is_valid(int64_t trips,
   return true;
 }
 
+namespace {
+
+// The body graph of a loop: the step body builds on placeholders for the
+// carries, the invariants and the step, checked (its result, no new
+// placeholders, its requests completed). `args` keeps the placeholders.
+LoopStep build_body(Graph& bg,
+                    const LoopBodyFn& body,
+                    const std::vector<Value>& init,
+                    const std::vector<Value>& invariants,
+                    const std::string& label,
+                    LoopArgs& args) {
+  args.graph = &bg;
+  args.carries = placeholders(bg, "carry", init);
+  args.invariants = placeholders(bg, "invariant", invariants);
+  args.step = bg.placeholder("step", {});
+  LoopStep result;
+  try {
+    result = body(args);
+  } catch (const GraphError& e) {
+    if (e.detail() != "not a value of this graph") throw;
+    throw GraphError("not a value of the body of loop \"" + label +
+                         "\" (pass values of the outer graph as invariants)",
+                     e.node(),
+                     e.op(),
+                     e.field());
+  }
+  check_body_result(result, init, bg, label);
+  const int num_inputs = as_int(init.size() + invariants.size()) + 1;
+  for (int id = 0; id < bg.num_nodes(); ++id) {
+    const Node& n = bg.node(id);
+    if (n.op_name() == "placeholder" && id >= num_inputs) {
+      throw GraphError(
+          "a loop body cannot create placeholders", n.name, "placeholder");
+    }
+  }
+  check_body_requests(bg, join({result.carries, result.outputs}), label);
+  return result;
+}
+
+}  // namespace
+
 LoopResult loop(int64_t trips,
                 const std::vector<Value>& init,
                 const std::vector<Value>& invariants,
@@ -276,31 +317,7 @@ LoopResult loop(int64_t trips,
 
   auto bg = new_body_graph(g);
   LoopArgs args;
-  args.graph = bg.get();
-  args.carries = placeholders(*bg, "carry", init);
-  args.invariants = placeholders(*bg, "invariant", invariants);
-  args.step = bg->placeholder("step", {});
-  LoopStep result;
-  try {
-    result = body(args);
-  } catch (const GraphError& e) {
-    if (e.detail() != "not a value of this graph") throw;
-    throw GraphError("not a value of the body of loop \"" + label +
-                         "\" (pass values of the outer graph as invariants)",
-                     e.node(),
-                     e.op(),
-                     e.field());
-  }
-  check_body_result(result, init, *bg, label);
-  const int num_inputs = as_int(init.size() + invariants.size()) + 1;
-  for (int id = 0; id < bg->num_nodes(); ++id) {
-    const Node& n = bg->node(id);
-    if (n.op_name() == "placeholder" && id >= num_inputs) {
-      throw GraphError(
-          "a loop body cannot create placeholders", n.name, "placeholder");
-    }
-  }
-  check_body_requests(*bg, join({result.carries, result.outputs}), label);
+  const LoopStep result = build_body(*bg, body, init, invariants, label, args);
   auto spec = std::make_shared<LoopSpec>();
   spec->trips = trips;
   spec->num_carries = as_int(init.size());
@@ -351,59 +368,71 @@ std::vector<Value> loop_adjoints(const Value& loop_node) {
   return out;
 }
 
-void register_loop_ops() {
-  const std::vector<AttrSpec> attrs = {
+namespace {
+
+// What loop and loop_adjoint share: inputs given by the node's LoopSpec
+// (variadic), outputs by its shape rule, and the trips and schedule.
+OpDef loop_def(const char* name, const char* doc) {
+  OpDef def;
+  def.name = name;
+  def.doc = doc;
+  def.inputs = {"inputs"};
+  def.variadic = true;
+  def.attrs = {
       {"trips", AttrType::kInt, nlohmann::json(), "number of steps n", 1},
       {"checkpoints", AttrType::kString, "", "the adjoint's schedule"}};
+  def.num_outputs = 0;
+  return def;
+}
 
-  OpDef loop;
-  loop.name = "loop";
-  loop.doc =
-      "c_{t+1}, y_t = body(c_t, invariants, t) for t < trips; outputs c_n, "
-      "the stacked y and the tape";
-  loop.inputs = {"inputs"};
-  loop.variadic = true;
-  loop.attrs = attrs;
-  loop.num_outputs = 0;
-  loop.shape = [](const ShapeContext& c) {
-    const LoopSpec* spec = c.node().loop.get();
-    check_spec_inputs(c, spec ? spec->num_carries + spec->num_invariants : 0);
-    Shapes out;
-    for (int k = 0; k < spec->num_carries; ++k) out.push_back(c.input_shape(k));
-    for (int j = 0; j < spec->num_step_outputs; ++j) {
-      out.push_back(
-          stacked(*spec, spec->forward.outputs[spec->num_carries + j].shape()));
-    }
-    out.push_back(Shape{1});  // the tape's ticket (0: nothing taped)
-    return out;
-  };
+// loop: c_n, the stacked step outputs, and the tape's ticket (0: nothing
+// taped).
+Shapes loop_shapes(const ShapeContext& c) {
+  const LoopSpec* spec = c.node().loop.get();
+  check_spec_inputs(c, spec ? spec->num_carries + spec->num_invariants : 0);
+  Shapes out;
+  for (int k = 0; k < spec->num_carries; ++k) out.push_back(c.input_shape(k));
+  for (int j = 0; j < spec->num_step_outputs; ++j) {
+    out.push_back(
+        stacked(*spec, spec->forward.outputs[spec->num_carries + j].shape()));
+  }
+  out.push_back(Shape{1});
+  return out;
+}
+
+// loop_adjoint: the cotangents of the reverse inputs.
+Shapes loop_adjoint_shapes(const ShapeContext& c) {
+  const LoopSpec* spec = c.node().loop.get();
+  check_spec_inputs(c,
+                    spec ? spec->num_carries + spec->num_invariants +
+                               spec->num_reverse + spec->num_step_cotangents +
+                               as_int(spec->next_carries.size()) + spec->taped
+                         : 0);
+  Shapes out;
+  const int first = spec->num_carries + spec->num_invariants;
+  for (int k = 0; k < spec->num_reverse; ++k)
+    out.push_back(c.input_shape(first + k));
+  return out;
+}
+
+}  // namespace
+
+void register_loop_ops() {
+  OpDef loop =
+      loop_def("loop",
+               "c_{t+1}, y_t = body(c_t, invariants, t) for t < trips; "
+               "outputs c_n, the stacked y and the tape");
+  loop.shape = loop_shapes;
   loop.compute = run_loop;
   loop.gradient = loop_gradient;
   loop.tangent = loop_tangent;
   register_op(std::move(loop));
 
-  OpDef adjoint;
-  adjoint.name = "loop_adjoint";
-  adjoint.doc =
+  OpDef adjoint = loop_def(
+      "loop_adjoint",
       "the cotangents of a loop's initial carries and invariants, stepping "
-      "its body's adjoint back under a checkpoint schedule";
-  adjoint.inputs = {"inputs"};
-  adjoint.variadic = true;
-  adjoint.attrs = attrs;
-  adjoint.num_outputs = 0;
-  adjoint.shape = [](const ShapeContext& c) {
-    const LoopSpec* spec = c.node().loop.get();
-    check_spec_inputs(c,
-                      spec ? spec->num_carries + spec->num_invariants +
-                                 spec->num_reverse + spec->num_step_cotangents +
-                                 as_int(spec->next_carries.size()) + spec->taped
-                           : 0);
-    Shapes out;
-    const int first = spec->num_carries + spec->num_invariants;
-    for (int k = 0; k < spec->num_reverse; ++k)
-      out.push_back(c.input_shape(first + k));
-    return out;
-  };
+      "its body's adjoint back under a checkpoint schedule");
+  adjoint.shape = loop_adjoint_shapes;
   adjoint.compute = run_loop_adjoint;
   adjoint.tangent = loop_adjoint_tangent;
   register_op(std::move(adjoint));

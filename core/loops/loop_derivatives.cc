@@ -1,12 +1,12 @@
-// The derivative rules of loop and loop_adjoint (core/loops/loop.h): the adjoint
-// loop a loop's gradient builds, and the tangent loops.
+// The derivative rules of loop and loop_adjoint (core/loops/loop.h): the
+// adjoint loop a loop's gradient builds, and the tangent loops.
 #include <map>
 #include <set>
 #include <utility>
 
-#include "core/error.h"
 #include "core/ad/gradients.h"
 #include "core/ad/jvp.h"
+#include "core/error.h"
 #include "core/loops/loop_impl.h"
 #include "core/op.h"
 
@@ -84,6 +84,34 @@ LoopBody reading_next_carries(const LoopBody& reverse,
   return {g, join({inputs, next_inputs}), outputs};
 }
 
+// The indices k < count for which keep(k) holds.
+template <class Keep>
+std::vector<int> indices_where(int count, Keep keep) {
+  std::vector<int> out;
+  for (int k = 0; k < count; ++k)
+    if (keep(k)) out.push_back(k);
+  return out;
+}
+
+// loop_adjoint's inputs: c₀, p, c̄ₙ, zeros for the wanted p̄, the present
+// ȳ, the carries the reverse body reads (next_carries), and the tape.
+Values adjoint_inputs(const GradientContext& c,
+                      const LoopSpec& adj,
+                      const std::vector<int>& wanted,
+                      const std::vector<int>& present) {
+  const Node& node = c.node();
+  const int nc = adj.num_carries, ni = adj.num_invariants,
+            ny = adj.num_step_outputs;
+  Values inputs = take(node.inputs, 0, nc + ni);
+  for (int k = 0; k < nc; ++k) inputs.push_back(c.grad(k));
+  for (int j : wanted)
+    inputs.push_back(zeros_like(c.graph(), node.inputs[nc + j].shape()));
+  for (int j : present) inputs.push_back(c.grad(nc + j));
+  for (int k : adj.next_carries) inputs.push_back(c.output(k));
+  inputs.push_back(c.output(nc + ny));  // the tape
+  return inputs;
+}
+
 }  // namespace
 
 // y = loop(c₀, p);
@@ -102,16 +130,12 @@ Values loop_gradient(const GradientContext& c) {
   for (int k = 0; k < nc + ny; ++k)
     any = any || c.grad(k).node().op_name() != "zeros";
   if (!any) return Values(node.inputs.size());
-  // Per-step cotangents that are known zeros are not fed.
-  std::vector<int> present;
-  for (int j = 0; j < ny; ++j) {
-    if (c.grad(nc + j).node().op_name() != "zeros") present.push_back(j);
-  }
-  // Invariants whose cotangent nobody wants (f beside κ) are not summed.
-  std::vector<int> wanted;
-  for (int j = 0; j < ni; ++j) {
-    if (c.needs_gradient(nc + j)) wanted.push_back(j);
-  }
+  // Per-step cotangents that are known zeros are not fed; invariants whose
+  // cotangent nobody wants (f beside κ) are not summed.
+  const std::vector<int> present = indices_where(
+      ny, [&](int j) { return c.grad(nc + j).node().op_name() != "zeros"; });
+  const std::vector<int> wanted =
+      indices_where(ni, [&](int j) { return c.needs_gradient(nc + j); });
   auto ag = new_body_graph(*fwd.graph);
   Values ct = placeholders(*ag, "carry", take(fwd.inputs, 0, nc));
   Values p = placeholders(*ag, "invariant", take(fwd.inputs, nc, ni));
@@ -159,14 +183,8 @@ Values loop_gradient(const GradientContext& c) {
   adj->num_step_cotangents = as_int(present.size());
   adj->taped = true;
   adj->cache = spec.cache;  // where the forward run hands its snapshots
-  Values inputs = take(node.inputs, 0, nc + ni);
-  for (int k = 0; k < nc; ++k) inputs.push_back(c.grad(k));
-  for (int j : wanted)
-    inputs.push_back(zeros_like(g, node.inputs[nc + j].shape()));
-  for (int j : present) inputs.push_back(c.grad(nc + j));
-  for (int k : adj->next_carries) inputs.push_back(c.output(k));
-  inputs.push_back(c.output(nc + ny));  // the tape
-  Values r = add_loop_node(g, "loop_adjoint", inputs, adj, {});
+  Values r = add_loop_node(
+      g, "loop_adjoint", adjoint_inputs(c, *adj, wanted, present), adj, {});
   spec.adjoints.emplace_back(&g, r[0].node_id());
   Values result = take(r, 0, nc);
   result.resize(nc + ni);

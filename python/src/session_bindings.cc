@@ -197,39 +197,55 @@ py::object run(PySession& s, py::handle fetches, py::handle feeds) {
 
 GradientCheckOptions check_options(const py::dict& options) {
   GradientCheckOptions o;
-  for (auto item : options) {
-    const std::string key = py::str(item.first).cast<std::string>();
-    py::handle v = item.second;
-    if (key == "step")
-      o.step = v.cast<double>();
-    else if (key == "tolerance")
-      o.tolerance = v.cast<double>();
-    else if (key == "directions")
-      o.directions = v.cast<int>();
-    else if (key == "taylor_epsilon")
-      o.taylor_epsilon = v.cast<double>();
-    else if (key == "taylor_steps")
-      o.taylor_steps = v.cast<int>();
-    else if (key == "rate_tolerance")
-      o.rate_tolerance = v.cast<double>();
-    else if (key == "seed")
-      o.seed = v.cast<unsigned>();
-    else if (key == "finite_differences")
-      o.finite_differences = v.cast<bool>();
-    else if (key == "check_jvp")
-      o.check_jvp = v.cast<bool>();
-    else if (key == "jvp_tolerance")
-      o.jvp_tolerance = v.cast<double>();
-    else
-      throw OptionsError(
-          "unknown option (GradientCheckOptions has step, tolerance, "
-          "directions, taylor_epsilon, taylor_steps, rate_tolerance, "
-          "seed, finite_differences, check_jvp, jvp_tolerance)",
-          {},
-          {},
-          key);
-  }
+  OptionTable<GradientCheckOptions>("GradientCheckOptions has")
+      .field("step", &GradientCheckOptions::step)
+      .field("tolerance", &GradientCheckOptions::tolerance)
+      .field("directions", &GradientCheckOptions::directions)
+      .field("taylor_epsilon", &GradientCheckOptions::taylor_epsilon)
+      .field("taylor_steps", &GradientCheckOptions::taylor_steps)
+      .field("rate_tolerance", &GradientCheckOptions::rate_tolerance)
+      .field("seed", &GradientCheckOptions::seed)
+      .field("finite_differences", &GradientCheckOptions::finite_differences)
+      .field("check_jvp", &GradientCheckOptions::check_jvp)
+      .field("jvp_tolerance", &GradientCheckOptions::jvp_tolerance)
+      .apply(options, o);
   return o;
+}
+
+// Session.stats: the counters of the last run.
+py::dict stats_dict(const PySession& s) {
+  const RunStats& r = s.session->stats();
+  py::dict d;
+  d["nodes_executed"] = r.nodes_executed;
+  d["peak_live_bytes"] = r.peak_live_bytes;
+  d["plan_cached"] = r.plan_cached;
+  d["buffers_allocated"] = r.buffers_allocated;
+  d["outputs_copied"] = s.outputs_copied;
+  return d;
+}
+
+// For bench/python_overhead.py: the same run made `reps` times from C++,
+// seconds per run: fresh outputs, as run() returns, or with `into` run_into
+// one C++ tensor kept across the runs.
+double time_cpp_runs(
+    PySession& s, py::handle fetch, py::handle feeds, int reps, bool into) {
+  std::vector<Value> values{fetch_of(s.graph, fetch)};
+  std::vector<py::object> keep;
+  FeedMap feed_map = feeds_in_place(s.graph, feeds, keep);
+  Tensor out(values[0].shape());
+  return without_gil([&] {
+    const auto start = std::chrono::steady_clock::now();
+    for (int r = 0; r < reps; ++r) {
+      if (into) {
+        s.session->run_into(values[0], feed_map, out);
+      } else {
+        s.session->run(values, feed_map);
+      }
+    }
+    const std::chrono::duration<double> spent =
+        std::chrono::steady_clock::now() - start;
+    return spent.count() / reps;
+  });
 }
 
 // Session: its constructor, run, run_into and its counters.
@@ -285,16 +301,7 @@ void bind_session_class(py::module_& m) {
           [](const PySession& s) { return s.session->num_plans(); })
       .def_property_readonly(
           "stats",
-          [](const PySession& s) {
-            const RunStats& r = s.session->stats();
-            py::dict d;
-            d["nodes_executed"] = r.nodes_executed;
-            d["peak_live_bytes"] = r.peak_live_bytes;
-            d["plan_cached"] = r.plan_cached;
-            d["buffers_allocated"] = r.buffers_allocated;
-            d["outputs_copied"] = s.outputs_copied;
-            return d;
-          },
+          &stats_dict,
           "Counters of the last run: nodes_executed, peak_live_bytes, "
           "plan_cached, buffers_allocated (outputs that needed new memory) "
           "and outputs_copied (run_into outputs written after the run "
@@ -303,38 +310,13 @@ void bind_session_class(py::module_& m) {
           "release_buffers",
           [](PySession& s) { s.session->release_buffers(); },
           "Frees the buffers the session keeps between runs.")
-      // For bench/python_overhead.py: the same run made `reps` times from
-      // C++, seconds per run: fresh outputs, as run() returns, or with
-      // `into` run_into one C++ tensor kept across the runs.
-      .def(
-          "_time_cpp_runs",
-          [](PySession& s,
-             py::handle fetch,
-             py::handle feeds,
-             int reps,
-             bool into) {
-            std::vector<Value> values{fetch_of(s.graph, fetch)};
-            std::vector<py::object> keep;
-            FeedMap feed_map = feeds_in_place(s.graph, feeds, keep);
-            Tensor out(values[0].shape());
-            return without_gil([&] {
-              const auto start = std::chrono::steady_clock::now();
-              for (int r = 0; r < reps; ++r) {
-                if (into) {
-                  s.session->run_into(values[0], feed_map, out);
-                } else {
-                  s.session->run(values, feed_map);
-                }
-              }
-              const std::chrono::duration<double> spent =
-                  std::chrono::steady_clock::now() - start;
-              return spent.count() / reps;
-            });
-          },
-          py::arg("fetch"),
-          py::arg("feeds"),
-          py::arg("reps"),
-          py::arg("into") = false);
+      // For bench/python_overhead.py (see time_cpp_runs).
+      .def("_time_cpp_runs",
+           &time_cpp_runs,
+           py::arg("fetch"),
+           py::arg("feeds"),
+           py::arg("reps"),
+           py::arg("into") = false);
 }
 
 // check_gradients and its result.
