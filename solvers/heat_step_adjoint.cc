@@ -36,22 +36,9 @@ void step_adjoint_kernel(KernelContext& c, const StepAttrs& a) {
   const double* u = in.u;
   const double *hu = in.hu, *hd = in.hd;
   const double *zhu = in.zhu, *zhd = in.zhd;
-  const double coef = a.coef;
   double *gu = c.output(0).data(), *gk = c.output(1).data(),
          *gf = c.output(2).data();
   const bool overwritten = gu == in.g;  // ū written over ū⁺
-  auto g_row = [&in](int64_t i, double* buffer, bool copy) {
-    return in.g_row(i, buffer, copy);
-  };
-  auto g_first = [&in](int64_t i, const double* grow) {
-    return in.g_first(i, grow);
-  };
-  auto g_last = [&in](int64_t i, const double* grow) {
-    return in.g_last(i, grow);
-  };
-  auto z_row = [&in](int64_t i, const double* grow, double* padded) {
-    in.z_row(i, grow, padded);
-  };
   const int64_t ahead = prefetch_distance(m);
   for_row_blocks(0, n, n * m, [&](int64_t i0, int64_t i1, auto&& sync) {
     // Rows of m + 2 rounded up to whole cache lines, placed so that each
@@ -76,20 +63,20 @@ void step_adjoint_kernel(KernelContext& c, const StepAttrs& a) {
     const double *gc = nullptr, *gn = nullptr;
     // Rows i0 − 1 and i1 of ū⁺ belong to the blocks either side, which
     // may write ū over them: each block reads them before it syncs.
-    if (i0 < i1 && i0 > 0) z_row(i0 - 1, g_row(i0 - 1, bn, false), zp);
+    if (i0 < i1 && i0 > 0) in.z_row(i0 - 1, in.g_row(i0 - 1, bn, false), zp);
     const double* g_after =
-        overwritten && i1 < n && i0 < i1 ? g_row(i1, after, true) : nullptr;
+        overwritten && i1 < n && i0 < i1 ? in.g_row(i1, after, true) : nullptr;
     if (overwritten) sync();
     if (i0 < i1) {
-      gc = g_row(i0, bc, false);
-      z_row(i0, gc, zc);
+      gc = in.g_row(i0, bc, false);
+      in.z_row(i0, gc, zc);
     }
     for (int64_t i = i0; i < i1; ++i) {
       const bool south = i + 1 < n;
       if (south) {
         gn = i + 1 == i1 && g_after != nullptr ? g_after
-                                               : g_row(i + 1, bn, false);
-        z_row(i + 1, gn, zn);
+                                               : in.g_row(i + 1, bn, false);
+        in.z_row(i + 1, gn, zn);
       }
       const double* zs = south ? zn : z_below;
       const double* zno = i > 0 ? zp : z_above;
@@ -98,42 +85,20 @@ void step_adjoint_kernel(KernelContext& c, const StepAttrs& a) {
       const double* us = south ? ur + m : hd;
       if (ahead > 0 && i + 1 + ahead < n)
         prefetch_row<false>(ur + (1 + ahead) * m, m);
-      double* out_u = gu + i * m;
-      double* out_k = gk + i * m;
-      start_row(in, a, i, gc, gk, gf);
-      // The gather form's G at the ends has its edge cotangents; the
-      // scatter form adds them to ū after the stencil.
-      const double end0 = kGather ? g_first(i, gc) : gc[0];
-      const double end1 = kGather ? g_last(i, gc) : gc[m - 1];
-      // ū = G + c·stencil(Z) and κ̄ += c·G ⊙ stencil(u), in one pass.
-      // In a middle row the pass covers all m points as the forward does
-      // (west of 0 and east of m − 1 read inside u); κ̄'s two end points
-      // are then put back and computed again with their halos and edge
-      // cotangents.
+      // In a middle row the pass covers all m points, as the forward does.
       const bool whole = i > 0 && i + 1 < n && m > 1;
-      const double k_first = out_k[0], k_last = out_k[m - 1];
-      adjoint_row(whole ? 0 : 1,
-                  whole ? m : m - 1,
-                  coef,
-                  gc,
-                  zno,
-                  zc,
-                  zs,
-                  un,
-                  ur,
-                  us,
-                  out_u,
-                  out_k);
-      finish_row_ends(c,
-                      in,
-                      coef,
-                      i,
-                      {end0, end1},
-                      {k_first, k_last},
-                      {zno, zc, zs},
-                      {un, ur, us},
-                      out_u,
-                      out_k);
+      adjoint_of_row(c,
+                     in,
+                     a,
+                     i,
+                     gc,
+                     {zno, zc, zs},
+                     {un, ur, us},
+                     whole ? 0 : 1,
+                     whole ? m : m - 1,
+                     gu,
+                     gk,
+                     gf);
       std::swap(zp, zc);
       std::swap(zc, zn);
       std::swap(bc, bn);

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "core/op.h"
+#include "solvers/heat_adjoint_row_impl.h"
 #include "solvers/heat_step_impl.h"
 
 namespace adgraph::solvers::detail {
@@ -216,6 +217,52 @@ void finish_row_ends(KernelContext& c,
       for (int64_t j = 0; j < m; ++j) od[j] = coef * zc[j + 1];
     }
   }
+}
+
+// Row i of heat_step_adjoint after its κ̄ and f̄ start (start_row; f̄ only
+// at the ends when [j0, j1) is empty): ū and κ̄ by adjoint_row over points
+// [j0, j1), then the two ends (finish_row_ends). `gc` is G's row i (the
+// pass may write ū over it: what the ends need is read first); `z` and
+// `rows` the Z and u rows north, here and south.
+template <bool kGather>
+void adjoint_of_row(KernelContext& c,
+                    const AdjointInputs<kGather>& in,
+                    const StepAttrs& a,
+                    int64_t i,
+                    const double* gc,
+                    std::array<const double*, 3> z,
+                    std::array<const double*, 3> rows,
+                    int64_t j0,
+                    int64_t j1,
+                    double* gu,
+                    double* gk,
+                    double* gf) {
+  const int64_t m = in.m;
+  double* out_u = gu + i * m;
+  double* out_k = gk + i * m;
+  start_row(in, a, i, gc, gk, gf, j0 >= j1);
+  // The gather form's G at the ends has its edge cotangents; the scatter
+  // form adds them to ū after the stencil.
+  const double end0 = kGather ? in.g_first(i, gc) : gc[0];
+  const double end1 = kGather ? in.g_last(i, gc) : gc[m - 1];
+  // adjoint_row may cover the ends too (west of 0 and east of m − 1 read
+  // inside u, as the forward does): κ̄'s two end points are put back and
+  // computed again with their halos and edge cotangents.
+  const double k_first = out_k[0], k_last = out_k[m - 1];
+  adjoint_row(j0,
+              j1,
+              a.coef,
+              gc,
+              z[0],
+              z[1],
+              z[2],
+              rows[0],
+              rows[1],
+              rows[2],
+              out_u,
+              out_k);
+  finish_row_ends(
+      c, in, a.coef, i, {end0, end1}, {k_first, k_last}, z, rows, out_u, out_k);
 }
 
 }  // namespace adgraph::solvers::detail

@@ -216,7 +216,6 @@ void register_forward_halves() {
 void ring_adjoint_kernel(KernelContext& c, const StepAttrs& a) {
   const AdjointInputs<false> in(c);
   const int64_t n = in.n, m = in.m;
-  const double coef = a.coef;
   double *gu = c.output(0).data(), *gk = c.output(1).data(),
          *gf = c.output(2).data();
   std::fill(gu, gu + n * m, 0.0);
@@ -253,22 +252,20 @@ void ring_adjoint_kernel(KernelContext& c, const StepAttrs& a) {
     const double* us = i + 1 < n ? ur + m : in.hd;
     if (i == 0) zno = zero;
     if (i == n - 1) zs = zero;
-    start_row(in, a, i, gc, gk, gf, !ring_row);
-    const double k_first = gk[i * m], k_last = gk[i * m + m - 1];
-    if (ring_row) {
-      adjoint_row(
-          1, m - 1, coef, gc, zno, zc, zs, un, ur, us, gu + i * m, gk + i * m);
-    }
-    finish_row_ends(c,
-                    in,
-                    coef,
-                    i,
-                    {gc[0], gc[m - 1]},
-                    {k_first, k_last},
-                    {zno, zc, zs},
-                    {un, ur, us},
-                    gu + i * m,
-                    gk + i * m);
+    // The ring rows' points between their ends, as heat_step_adjoint
+    // computes an edge row; only the ends of the other rows.
+    adjoint_of_row(c,
+                   in,
+                   a,
+                   i,
+                   gc,
+                   {zno, zc, zs},
+                   {un, ur, us},
+                   1,
+                   ring_row ? m - 1 : 1,
+                   gu,
+                   gk,
+                   gf);
     if (ring_row) {
       z_ring.insert(z_ring.end(), zc + 1, zc + m + 1);
     } else {
