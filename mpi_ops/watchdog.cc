@@ -24,14 +24,6 @@ namespace {
 
 constexpr int kDeadlineExitCode = 124;
 
-// The coarse monotonic clock (a few ms resolution, plenty for a deadline in
-// seconds) costs a fraction of the precise one on every watched call.
-int64_t now_ns() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
-  return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
-}
-
 // The peers a point-to-point node (or the requests a wait completes) talks
 // to, for the deadline message: ", peer rank 3" or "" for a collective.
 std::string peers_of(const Node& node) {
@@ -243,25 +235,6 @@ void Watchdog::start(std::string label) {
   node_.store(nullptr, std::memory_order_relaxed);
   call_.store(nullptr, std::memory_order_relaxed);
   start_ns_.store(now_ns(), std::memory_order_release);
-}
-
-// The watched call's description is published before its start time
-// (release), which the watchdog reads first (acquire): plain stores on
-// x86, where the default order costs a locked exchange each (~30 ns per
-// watched call in all).
-void Watchdog::start(const Node& node) {
-  node_.store(&node, std::memory_order_relaxed);
-  call_.store(nullptr, std::memory_order_relaxed);
-  start_ns_.store(now_ns(), std::memory_order_release);
-}
-
-bool Watchdog::start_call(const char* call, int64_t n) {
-  if (watching()) return false;  // a node's watch covers the call
-  node_.store(nullptr, std::memory_order_relaxed);
-  call_.store(call, std::memory_order_relaxed);
-  call_count_.store(n, std::memory_order_relaxed);
-  start_ns_.store(now_ns(), std::memory_order_release);
-  return true;
 }
 
 }  // namespace adgraph::mpi_detail
