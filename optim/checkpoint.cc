@@ -384,8 +384,7 @@ std::string read_checkpoint(const std::string& prefix,
   s.evaluations = h.evaluations;
   if (const char* shortage = read_state(r, h, kind, &s))
     return corrupt(shortage);
-  if (r.position() != body.size())
-    return corrupt("trailing bytes");
+  if (r.position() != body.size()) return corrupt("trailing bytes");
   *state = std::move(s);
   return {};
 }
