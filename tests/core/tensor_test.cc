@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/tensor_json.h"
 
 namespace adgraph {
 namespace {
@@ -161,20 +160,6 @@ TEST(Tensor, IndexOrderSumDoesNotDependOnTheAddress) {
     EXPECT_EQ(sum_in_index_order(std::as_const(view).array()), reference)
         << offset;
   }
-}
-
-TEST(TensorJson, NestedListsRoundTrip) {
-  auto j = nlohmann::json::parse("[[1, 2, 3], [4, 5, 6]]");
-  Tensor t = tensor_from_json(j);
-  EXPECT_EQ(t.shape(), (Shape{2, 3}));
-  EXPECT_EQ(t[4], 5.0);
-  EXPECT_EQ(tensor_to_json(t), j);
-  EXPECT_EQ(tensor_to_json(tensor_from_json(7.0)), nlohmann::json(7.0));
-}
-
-TEST(TensorJson, RaggedAndNonNumericListsThrow) {
-  EXPECT_THROW(tensor_from_json(nlohmann::json::parse("[[1, 2], [3]]")), Error);
-  EXPECT_THROW(tensor_from_json(nlohmann::json::parse("[1, \"a\"]")), Error);
 }
 
 }  // namespace

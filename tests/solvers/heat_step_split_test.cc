@@ -15,16 +15,12 @@
 #include <vector>
 
 #include "adgraph.h"
+#include "tests/solvers/wobbly.h"
 
 namespace adgraph::solvers {
 namespace {
 
-Tensor wobbly(const Shape& shape, double salt) {
-  Tensor t(shape);
-  for (int64_t k = 0; k < t.size(); ++k)
-    t[k] = std::sin(0.37 * k + 1.7 * salt) * std::cos(0.011 * k * salt);
-  return t;
-}
+using testing::wobbly;
 
 struct Patch {
   int64_t n, m;

@@ -10,17 +10,12 @@
 #include <vector>
 
 #include "adgraph.h"
+#include "tests/solvers/wobbly.h"
 
 namespace adgraph::solvers {
 namespace {
 
-// Values in [−1, 1) that differ from point to point and from salt to salt.
-Tensor wobbly(const Shape& shape, double salt) {
-  Tensor t(shape);
-  for (int64_t k = 0; k < t.size(); ++k)
-    t[k] = std::sin(0.37 * k + 1.7 * salt) * std::cos(0.011 * k * salt);
-  return t;
-}
+using testing::wobbly;
 
 struct StepInputs {
   int64_t n = 0, m = 0;
