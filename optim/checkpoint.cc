@@ -256,16 +256,13 @@ struct Header {
   }
 };
 
-// Why a checkpoint with header `h` cannot resume this run (rank `rank` of
-// `size`, n variables, ...), or "".
-std::string header_mismatch(const Header& h,
-                            int rank,
-                            int size,
-                            int64_t n,
-                            int history,
-                            SolverKind kind,
-                            uint64_t bounds_hash,
-                            const std::string& problem) {
+// Why a checkpoint with header `h` cannot resume the run whose own header
+// would be `run` (its rank, size, kind, history, bounds, problem and n; an
+// empty problem matches any), or "".
+std::string header_mismatch(const Header& h, const Header& run) {
+  const int32_t rank = run.rank, size = run.size, history = run.history;
+  const int64_t n = run.n;
+  const std::string& problem = run.problem;
   if (h.size != size || h.rank != rank) {
     return "written by rank " + std::to_string(h.rank) + " of " +
            std::to_string(h.size) + ", this is rank " + std::to_string(rank) +
@@ -276,12 +273,12 @@ std::string header_mismatch(const Header& h,
     if (!diff.empty()) return "written for another problem: " + diff;
   }
   static const char* const kKinds[] = {"L-BFGS (no bounds)", "L-BFGS-B"};
-  if (h.kind != static_cast<int32_t>(kind)) {
+  if (h.kind != run.kind) {
     return std::string("written by an ") +
            (h.kind == 0 || h.kind == 1 ? kKinds[h.kind] : "unknown") +
-           " run, this run is " + kKinds[static_cast<int32_t>(kind)];
+           " run, this run is " + kKinds[run.kind];
   }
-  if (h.bounds != bounds_hash)
+  if (h.bounds != run.bounds)
     return "written with other bounds than this run's";
   if (h.n != n) {
     return "holds " + std::to_string(h.n) + " variables, this run has " +
@@ -371,8 +368,14 @@ std::string read_checkpoint(const std::string& prefix,
   Reader r(body);
   Header h;
   if (!h.read(r)) return corrupt("short header");
-  const std::string mismatch =
-      header_mismatch(h, rank, size, n, history, kind, bounds_hash, problem);
+  const Header run{.rank = rank,
+                   .size = size,
+                   .kind = static_cast<int32_t>(kind),
+                   .history = history,
+                   .bounds = bounds_hash,
+                   .problem = problem,
+                   .n = n};
+  const std::string mismatch = header_mismatch(h, run);
   if (!mismatch.empty()) return path + ": " + mismatch;
   if (h.count < 0 || h.count > history || h.trace_length < 0)
     return corrupt("bad counts");
