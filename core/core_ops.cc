@@ -9,9 +9,7 @@ namespace adgraph {
 namespace {
 
 OpDef filled(std::string name, std::string doc, double value) {
-  OpDef def;
-  def.name = std::move(name);
-  def.doc = std::move(doc);
+  OpDef def(std::move(name), std::move(doc));
   def.attrs = {{"shape", AttrType::kInts, nlohmann::json(), "shape", 0}};
   def.shape = [](const ShapeContext& c) {
     return Shapes{c.attr_ints("shape")};
@@ -26,9 +24,7 @@ Shapes same_shape(const ShapeContext& c) { return {c.input_shape(0)}; }
 
 void register_sources() {
   // Fed at run time by Session::run; the executor copies the feed.
-  OpDef placeholder;
-  placeholder.name = "placeholder";
-  placeholder.doc = "y = the tensor fed for this node";
+  OpDef placeholder("placeholder", "y = the tensor fed for this node");
   placeholder.attrs = {
       {"shape", AttrType::kInts, nlohmann::json(), "shape", 0}};
   placeholder.shape = [](const ShapeContext& c) {
@@ -40,9 +36,7 @@ void register_sources() {
   };
   register_op(std::move(placeholder));
 
-  OpDef constant;
-  constant.name = "constant";
-  constant.doc = "y = value (a number or nested list)";
+  OpDef constant("constant", "y = value (a number or nested list)");
   constant.attrs = {
       {"value", AttrType::kTensor, nlohmann::json(), "the value"}};
   constant.shape = [](const ShapeContext& c) {
@@ -64,10 +58,7 @@ void register_sources() {
   register_op(filled("ones", "y = 1", 1.0));
 
   // y = 0 of shape(x);  x̄ += 0
-  OpDef like;
-  like.name = "zeros_like";
-  like.doc = "y = 0 with the shape of x";
-  like.inputs = {"x"};
+  OpDef like("zeros_like", "y = 0 with the shape of x", {"x"});
   like.shape = same_shape;
   like.compute = [](KernelContext& c) { c.output(0).array().setZero(); };
   like.gradient = [](const GradientContext&) { return Values{Value()}; };
@@ -105,10 +96,7 @@ void register_core_ops() {
   register_sources();
 
   // y = x;  x̄ += ȳ
-  OpDef identity_def;
-  identity_def.name = "identity";
-  identity_def.doc = "y = x";
-  identity_def.inputs = {"x"};
+  OpDef identity_def("identity", "y = x", {"x"});
   identity_def.shape = same_shape;
   identity_def.compute = [](KernelContext& c) {
     c.output(0).array() = c.input(0).array();
@@ -120,10 +108,9 @@ void register_core_ops() {
   register_op(std::move(identity_def));
 
   // y = a + b (one shape);  ā += ȳ,  b̄ += ȳ
-  OpDef sum_def;
-  sum_def.name = "accumulate";
-  sum_def.doc = "y = a + b for a and b of one shape (derivative sums)";
-  sum_def.inputs = {"a", "b"};
+  OpDef sum_def("accumulate",
+                "y = a + b for a and b of one shape (derivative sums)",
+                {"a", "b"});
   sum_def.shape = [](const ShapeContext& c) {
     return Shapes{equal_input_shapes(c, "input \"b\"")};
   };

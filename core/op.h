@@ -4,10 +4,7 @@
 //
 // Writing a custom op (the heat step in solvers/ is written exactly so):
 //
-//   OpDef def;
-//   def.name = "scale";
-//   def.doc = "y = alpha * x";
-//   def.inputs = {"x"};
+//   OpDef def("scale", "y = alpha * x", {"x"});
 //   def.attrs = {{"alpha", AttrType::kFloat, 1.0, "factor"}};
 //   def.shape = [](const ShapeContext& c) { return Shapes{c.input_shape(0)}; };
 //   def.compute = [](KernelContext& c) {
@@ -27,6 +24,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/fwd.h"
@@ -214,6 +212,15 @@ Values linear_tangent(const TangentContext& c);
 Values bilinear_tangent(const TangentContext& c);
 
 struct OpDef {
+  OpDef() = default;
+  // The three fields every op states first: its name, its math, its inputs.
+  OpDef(std::string op_name,
+        std::string op_doc,
+        std::vector<std::string> op_inputs = {})
+      : name(std::move(op_name)),
+        doc(std::move(op_doc)),
+        inputs(std::move(op_inputs)) {}
+
   std::string name;
   // One line shown by --list-ops; it states the op's math.
   std::string doc;

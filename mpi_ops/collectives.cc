@@ -418,9 +418,7 @@ void register_mpi_alltoall_op() {
 
 void register_mpi_rank_ops() {
   // Local queries; no communication and no inputs.
-  OpDef rank;
-  rank.name = "mpi_rank";
-  rank.doc = "y = this process's rank (a scalar)";
+  OpDef rank("mpi_rank", "y = this process's rank (a scalar)");
   rank.communicator = world_communicator;
   rank.shape = [](const ShapeContext&) { return Shapes{Shape{}}; };
   rank.compute = [](KernelContext& c) {

@@ -256,9 +256,7 @@ inline std::shared_ptr<CommContext> world_communicator() {
 // graph's communicator runs (OpDef::every_rank: it joins the cross-rank
 // sequence check); the world's unless the graph has one.
 inline OpDef every_rank_op(std::string name, std::string doc) {
-  OpDef def;
-  def.name = std::move(name);
-  def.doc = std::move(doc);
+  OpDef def(std::move(name), std::move(doc));
   def.communication = true;
   def.every_rank = true;
   def.communicator = world_communicator;

@@ -98,59 +98,42 @@ std::string Communicator::bcast(const std::string& text, int root) {
 
 namespace {
 
-// MPI_Gather and MPI_Scatter take the same arguments, and so do
-// MPI_Allgather and MPI_Alltoall: n doubles from or to each rank.
-using RootedCall = int (*)(
-    const void*, int, MPI_Datatype, void*, int, MPI_Datatype, int, MPI_Comm);
-using EveryRankCall =
-    int (*)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm);
-
-void rooted_call(mpi_detail::Watchdog& watchdog,
-                 MPI_Comm comm,
-                 RootedCall call,
+// MPI_Gather and MPI_Scatter (with a root) and MPI_Allgather and
+// MPI_Alltoall (without one): n doubles from or to each rank.
+template <class Call, class... Root>
+void blocks_call(mpi_detail::Watchdog& watchdog,
                  const char* name,
+                 Call call,
                  const double* in,
                  double* out,
                  int64_t n,
-                 int root) {
+                 MPI_Comm comm,
+                 Root... root) {
   CallWatch watch(watchdog, name, n);
   const int count = count_of(n);
-  check_mpi(call(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, root, comm),
+  check_mpi(call(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, root..., comm),
             name);
-}
-
-void every_rank_call(mpi_detail::Watchdog& watchdog,
-                     MPI_Comm comm,
-                     EveryRankCall call,
-                     const char* name,
-                     const double* in,
-                     double* out,
-                     int64_t n) {
-  CallWatch watch(watchdog, name, n);
-  const int count = count_of(n);
-  check_mpi(call(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, comm), name);
 }
 
 }  // namespace
 
 void Communicator::gather(const double* in, double* out, int64_t n, int root) {
-  rooted_call(
-      *watchdog_, mpi().comm, MPI_Gather, "MPI_Gather", in, out, n, root);
+  blocks_call(
+      *watchdog_, "MPI_Gather", MPI_Gather, in, out, n, mpi().comm, root);
 }
 
 void Communicator::scatter(const double* in, double* out, int64_t n, int root) {
-  rooted_call(
-      *watchdog_, mpi().comm, MPI_Scatter, "MPI_Scatter", in, out, n, root);
+  blocks_call(
+      *watchdog_, "MPI_Scatter", MPI_Scatter, in, out, n, mpi().comm, root);
 }
 
 void Communicator::allgather(const double* in, double* out, int64_t n) {
-  every_rank_call(
-      *watchdog_, mpi().comm, MPI_Allgather, "MPI_Allgather", in, out, n);
+  blocks_call(
+      *watchdog_, "MPI_Allgather", MPI_Allgather, in, out, n, mpi().comm);
 }
 
 void Communicator::alltoall(const double* in, double* out, int64_t n) {
-  every_rank_call(
-      *watchdog_, mpi().comm, MPI_Alltoall, "MPI_Alltoall", in, out, n);
+  blocks_call(*watchdog_, "MPI_Alltoall", MPI_Alltoall, in, out, n, mpi().comm);
 }
 
 void Communicator::reduce_scatter(const double* in, double* out, int64_t n) {

@@ -62,9 +62,7 @@ const Value& reverse_of(const GradientContext& c, const char* reverse_op) {
 }
 
 OpDef start_def(const char* name, const char* doc, const char* peer) {
-  OpDef def;
-  def.name = name;
-  def.doc = doc;
+  OpDef def(name, doc);
   def.attrs = {
       peer_attr(peer, peer[0] == 'd' ? "receiving rank" : "sending rank"),
       tag_attr()};
@@ -186,10 +184,7 @@ ComputeFn bind_wait(const Node& node) {
 // y_k = what request k completes with;  request k's cotangent = the
 // reverse message of request k, posted here
 OpDef wait_def(const char* name, const char* doc, bool all) {
-  OpDef def;
-  def.name = name;
-  def.doc = doc;
-  def.inputs = {"request"};
+  OpDef def(name, doc, {"request"});
   def.variadic = all;
   def.num_outputs = all ? 0 : 1;
   def.communication = true;

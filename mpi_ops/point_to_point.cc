@@ -83,10 +83,7 @@ Value mpi_sendrecv_adjoint(Value x, int src, int dest, int tag) {
 
 void register_point_to_point_ops() {
   // y = x, and x goes to dest;  x̄ = ȳ + recv(from dest)
-  OpDef send;
-  send.name = "mpi_send";
-  send.doc = "sends x to dest; y = x";
-  send.inputs = {"x"};
+  OpDef send("mpi_send", "sends x to dest; y = x", {"x"});
   send.attrs = {peer_attr("dest", "receiving rank"), tag_attr()};
   send.communication = true;
   send.communicator = world_communicator;
@@ -120,10 +117,9 @@ void register_point_to_point_ops() {
   register_op(std::move(send));
 
   // y = message from src;  ȳ goes back to src, like gets nothing
-  OpDef recv;
-  recv.name = "mpi_recv";
-  recv.doc = "y = the tensor (of like's shape) received from src";
-  recv.inputs = {"like"};
+  OpDef recv("mpi_recv",
+             "y = the tensor (of like's shape) received from src",
+             {"like"});
   recv.attrs = {peer_attr("src", "sending rank"), tag_attr()};
   recv.shape_only = {0};  // like is not read: it need not stay alive
   recv.communication = true;

@@ -65,10 +65,7 @@ OpDef binary(std::string name,
              F f,
              GradientFn gradient,
              TangentFn tangent) {
-  OpDef def;
-  def.name = std::move(name);
-  def.doc = std::move(doc);
-  def.inputs = {"a", "b"};
+  OpDef def(std::move(name), std::move(doc), {"a", "b"});
   def.shape = broadcast_shape;
   def.compute = [f](KernelContext& c) { binary_kernel(c, f); };
   def.in_place = {{0, 0}, {0, 1}};  // element-wise: may overwrite a or b
@@ -83,10 +80,7 @@ OpDef unary(std::string name,
             F f,
             GradientFn gradient,
             TangentFn tangent) {
-  OpDef def;
-  def.name = std::move(name);
-  def.doc = std::move(doc);
-  def.inputs = {"x"};
+  OpDef def(std::move(name), std::move(doc), {"x"});
   def.shape = [](const ShapeContext& c) { return Shapes{c.input_shape(0)}; };
   def.compute = [f](KernelContext& c) {
     c.output(0).array() = f(c.input(0).array());
@@ -100,7 +94,10 @@ OpDef unary(std::string name,
 // A unary op's derivative, written once for both modes: `seed` (a
 // cotangent ȳ in reverse mode, a tangent ẋ in forward mode) times ∂y/∂x
 // at x with y = f(x).
-using Chain = Value (*)(Value seed, const Value& x, const Value& y);
+struct ChainAt {
+  Value seed, x, y;
+};
+using Chain = Value (*)(const ChainAt&);
 
 template <class F>
 OpDef unary(std::string name, std::string doc, F f, Chain chain) {
@@ -109,10 +106,10 @@ OpDef unary(std::string name, std::string doc, F f, Chain chain) {
       std::move(doc),
       f,
       [chain](const GradientContext& c) {
-        return Values{chain(c.grad(), c.input(0), c.output(0))};
+        return Values{chain({c.grad(), c.input(0), c.output(0)})};
       },
       [chain](const TangentContext& c) {
-        return Values{chain(c.tangent(), c.input(0), c.output(0))};
+        return Values{chain({c.tangent(), c.input(0), c.output(0)})};
       });
 }
 
@@ -303,10 +300,7 @@ void register_pow_base_derivative_op() {
 
 void register_pow_scalar_op() {
   // y = x^p;  x̄ += ȳ·p·x^(p−1)
-  OpDef pow_scalar;
-  pow_scalar.name = "pow_scalar";
-  pow_scalar.doc = "y = x ^ exponent";
-  pow_scalar.inputs = {"x"};
+  OpDef pow_scalar("pow_scalar", "y = x ^ exponent", {"x"});
   pow_scalar.attrs = {{"exponent", AttrType::kFloat, nlohmann::json(), "p"}};
   pow_scalar.shape = [](const ShapeContext& c) {
     return Shapes{c.input_shape(0)};
@@ -337,106 +331,62 @@ void register_pow_scalar_op() {
   register_op(std::move(pow_scalar));
 }
 
-void register_neg_op() {
+// exp, log, sqrt, …: y = f(x) element-wise, with the chain rule's factor.
+void register_unary_ops() {
   // y = −x;  x̄ −= ȳ
   register_op(unary(
       "neg",
       "y = -x",
       [](const auto& x) { return -x; },
-      [](Value seed, const Value& /*x*/, const Value& /*y*/) -> Value {
-        return -seed;
-      }));
-}
-
-void register_exp_op() {
+      [](const ChainAt& a) { return -a.seed; }));
   // y = exp(x);  x̄ += ȳ·y
   register_op(unary(
       "exp",
       "y = exp(x)",
       [](const auto& x) { return x.unaryExpr(libm_exp); },
-      [](Value seed, const Value& /*x*/, const Value& y) -> Value {
-        return seed * y;
-      }));
-}
-
-void register_log_op() {
+      [](const ChainAt& a) { return a.seed * a.y; }));
   // y = log(x);  x̄ += ȳ/x
   register_op(unary(
       "log",
       "y = log(x)",
       [](const auto& x) { return x.unaryExpr(libm_log); },
-      [](Value seed, const Value& x, const Value& /*y*/) -> Value {
-        return seed / x;
-      }));
-}
-
-void register_sqrt_op() {
+      [](const ChainAt& a) { return a.seed / a.x; }));
   // y = √x;  x̄ += ȳ/(2y)
   register_op(unary(
       "sqrt",
       "y = sqrt(x)",
       [](const auto& x) { return x.sqrt(); },
-      [](Value seed, const Value& /*x*/, const Value& y) -> Value {
-        return seed / (2.0 * y);
-      }));
-}
-
-void register_square_op() {
+      [](const ChainAt& a) { return a.seed / (2.0 * a.y); }));
   // y = x²;  x̄ += 2xȳ
   register_op(unary(
       "square",
       "y = x^2",
       [](const auto& x) { return x.square(); },
-      [](Value seed, const Value& x, const Value& /*y*/) -> Value {
-        return seed * (2.0 * x);
-      }));
-}
-
-void register_sin_op() {
+      [](const ChainAt& a) { return a.seed * (2.0 * a.x); }));
   // y = sin(x);  x̄ += ȳ·cos(x)
   register_op(unary(
       "sin",
       "y = sin(x)",
       [](const auto& x) { return x.unaryExpr(libm_sin); },
-      [](Value seed, const Value& x, const Value& /*y*/) -> Value {
-        return seed * cos(x);
-      }));
-}
-
-void register_cos_op() {
+      [](const ChainAt& a) { return a.seed * cos(a.x); }));
   // y = cos(x);  x̄ −= ȳ·sin(x)
   register_op(unary(
       "cos",
       "y = cos(x)",
       [](const auto& x) { return x.unaryExpr(libm_cos); },
-      [](Value seed, const Value& x, const Value& /*y*/) -> Value {
-        return -(seed * sin(x));
-      }));
-}
-
-void register_tanh_op() {
+      [](const ChainAt& a) { return -(a.seed * sin(a.x)); }));
   // y = tanh(x);  x̄ += ȳ·(1 − y²)
   register_op(unary(
       "tanh",
       "y = tanh(x)",
       [](const auto& x) { return x.unaryExpr(libm_tanh); },
-      [](Value seed, const Value& /*x*/, const Value& y) -> Value {
-        return seed * (1.0 - square(y));
-      }));
-}
-
-void register_abs_op() {
+      [](const ChainAt& a) { return a.seed * (1.0 - square(a.y)); }));
   // y = |x|;  x̄ += ȳ·sign(x)
   register_op(unary(
       "abs",
       "y = |x| (derivative 0 at 0)",
       [](const auto& x) { return x.abs(); },
-      [](Value seed, const Value& x, const Value& /*y*/) -> Value {
-        return seed * sign(x);
-      }));
-}
-
-void register_sign_op() {
+      [](const ChainAt& a) { return a.seed * sign(a.x); }));
   // y = sign(x);  x̄ += 0
   register_op(unary(
       "sign",
@@ -456,16 +406,7 @@ void register_elementwise_ops() {
   register_pow_op();
   register_pow_base_derivative_op();
   register_pow_scalar_op();
-  register_neg_op();
-  register_exp_op();
-  register_log_op();
-  register_sqrt_op();
-  register_square_op();
-  register_sin_op();
-  register_cos_op();
-  register_tanh_op();
-  register_abs_op();
-  register_sign_op();
+  register_unary_ops();
 }
 
 }  // namespace adgraph

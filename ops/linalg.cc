@@ -43,10 +43,7 @@ Value transpose(Value a) { return a.graph().add_node("transpose", {a}); }
 
 void register_linalg_ops() {
   // Y = A·B;  Ā += Ȳ·Bᵀ,  B̄ += Aᵀ·Ȳ
-  OpDef mm;
-  mm.name = "matmul";
-  mm.doc = "Y = A B for A [m, k], B [k, n]";
-  mm.inputs = {"a", "b"};
+  OpDef mm("matmul", "Y = A B for A [m, k], B [k, n]", {"a", "b"});
   mm.shape = [](const ShapeContext& c) {
     return Shapes{product_shape(c, false)};
   };
@@ -61,10 +58,7 @@ void register_linalg_ops() {
   register_op(std::move(mm));
 
   // y = A·x;  Ā += ȳ·xᵀ,  x̄ += Aᵀ·ȳ
-  OpDef mv;
-  mv.name = "matvec";
-  mv.doc = "y = A x for A [m, n], x [n]";
-  mv.inputs = {"a", "x"};
+  OpDef mv("matvec", "y = A x for A [m, n], x [n]", {"a", "x"});
   mv.shape = [](const ShapeContext& c) {
     return Shapes{product_shape(c, true)};
   };
@@ -83,10 +77,7 @@ void register_linalg_ops() {
   register_op(std::move(mv));
 
   // Y = Aᵀ;  Ā += Ȳᵀ
-  OpDef tr;
-  tr.name = "transpose";
-  tr.doc = "Y = A^T for A [m, n]";
-  tr.inputs = {"a"};
+  OpDef tr("transpose", "Y = A^T for A [m, n]", {"a"});
   tr.shape = [](const ShapeContext& c) {
     require_rank(c, 0, 2);
     const Shape& a = c.input_shape(0);

@@ -123,10 +123,7 @@ void sum_into(const Tensor& big, Tensor& small) {
 }
 
 OpDef reduction(std::string name, std::string doc, bool mean) {
-  OpDef def;
-  def.name = std::move(name);
-  def.doc = std::move(doc);
-  def.inputs = {"x"};
+  OpDef def(std::move(name), std::move(doc), {"x"});
   def.attrs = {{"axes",
                 AttrType::kInts,
                 nlohmann::json::array(),
@@ -225,11 +222,10 @@ namespace {
 
 void register_dot_op() {
   // y = Σ a·b;  ā += ȳ·b,  b̄ += ȳ·a
-  OpDef dot_def;
-  dot_def.name = "dot";
-  dot_def.doc =
-      "y = sum(a * b), a scalar; the products rounded, their sum exact";
-  dot_def.inputs = {"a", "b"};
+  OpDef dot_def(
+      "dot",
+      "y = sum(a * b), a scalar; the products rounded, their sum exact",
+      {"a", "b"});
   dot_def.shape = [](const ShapeContext& c) {
     equal_input_shapes(c, "input \"b\"");
     return Shapes{Shape{}};
@@ -250,10 +246,7 @@ void register_dot_op() {
 // down to it, `down`): the attribute, and the check that the smaller
 // shape broadcasts to the larger.
 OpDef broadcast_def(const char* name, const char* doc, bool down) {
-  OpDef def;
-  def.name = name;
-  def.doc = doc;
-  def.inputs = {"x"};
+  OpDef def(name, doc, {"x"});
   def.attrs = {{"shape", AttrType::kInts, nlohmann::json(), "target shape", 0}};
   def.shape = [down](const ShapeContext& c) {
     const Shape target = c.attr_ints("shape");

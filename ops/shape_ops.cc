@@ -81,10 +81,8 @@ namespace {
 
 void register_reshape_op() {
   // y = reshape(x);  x̄ += reshape(ȳ, shape(x))
-  OpDef reshape_def;
-  reshape_def.name = "reshape";
-  reshape_def.doc = "y = x with a new shape (one extent may be -1)";
-  reshape_def.inputs = {"x"};
+  OpDef reshape_def(
+      "reshape", "y = x with a new shape (one extent may be -1)", {"x"});
   reshape_def.attrs = {{"shape",
                         AttrType::kInts,
                         nlohmann::json(),
@@ -132,10 +130,7 @@ void register_reshape_op() {
 
 void register_slice_op() {
   // y = x[begin:end] along axis;  x̄ += pad(ȳ, begin, n − end)
-  OpDef slice_def;
-  slice_def.name = "slice";
-  slice_def.doc = "y = x[begin:end] along axis";
-  slice_def.inputs = {"x"};
+  OpDef slice_def("slice", "y = x[begin:end] along axis", {"x"});
   slice_def.attrs = {
       {"axis", AttrType::kInt, nlohmann::json(), "axis"},
       {"begin", AttrType::kInt, nlohmann::json(), "first index", 0},
@@ -173,10 +168,7 @@ void register_slice_op() {
 
 void register_pad_op() {
   // y = [value…, x, value…] along axis;  x̄ += ȳ[before : before + n]
-  OpDef pad_def;
-  pad_def.name = "pad";
-  pad_def.doc = "y = x padded with value along axis";
-  pad_def.inputs = {"x"};
+  OpDef pad_def("pad", "y = x padded with value along axis", {"x"});
   pad_def.attrs = {
       {"axis", AttrType::kInt, nlohmann::json(), "axis"},
       {"before", AttrType::kInt, 0, "entries added in front", 0, kMaxElements},
@@ -211,10 +203,7 @@ void register_pad_op() {
 
 void register_concat_op() {
   // y = [x_0, x_1, …] along axis;  x̄_k += ȳ[offset_k : offset_k + n_k]
-  OpDef concat_def;
-  concat_def.name = "concat";
-  concat_def.doc = "y = inputs joined along axis";
-  concat_def.inputs = {"xs"};
+  OpDef concat_def("concat", "y = inputs joined along axis", {"xs"});
   concat_def.variadic = true;
   concat_def.attrs = {{"axis", AttrType::kInt, 0, "axis"}};
   concat_def.shape = [](const ShapeContext& c) {

@@ -42,12 +42,11 @@ namespace {
 void register_patch_edges_op() {
   // (left, right, up, down) = (u[:, 0], u[:, m−1], u[0, :], u[n−1, :]);
   // ū = patch_edges_adjoint(l̄, r̄, ū_up, ū_down)
-  OpDef edges;
-  edges.name = "patch_edges";
-  edges.doc =
+  OpDef edges(
+      "patch_edges",
       "the left and right columns and the top and bottom rows of an n x m "
-      "patch";
-  edges.inputs = {"u"};
+      "patch",
+      {"u"});
   edges.num_outputs = 4;
   edges.shape = [](const ShapeContext& c) {
     const Shape& u = c.input_shape(0);
@@ -70,11 +69,10 @@ void register_patch_edges_op() {
 
 void register_patch_edges_adjoint_op() {
   // y = 0 with the four strips added onto their edges;  strip̄ = edges of ȳ
-  OpDef edges_adjoint;
-  edges_adjoint.name = "patch_edges_adjoint";
-  edges_adjoint.doc =
-      "a zero n x m patch with left, right, up and down added onto its edges";
-  edges_adjoint.inputs = {"left", "right", "up", "down"};
+  OpDef edges_adjoint(
+      "patch_edges_adjoint",
+      "a zero n x m patch with left, right, up and down added onto its edges",
+      {"left", "right", "up", "down"});
   edges_adjoint.shape = [](const ShapeContext& c) {
     const Shape &l = c.input_shape(0), &up = c.input_shape(2);
     if (l.size() != 1 || up.size() != 1 || c.input_shape(1) != l ||
@@ -103,13 +101,11 @@ void register_patch_edges_adjoint_op() {
 void register_heat_step_op() {
   // u⁺ = u + dt·(κ ⊙ stencil(u, halos)/h² + f), and the edges of u⁺;
   // adjoint: heat_step_adjoint
-  OpDef step;
-  step.name = "heat_step";
-  step.doc =
+  OpDef step(
+      "heat_step",
       "u + dt * (kappa * laplacian(u with halos) / h^2 + f) on an n x m patch, "
-      "and its edges";
-  step.inputs = {
-      "u", "kappa", "f", "from_left", "from_right", "from_up", "from_down"};
+      "and its edges",
+      step_inputs());
   step.attrs = step_attrs();
   step.num_outputs = 5;
   step.shape = [](const ShapeContext& c) {

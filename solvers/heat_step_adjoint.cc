@@ -252,13 +252,11 @@ void register_heat_adjoint_ops() {
 
   // Z = κ ⊙ (ū⁺ with its edge cotangents) on the patch's four edges: what
   // the gather form sends to the neighbours
-  OpDef edges;
-  edges.name = "heat_step_adjoint_edges";
-  edges.doc =
+  OpDef edges(
+      "heat_step_adjoint_edges",
       "kappa times the cotangent of heat_step's state on the patch's left, "
-      "right, top and bottom edges";
-  edges.inputs = {
-      "grad", "grad_left", "grad_right", "grad_up", "grad_down", "kappa"};
+      "right, top and bottom edges",
+      {"grad", "grad_left", "grad_right", "grad_up", "grad_down", "kappa"});
   edges.attrs = {{"sent",
                   AttrType::kInts,
                   nlohmann::json::array({1, 1, 1, 1}),

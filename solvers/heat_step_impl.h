@@ -156,6 +156,18 @@ inline std::vector<AttrSpec> step_attrs() {
           {"h", AttrType::kFloat, nlohmann::json(), "grid spacing", 1e-300}};
 }
 
+// heat_step's inputs (u, κ, f, the four halos) after `before` and before
+// `after`.
+inline std::vector<std::string> step_inputs(
+    std::vector<std::string> before = {},
+    const std::vector<std::string>& after = {}) {
+  for (const char* name :
+       {"u", "kappa", "f", "from_left", "from_right", "from_up", "from_down"})
+    before.push_back(name);
+  before.insert(before.end(), after.begin(), after.end());
+  return before;
+}
+
 // Writes the four edges of the n × m patch `u` into `edges` (left, right,
 // up, down).
 inline void write_edges(const double* u, int64_t n, int64_t m, Tensor* edges) {
@@ -169,22 +181,11 @@ inline void write_edges(const double* u, int64_t n, int64_t m, Tensor* edges) {
 // (grad, its four edges, the step's seven inputs, an optional
 // kappa_grad_in), attributes (dt, h, f_gradient), variadic.
 inline OpDef step_adjoint_def(const char* name, const char* doc) {
-  OpDef def;
-  def.name = name;
-  def.doc = doc;
-  def.inputs = {"grad",
-                "grad_left",
-                "grad_right",
-                "grad_up",
-                "grad_down",
-                "u",
-                "kappa",
-                "f",
-                "from_left",
-                "from_right",
-                "from_up",
-                "from_down",
-                "kappa_grad_in"};
+  OpDef def(
+      name,
+      doc,
+      step_inputs({"grad", "grad_left", "grad_right", "grad_up", "grad_down"},
+                  {"kappa_grad_in"}));
   // kappa_grad_in (at most one): a cotangent of κ to add onto κ̄.
   def.variadic = true;
   def.attrs = step_attrs();

@@ -46,12 +46,11 @@ void register_heat_step_interior_op() {
   // y = u⁺ of heat_step on the points 1 ≤ i ≤ n − 2, 1 ≤ j ≤ m − 2 (which
   // need no halo), u elsewhere (its columns 0 and m − 1 written in the same
   // pass as the rows, where their cache lines are)
-  OpDef interior;
-  interior.name = "heat_step_interior";
-  interior.doc =
+  OpDef interior(
+      "heat_step_interior",
       "heat_step's update of the points that need no halo; u on the patch's "
-      "outer ring";
-  interior.inputs = {"u", "kappa", "f"};
+      "outer ring",
+      {"u", "kappa", "f"});
   interior.attrs = step_attrs();
   interior.shape = interior_shape;
   interior.bind = bind_step([](KernelContext& c, const StepAttrs& a) {
@@ -152,19 +151,11 @@ void boundary_kernel(KernelContext& c, const StepAttrs& a) {
 void register_heat_step_boundary_op() {
   // (u⁺, its edges) = heat_step(u, κ, f, halos), taking the interior points
   // from `interior` (whose buffer it takes over) and computing the ring
-  OpDef boundary;
-  boundary.name = "heat_step_boundary";
-  boundary.doc =
+  OpDef boundary(
+      "heat_step_boundary",
       "completes heat_step_interior's result on the patch's outer ring with "
-      "the halos; y = u+ and its edges, as heat_step";
-  boundary.inputs = {"interior",
-                     "u",
-                     "kappa",
-                     "f",
-                     "from_left",
-                     "from_right",
-                     "from_up",
-                     "from_down"};
+      "the halos; y = u+ and its edges, as heat_step",
+      step_inputs({"interior"}));
   boundary.attrs = step_attrs();
   boundary.num_outputs = 5;
   boundary.in_place = {{0, 0}};
@@ -369,13 +360,11 @@ void register_heat_step_boundary_adjoint_op() {
 void register_heat_step_interior_adjoint_op() {
   // The rest of heat_step_adjoint: ū, κ̄, f̄ inside the ring, added onto
   // (and in the buffers of) what the ring's adjoint gave
-  OpDef inside;
-  inside.name = "heat_step_interior_adjoint";
-  inside.doc =
+  OpDef inside(
+      "heat_step_interior_adjoint",
       "heat_step_adjoint inside the patch's outer ring, added onto the "
-      "ring's cotangents";
-  inside.inputs = {
-      "w", "u", "kappa", "u_grad_in", "kappa_grad_in", "f_grad_in"};
+      "ring's cotangents",
+      {"w", "u", "kappa", "u_grad_in", "kappa_grad_in", "f_grad_in"});
   inside.variadic = true;  // f_grad_in only with f_gradient
   inside.in_place = {{0, 3}, {1, 4}, {2, 5}};
   inside.attrs = step_attrs();

@@ -160,12 +160,10 @@ Patch checked_patch(const ShapeContext& c) {
 }
 
 void register_five_point_values_op() {
-  OpDef def;
-  def.name = "five_point_values";
-  def.doc =
-      "a 5-point matrix's entries (patch-by-patch numbering) from the "
-      "coefficients of each point and of its four neighbours";
-  def.inputs = {"left", "right", "up", "down", "center"};
+  OpDef def("five_point_values",
+            "a 5-point matrix's entries (patch-by-patch numbering) from the "
+            "coefficients of each point and of its four neighbours",
+            {"left", "right", "up", "down", "center"});
   def.attrs = grid_attrs();
   def.shape = [](const ShapeContext& c) {
     const Patch p = checked_patch(c);
@@ -204,12 +202,10 @@ void register_five_point_values_op() {
 }
 
 void register_five_point_values_adjoint_op() {
-  OpDef adj;
-  adj.name = "five_point_values_adjoint";
-  adj.doc =
-      "five_point_values' transpose: each coefficient's cotangent "
-      "gathered from its entry (0 where it has none)";
-  adj.inputs = {"values", "like"};
+  OpDef adj("five_point_values_adjoint",
+            "five_point_values' transpose: each coefficient's cotangent "
+            "gathered from its entry (0 where it has none)",
+            {"values", "like"});
   adj.shape_only = {1};
   adj.num_outputs = 5;
   adj.attrs = grid_attrs();

@@ -130,12 +130,11 @@ Value south_of(Value x, Value beyond) {
 }
 
 void register_smoothness_terms_op() {
-  OpDef terms;
-  terms.name = "smoothness_terms";
-  terms.doc =
+  OpDef terms(
+      "smoothness_terms",
       "(kappa - kappa_east)^2 + (kappa - kappa_south)^2 per point of a patch, "
-      "the neighbours across its edges from the halos";
-  terms.inputs = {"kappa", "from_left", "from_right", "from_up", "from_down"};
+      "the neighbours across its edges from the halos",
+      {"kappa", "from_left", "from_right", "from_up", "from_down"});
   terms.attrs = beyond_attrs();
   terms.shape = [](const ShapeContext& c) {
     return Shapes{patch_with_halos(c, 0)};
@@ -191,21 +190,20 @@ void register_smoothness_terms_op() {
 }
 
 void register_smoothness_terms_adjoint_op() {
-  OpDef adjoint;
-  adjoint.name = "smoothness_terms_adjoint";
-  adjoint.doc =
+  OpDef adjoint(
+      "smoothness_terms_adjoint",
       "the cotangent of smoothness_terms' kappa from the terms' cotangent "
-      "and both with their halos";
-  adjoint.inputs = {"grad",
-                    "grad_from_left",
-                    "grad_from_right",
-                    "grad_from_up",
-                    "grad_from_down",
-                    "kappa",
-                    "from_left",
-                    "from_right",
-                    "from_up",
-                    "from_down"};
+      "and both with their halos",
+      {"grad",
+       "grad_from_left",
+       "grad_from_right",
+       "grad_from_up",
+       "grad_from_down",
+       "kappa",
+       "from_left",
+       "from_right",
+       "from_up",
+       "from_down"});
   adjoint.attrs = beyond_attrs();
   adjoint.shape = [](const ShapeContext& c) {
     const Shape t = patch_with_halos(c, 0);

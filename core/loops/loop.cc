@@ -373,10 +373,7 @@ namespace {
 // What loop and loop_adjoint share: inputs given by the node's LoopSpec
 // (variadic), outputs by its shape rule, and the trips and schedule.
 OpDef loop_def(const char* name, const char* doc) {
-  OpDef def;
-  def.name = name;
-  def.doc = doc;
-  def.inputs = {"inputs"};
+  OpDef def(name, doc, {"inputs"});
   def.variadic = true;
   def.attrs = {
       {"trips", AttrType::kInt, nlohmann::json(), "number of steps n", 1},

@@ -111,10 +111,9 @@ Shapes forward_shape(const PyOp& op, const ShapeContext& c) {
 }
 
 OpDef forward_def(const PyOp* op, const std::string& doc) {
-  OpDef def;
-  def.name = op->name;
-  def.doc = doc.empty() ? "an op written in Python" : doc;
-  def.inputs = input_names("x", op->num_inputs);
+  OpDef def(op->name,
+            doc.empty() ? "an op written in Python" : doc,
+            input_names("x", op->num_inputs));
   def.shape = [op](const ShapeContext& c) { return forward_shape(*op, c); };
   def.compute = [op](KernelContext& c) {
     call_python(c, "forward", [&] {
@@ -149,10 +148,9 @@ OpDef forward_def(const PyOp* op, const std::string& doc) {
 
 OpDef vjp_def(const PyOp* op) {
   const int n = op->num_inputs;
-  OpDef def;
-  def.name = op->name + "_vjp";
-  def.doc = "the cotangents of " + op->name + "'s inputs (its Python vjp)";
-  def.inputs = input_names("x", n);
+  OpDef def(op->name + "_vjp",
+            "the cotangents of " + op->name + "'s inputs (its Python vjp)",
+            input_names("x", n));
   def.inputs.push_back("y");
   def.inputs.push_back("y_bar");
   def.num_outputs = n;
@@ -191,10 +189,9 @@ OpDef vjp_def(const PyOp* op) {
 
 OpDef jvp_def(const PyOp* op) {
   const int n = op->num_inputs;
-  OpDef def;
-  def.name = op->name + "_jvp";
-  def.doc = "the tangent of " + op->name + "'s output (its Python jvp)";
-  def.inputs = input_names("x", n);
+  OpDef def(op->name + "_jvp",
+            "the tangent of " + op->name + "'s output (its Python jvp)",
+            input_names("x", n));
   for (const std::string& t : input_names("t", n)) def.inputs.push_back(t);
   def.shape = [op](const ShapeContext& c) {
     // The forward node's shape rule on the primal inputs.
