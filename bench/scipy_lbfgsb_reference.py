@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""SciPy's L-BFGS-B on the bounded problems of tests/optim/lbfgsb_mpi_test.cc
+"""SciPy's L-BFGS-B on the bounded problems of tests/optim/lbfgsb_test.cc
 and bench/lbfgs_counts.cc: the independent reference their expected values
 and iteration counts come from. Run: /usr/bin/python3 bench/scipy_lbfgsb_reference.py
 (Debian's python3-scipy; SciPy 1.10 wraps the L-BFGS-B 3.0 Fortran code)."""

@@ -1,5 +1,5 @@
-// The memory a loop holds (core/loops/loop.h): snapshots under each schedule, and
-// the plan's estimate of them, of the tape two adjoints read, of nested
+// The memory a loop holds (core/loops/loop.h): snapshots under each schedule,
+// and the plan's estimate of them, of the tape two adjoints read, of nested
 // loops and of the values body runners keep, each refused under a limit
 // with the message that names what is large.
 #include <gtest/gtest.h>
@@ -7,10 +7,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/error.h"
 #include "core/ad/gradients.h"
-#include "core/loops/loop.h"
+#include "core/error.h"
 #include "core/exec/session.h"
+#include "core/loops/loop.h"
 #include "ops/elementwise.h"
 #include "ops/reductions.h"
 #include "tests/test_util.h"

@@ -1,5 +1,5 @@
-// Loops whose bodies communicate (core/loops/loop.h): the gradient checker (finite
-// differences, Taylor, jvp) through a halo exchange, an allreduce and a
+// Loops whose bodies communicate (core/loops/loop.h): the gradient checker
+// (finite differences, Taylor, jvp) through a halo exchange, an allreduce and a
 // send/recv ring in a body, at every rank count; schedules agree bitwise;
 // a body on a sub-communicator against the same steps unrolled;
 // nested loops; ghost ordering and the sequence check around a loop.

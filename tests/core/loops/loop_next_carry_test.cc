@@ -9,8 +9,8 @@
 
 #include "core/ad/gradients.h"
 #include "core/ad/jvp.h"
-#include "core/loops/loop.h"
 #include "core/exec/session.h"
+#include "core/loops/loop.h"
 #include "ops/elementwise.h"
 #include "ops/reductions.h"
 #include "tests/test_util.h"
