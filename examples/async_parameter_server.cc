@@ -296,19 +296,19 @@ struct Measured {
   double seconds = 0;
 };
 
-// Rank 0: the final loss against three references on the whole data set
-// (the optimum by L-BFGS, synchronous SGD, the same updates without
-// staleness), printed and written to --output; the exit code.
-int report(const Settings& set,
-           Model model,
-           const DataSet& data,
-           int workers,
-           const Measured& measured) {
-  const Eigen::VectorXd& final_theta = measured.final_theta;
-  const int64_t summed[2] = {measured.updates, measured.staleness_sum};
-  const int64_t worst = measured.staleness_max;
-  const double seconds = measured.seconds;
-  // Reference points on the whole data set, on rank 0 alone.
+// The losses on the whole data set that the asynchronous run is judged
+// by: its own, the optimum by L-BFGS, synchronous SGD and the same
+// updates without staleness.
+struct Losses {
+  double final_loss, optimum, sync, in_turn;
+};
+
+// On rank 0 alone.
+Losses losses_of(const Settings& set,
+                 Model model,
+                 const DataSet& data,
+                 int workers,
+                 const Eigen::VectorXd& final_theta) {
   TrainingGraph whole = build_training_graph(model, data, set.hidden, false);
   Session session(*whole.graph);
   const Tensor all = batch_weights(set.samples, 0, 0, 0, set.samples);
@@ -317,26 +317,17 @@ int report(const Settings& set,
         .run(whole.loss, {{whole.theta, as_tensor(x)}, {whole.weight, all}})
         .item();
   };
+  const Eigen::VectorXd theta0 =
+      initial_parameters(model, set.features, set.hidden);
   TrainOptions optimum_options{"lbfgs", 500, 0.0, 0};
   const TrainResult optimum =
-      train(whole,
-            set.samples,
-            0,
-            initial_parameters(model, set.features, set.hidden),
-            optimum_options,
-            nullptr);
+      train(whole, set.samples, 0, theta0, optimum_options, nullptr);
   // Synchronous SGD with the same gradient evaluations: each step averages
   // the workers' shard gradients (here: one full-batch gradient, which is
   // their average weighted by shard size).
   TrainOptions sync_options{"sgd", set.steps, set.lr, 0};
   const TrainResult sync =
-      train(whole,
-            set.samples,
-            0,
-            initial_parameters(model, set.features, set.hidden),
-            sync_options,
-            nullptr);
-  // The same updates without staleness.
+      train(whole, set.samples, 0, theta0, sync_options, nullptr);
   const Eigen::VectorXd in_turn = updates_in_turn(model,
                                                   data,
                                                   set.hidden,
@@ -345,12 +336,24 @@ int report(const Settings& set,
                                                   set.steps,
                                                   set.batch,
                                                   set.lr);
-  const double in_turn_loss = loss_at(in_turn);
-  const double final_loss = loss_at(final_theta);
-  const double gap = final_loss - optimum.final_loss;
-  const double mean_staleness =
-      summed[0] > 0 ? static_cast<double>(summed[1]) / summed[0] : 0.0;
+  return {loss_at(final_theta),
+          optimum.final_loss,
+          sync.final_loss,
+          loss_at(in_turn)};
+}
 
+// Rank 0: the final loss against the three references, printed and
+// written to --output; the exit code.
+int report(const Settings& set,
+           Model model,
+           const DataSet& data,
+           int workers,
+           const Measured& measured) {
+  const Losses l = losses_of(set, model, data, workers, measured.final_theta);
+  const int64_t updates = measured.updates;
+  const double gap = l.final_loss - l.optimum;
+  const double mean_staleness =
+      updates > 0 ? static_cast<double>(measured.staleness_sum) / updates : 0.0;
   std::printf("%s, %d masters, %d workers, %d gradients per worker, lr %g\n",
               set.model_name.c_str(),
               set.masters,
@@ -360,43 +363,42 @@ int report(const Settings& set,
   std::printf(
       "gradients applied per master: %lld, staleness mean %.2f "
       "max %lld\n",
-      static_cast<long long>(summed[0] / set.masters),
+      static_cast<long long>(updates / set.masters),
       mean_staleness,
-      static_cast<long long>(worst));
-  std::printf("final loss (async)        %.10f\n", final_loss);
-  std::printf("same updates, no staleness %.10f\n", in_turn_loss);
-  std::printf("synchronous SGD, %d steps %.10f\n", set.steps, sync.final_loss);
-  std::printf("optimum (L-BFGS)          %.10f\n", optimum.final_loss);
+      static_cast<long long>(measured.staleness_max));
+  std::printf("final loss (async)        %.10f\n", l.final_loss);
+  std::printf("same updates, no staleness %.10f\n", l.in_turn);
+  std::printf("synchronous SGD, %d steps %.10f\n", set.steps, l.sync);
+  std::printf("optimum (L-BFGS)          %.10f\n", l.optimum);
   std::printf("async - optimum = %.3g, sync - optimum = %.3g, %.3f s\n",
               gap,
-              sync.final_loss - optimum.final_loss,
-              seconds);
+              l.sync - l.optimum,
+              measured.seconds);
   const bool converged = set.tolerance < 0 || gap <= set.tolerance;
   if (set.tolerance >= 0) {
     std::printf(
         "converged within %g: %s\n", set.tolerance, converged ? "yes" : "no");
   }
-  if (!set.output.empty()) {
-    nlohmann::json doc = {{"model", set.model_name},
-                          {"masters", set.masters},
-                          {"workers", workers},
-                          {"steps", set.steps},
-                          {"updates_per_master", summed[0] / set.masters},
-                          {"staleness_mean", mean_staleness},
-                          {"staleness_max", worst},
-                          {"final_loss", final_loss},
-                          {"sync_sgd_loss", sync.final_loss},
-                          {"no_staleness_loss", in_turn_loss},
-                          {"optimum_loss", optimum.final_loss},
-                          {"seconds", seconds}};
-    std::ofstream file(set.output);
-    file << doc.dump(2) << "\n";
-    if (!file) {
-      std::fprintf(stderr,
-                   "async_parameter_server: cannot write %s\n",
-                   set.output.c_str());
-      return 1;
-    }
+  if (set.output.empty()) return converged ? 0 : 1;
+  nlohmann::json doc = {{"model", set.model_name},
+                        {"masters", set.masters},
+                        {"workers", workers},
+                        {"steps", set.steps},
+                        {"updates_per_master", updates / set.masters},
+                        {"staleness_mean", mean_staleness},
+                        {"staleness_max", measured.staleness_max},
+                        {"final_loss", l.final_loss},
+                        {"sync_sgd_loss", l.sync},
+                        {"no_staleness_loss", l.in_turn},
+                        {"optimum_loss", l.optimum},
+                        {"seconds", measured.seconds}};
+  std::ofstream file(set.output);
+  file << doc.dump(2) << "\n";
+  if (!file) {
+    std::fprintf(stderr,
+                 "async_parameter_server: cannot write %s\n",
+                 set.output.c_str());
+    return 1;
   }
   return converged ? 0 : 1;
 }

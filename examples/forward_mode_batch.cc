@@ -120,6 +120,62 @@ Tensor stacked(std::vector<double> v, int size, int64_t per_rank, double fill) {
   return Tensor({size, per_rank}, std::move(v));
 }
 
+// The batch's text: rank 0 reads the file and every rank parses the same
+// text, so a bad file is the same error everywhere.
+std::string batch_text(Communicator& comm, const std::string& inputs) {
+  if (inputs.empty()) return kDefaultInputs;
+  std::ostringstream content;
+  bool readable = true;
+  if (comm.rank() == 0) {
+    std::ifstream in(inputs);
+    readable = static_cast<bool>(in);
+    content << in.rdbuf();
+  }
+  const std::string text =
+      comm.bcast(readable ? content.str() : std::string("\x01"), 0);
+  if (text == "\x01")
+    throw JsonError("cannot read the file", {}, {}, {}, inputs);
+  return text;
+}
+
+// Rank 0: each input's value and derivative, checked against the
+// function's own formulas, and the JSON file.
+void report(const std::string& function,
+            const Batch& batch,
+            const std::vector<Tensor>& out,
+            int64_t per_rank,
+            const std::string& output,
+            examples::Checker& check,
+            Communicator& comm) {
+  const Function& f = functions().at(function);
+  const int64_t n = static_cast<int64_t>(batch.x.size());
+  nlohmann::json pairs = nlohmann::json::array();
+  std::printf("f = %s over %lld inputs on %d ranks (%lld per rank)\n",
+              function.c_str(),
+              static_cast<long long>(n),
+              comm.size(),
+              static_cast<long long>(per_rank));
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = batch.x[i], y = batch.y[i];
+    std::printf("input %lld on rank %lld: f(%g, %g) = %g, derivative %g\n",
+                static_cast<long long>(i),
+                static_cast<long long>(i / per_rank),
+                x,
+                y,
+                out[0][i],
+                out[1][i]);
+    check.expect("f", out[0][i], f.value(x, y));
+    check.expect(
+        "derivative", out[1][i], f.derivative(x, y, batch.tx[i], batch.ty[i]));
+    pairs.push_back({out[0][i], out[1][i]});
+  }
+  if (output.empty()) return;
+  std::ofstream file(output);
+  file << nlohmann::json{{"function", function}, {"pairs", pairs}}.dump(2)
+       << "\n";
+  if (!file) comm.abort("forward_mode_batch: cannot write " + output, 1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -144,23 +200,8 @@ int main(int argc, char** argv) {
   }
 
   try {
-    // Rank 0 reads the batch and every rank parses the same text, so a bad
-    // file is the same error everywhere.
-    std::string text = kDefaultInputs;
-    if (!inputs.empty()) {
-      std::ostringstream content;
-      bool readable = true;
-      if (root) {
-        std::ifstream in(inputs);
-        readable = static_cast<bool>(in);
-        content << in.rdbuf();
-      }
-      text = comm->bcast(readable ? content.str() : std::string("\x01"), 0);
-      if (text == "\x01")
-        throw JsonError("cannot read the file", {}, {}, {}, inputs);
-    }
-    const Batch batch =
-        parse_batch(text, inputs.empty() ? "(default)" : inputs);
+    const Batch batch = parse_batch(batch_text(*comm, inputs),
+                                    inputs.empty() ? "(default)" : inputs);
     const Function& f = functions().at(function);
     const int64_t n = static_cast<int64_t>(batch.x.size());
     const int64_t per_rank = (n + size - 1) / size;
@@ -186,37 +227,8 @@ int main(int argc, char** argv) {
                             {by, feed(batch.y, 1.0)},
                             {tx, feed(batch.tx, 0.0)},
                             {ty, feed(batch.ty, 0.0)}});
-
     examples::Checker check(*comm);
-    if (root) {
-      nlohmann::json pairs = nlohmann::json::array();
-      std::printf("f = %s over %lld inputs on %d ranks (%lld per rank)\n",
-                  function.c_str(),
-                  static_cast<long long>(n),
-                  size,
-                  static_cast<long long>(per_rank));
-      for (int64_t i = 0; i < n; ++i) {
-        const double x = batch.x[i], y = batch.y[i];
-        std::printf("input %lld on rank %lld: f(%g, %g) = %g, derivative %g\n",
-                    static_cast<long long>(i),
-                    static_cast<long long>(i / per_rank),
-                    x,
-                    y,
-                    out[0][i],
-                    out[1][i]);
-        check.expect("f", out[0][i], f.value(x, y));
-        check.expect("derivative",
-                     out[1][i],
-                     f.derivative(x, y, batch.tx[i], batch.ty[i]));
-        pairs.push_back({out[0][i], out[1][i]});
-      }
-      if (!output.empty()) {
-        std::ofstream file(output);
-        file << nlohmann::json{{"function", function}, {"pairs", pairs}}.dump(2)
-             << "\n";
-        if (!file) comm->abort("forward_mode_batch: cannot write " + output, 1);
-      }
-    }
+    if (root) report(function, batch, out, per_rank, output, check, *comm);
     return check.exit_code();
   } catch (const Error& e) {
     if (root) std::fprintf(stderr, "forward_mode_batch: %s\n", e.what());

@@ -42,6 +42,118 @@ void set_colours(plstream& pls, bool diverging) {
   }
 }
 
+// A vertical colour bar right of the viewport, from lo to hi, labelled
+// `unit`.
+void draw_colour_bar(plstream& pls,
+                     double lo,
+                     double hi,
+                     const std::string& unit) {
+  PLFLT width, height;
+  PLINT n_values = 2;
+  const PLFLT range[2] = {lo, hi};
+  const PLFLT* values[1] = {range};
+  const char* axis[1] = {"bcvtm"};
+  PLFLT ticks[1] = {0};
+  PLINT sub_ticks[1] = {0};
+  PLINT label_opts[1] = {PL_COLORBAR_LABEL_BOTTOM};
+  const char* labels[1] = {unit.c_str()};
+  pls.colorbar(&width,
+               &height,
+               PL_COLORBAR_IMAGE,
+               PL_POSITION_RIGHT | PL_POSITION_VIEWPORT | PL_POSITION_OUTSIDE,
+               0.04,
+               0.0,
+               0.05,
+               0.8,
+               0,
+               1,
+               1,
+               0.0,
+               0.0,
+               0,
+               0.0,
+               1,
+               label_opts,
+               labels,
+               1,
+               axis,
+               ticks,
+               sub_ticks,
+               &n_values,
+               values);
+}
+
+// The sensors (grid points (i, j)) as crosses.
+void draw_sensors(plstream& pls,
+                  const std::vector<std::pair<int, int>>& sensors,
+                  double h) {
+  if (sensors.empty()) return;
+  std::vector<PLFLT> sx, sy;
+  for (const auto& [i, j] : sensors) {
+    sx.push_back((i + 1) * h);
+    sy.push_back((j + 1) * h);
+  }
+  pls.col0(1);
+  pls.ssym(0, 0.8);
+  pls.poin(static_cast<PLINT>(sx.size()), sx.data(), sy.data(), 5);
+}
+
+// The legend of the convergence figure: the loss and `gradient_label`.
+void draw_legend(plstream& pls, const std::string& gradient_label) {
+  PLINT opts[2] = {PL_LEGEND_LINE, PL_LEGEND_LINE};
+  PLINT text_colors[2] = {1, 1}, line_colors[2] = {9, 2}, styles[2] = {1, 1};
+  PLFLT widths[2] = {2, 2};
+  const char* text[2] = {"loss", gradient_label.c_str()};
+  PLFLT lw, lh;
+  pls.legend(&lw,
+             &lh,
+             PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
+             PL_POSITION_TOP | PL_POSITION_RIGHT | PL_POSITION_INSIDE,
+             0.02,
+             0.02,
+             0.1,
+             0,
+             1,
+             1,
+             0,
+             0,
+             2,
+             opts,
+             1.0,
+             1.0,
+             2.0,
+             1.0,
+             text_colors,
+             text,
+             nullptr,
+             nullptr,
+             nullptr,
+             nullptr,
+             line_colors,
+             styles,
+             widths,
+             nullptr,
+             nullptr,
+             nullptr,
+             nullptr);
+}
+
+// The finite values of a history, as log10, each at its own iteration
+// (PLplot loops forever on an infinite range).
+struct Series {
+  std::vector<PLFLT> at, value;
+};
+
+Series log_of(const std::vector<double>& v) {
+  Series out;
+  for (std::size_t k = 0; k < v.size(); ++k) {
+    if (!std::isfinite(v[k])) continue;
+    out.at.push_back(static_cast<PLFLT>(k));
+    out.value.push_back(std::log10(std::max(v[k], 1e-300)));
+  }
+  return out;
+}
+
 }  // namespace
 
 bool write_field_figure(const FieldFigure& f) {
@@ -82,54 +194,12 @@ bool write_field_figure(const FieldFigure& f) {
                  hi,
                  nullptr,
                  nullptr);
-    if (f.sensors != nullptr && !f.sensors->empty()) {
-      std::vector<PLFLT> sx, sy;
-      for (const auto& [i, j] : *f.sensors) {
-        sx.push_back((i + 1) * f.h);
-        sy.push_back((j + 1) * f.h);
-      }
-      pls->col0(1);
-      pls->ssym(0, 0.8);
-      pls->poin(static_cast<PLINT>(sx.size()), sx.data(), sy.data(), 5);
-    }
+    if (f.sensors != nullptr) draw_sensors(*pls, *f.sensors, f.h);
     pls->col0(1);
     pls->box("bcnst", 0, 0, "bcnstv", 0, 0);
     pls->lab("x", "y", f.title.c_str());
 
-    PLFLT width, height;
-    PLINT n_values = 2;
-    const PLFLT range[2] = {lo, hi};
-    const PLFLT* values[1] = {range};
-    const char* axis[1] = {"bcvtm"};
-    PLFLT ticks[1] = {0};
-    PLINT sub_ticks[1] = {0};
-    PLINT label_opts[1] = {PL_COLORBAR_LABEL_BOTTOM};
-    const char* labels[1] = {f.unit.c_str()};
-    pls->colorbar(
-        &width,
-        &height,
-        PL_COLORBAR_IMAGE,
-        PL_POSITION_RIGHT | PL_POSITION_VIEWPORT | PL_POSITION_OUTSIDE,
-        0.04,
-        0.0,
-        0.05,
-        0.8,
-        0,
-        1,
-        1,
-        0.0,
-        0.0,
-        0,
-        0.0,
-        1,
-        label_opts,
-        labels,
-        1,
-        axis,
-        ticks,
-        sub_ticks,
-        &n_values,
-        values);
+    draw_colour_bar(*pls, lo, hi, f.unit);
   }  // the stream's destructor finishes the file
   return written(f.path);
 }
@@ -138,20 +208,6 @@ bool write_convergence_figure(const std::string& path,
                               const std::vector<double>& loss,
                               const std::vector<double>& gradient_norm,
                               const std::string& gradient_label) {
-  // The finite values only (PLplot loops forever on an infinite range),
-  // each at its own iteration.
-  struct Series {
-    std::vector<PLFLT> at, value;
-  };
-  auto log_of = [](const std::vector<double>& v) {
-    Series out;
-    for (std::size_t k = 0; k < v.size(); ++k) {
-      if (!std::isfinite(v[k])) continue;
-      out.at.push_back(static_cast<PLFLT>(k));
-      out.value.push_back(std::log10(std::max(v[k], 1e-300)));
-    }
-    return out;
-  };
   const Series loss_series = log_of(loss),
                gradient_series = log_of(gradient_norm);
   const std::vector<PLFLT>&l = loss_series.value, &g = gradient_series.value;
@@ -178,43 +234,7 @@ bool write_convergence_figure(const std::string& path,
     pls->col0(2);
     pls->line(
         static_cast<PLINT>(g.size()), gradient_series.at.data(), g.data());
-    // Legend.
-    PLINT opts[2] = {PL_LEGEND_LINE, PL_LEGEND_LINE};
-    PLINT text_colors[2] = {1, 1}, line_colors[2] = {9, 2}, styles[2] = {1, 1};
-    PLFLT widths[2] = {2, 2};
-    const char* text[2] = {"loss", gradient_label.c_str()};
-    PLFLT lw, lh;
-    pls->legend(&lw,
-                &lh,
-                PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
-                PL_POSITION_TOP | PL_POSITION_RIGHT | PL_POSITION_INSIDE,
-                0.02,
-                0.02,
-                0.1,
-                0,
-                1,
-                1,
-                0,
-                0,
-                2,
-                opts,
-                1.0,
-                1.0,
-                2.0,
-                1.0,
-                text_colors,
-                text,
-                nullptr,
-                nullptr,
-                nullptr,
-                nullptr,
-                line_colors,
-                styles,
-                widths,
-                nullptr,
-                nullptr,
-                nullptr,
-                nullptr);
+    draw_legend(*pls, gradient_label);
   }
   return written(path);
 }

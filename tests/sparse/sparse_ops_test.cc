@@ -1,14 +1,13 @@
-// The sparse ops against an independent oracle (the whole matrix built on
-// every rank from the same formula and solved with Eigen's SparseLU), the
-// gradient checker, dot-product tests, the preconditioner's set-up count
-// and the failures every rank must see alike.
-#include "sparse/sparse_matrix.h"
-
+// The sparse ops (sparse/sparse_ops.cc) against an independent oracle (the
+// whole matrix built on every rank from the same formula and solved with
+// Eigen's SparseLU), the gradient checker, dot-product tests, the
+// preconditioner's set-up count and the failures every rank must see alike.
 #include <gtest/gtest.h>
 
 #include <Eigen/SparseLU>
 #include <cmath>
 
+#include "sparse/sparse_matrix.h"
 #include "tests/mpi_ops/mpi_test_util.h"
 
 namespace adgraph {

@@ -1,6 +1,6 @@
-// What every rank sees when a sparse node cannot do its work: a bad
-// pattern when the node is built, a solve that does not converge, NaN on
-// one rank, a singular matrix (forward, adjoint and inside a checkpointed
+// The PETSc engine (sparse/petsc_engine.cc) when a solve cannot do its
+// work, as every rank sees it: a solve that does not converge, NaN on one
+// rank, a singular matrix (forward, adjoint and inside a checkpointed
 // loop), and that the next run works. Also the preconditioner's set-up
 // count while the values do not change.
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 
 #include "sparse/sparse_matrix.h"
 #include "tests/mpi_ops/mpi_test_util.h"
+#include "tests/sparse/tridiagonal.h"
 
 namespace adgraph {
 namespace {
@@ -18,32 +19,6 @@ using namespace adgraph::testing;
 using sparse::CsrPattern;
 using sparse::SolverOptions;
 using sparse::SparseMatrix;
-
-// The 1-D Laplacian tridiag(−1, 2 + shift, −1) with 4 rows per rank.
-constexpr int64_t kRows = 4;
-
-CsrPattern tridiagonal() {
-  const int64_t global = kRows * world_size();
-  CsrPattern p;
-  p.first_row = kRows * world_rank();
-  for (int64_t i = p.first_row; i < p.first_row + kRows; ++i) {
-    for (int64_t j = i - 1; j <= i + 1; ++j) {
-      if (j >= 0 && j < global) p.columns.push_back(j);
-    }
-    p.row_offsets.push_back(p.local_entries());
-  }
-  return p;
-}
-
-Tensor tridiagonal_values(const CsrPattern& p, double shift) {
-  Tensor v{Shape{p.local_entries()}};
-  for (int64_t i = 0; i < p.local_rows(); ++i) {
-    for (int64_t k = p.row_offsets[i]; k < p.row_offsets[i + 1]; ++k) {
-      v[k] = p.columns[k] == p.first_row + i ? 2.0 + shift : -1.0;
-    }
-  }
-  return v;
-}
 
 // Runs `run`, which must throw RunError on every rank with a message that
 // contains each of `parts`; the messages must be the same on every rank.
@@ -62,7 +37,7 @@ void expect_same_error(Run run, const std::vector<std::string>& parts) {
   EXPECT_EQ(comm->bcast(message, 0), message);
 }
 
-TEST(SparseFailures, ANonConvergedSolveFailsOnEveryRankAndTheNextRunWorks) {
+TEST(PetscEngine, ANonConvergedSolveFailsOnEveryRankAndTheNextRunWorks) {
   CsrPattern p = tridiagonal();
   SparseMatrix a(p);
   Graph g;
@@ -95,7 +70,7 @@ TEST(SparseFailures, ANonConvergedSolveFailsOnEveryRankAndTheNextRunWorks) {
   }
 }
 
-TEST(SparseFailures, NanOnOneRankFailsOnEveryRankForwardAndAdjoint) {
+TEST(PetscEngine, NanOnOneRankFailsOnEveryRankForwardAndAdjoint) {
   CsrPattern p = tridiagonal();
   SparseMatrix a(p);
   Graph g;
@@ -136,7 +111,7 @@ TEST(SparseFailures, NanOnOneRankFailsOnEveryRankForwardAndAdjoint) {
   for (int64_t i = 0; i < kRows; ++i) EXPECT_TRUE(std::isfinite(got[i]));
 }
 
-TEST(SparseFailures, ASingularMatrixFailsOnEveryRankInsideACheckpointedLoop) {
+TEST(PetscEngine, ASingularMatrixFailsOnEveryRankInsideACheckpointedLoop) {
   CsrPattern p = tridiagonal();
   SparseMatrix a(p);
   Graph g;
@@ -172,7 +147,7 @@ TEST(SparseFailures, ASingularMatrixFailsOnEveryRankInsideACheckpointedLoop) {
     EXPECT_TRUE(std::isfinite(got[k]));
 }
 
-TEST(SparseFailures, ThePreconditionerIsSetUpOnceWhileTheValuesStay) {
+TEST(PetscEngine, ThePreconditionerIsSetUpOnceWhileTheValuesStay) {
   CsrPattern p = tridiagonal();
   SparseMatrix a(p);
   Graph g;
@@ -202,50 +177,6 @@ TEST(SparseFailures, ThePreconditionerIsSetUpOnceWhileTheValuesStay) {
   s.run(dv, {{values, tridiagonal_values(p, 2.0)}, {u0, ones}});
   EXPECT_EQ(a.stats().setups, 2);
   EXPECT_EQ(a.stats().assemblies, 2);
-}
-
-TEST(SparseFailures, ABadPatternIsTheSameShapeErrorOnEveryRank) {
-  const int last = world_size() - 1;
-  auto expect_shape_error = [](CsrPattern p,
-                               int64_t value_count,
-                               const std::vector<std::string>& parts) {
-    SparseMatrix a(p);
-    Graph g;
-    Value values = g.placeholder("values", {value_count});
-    Value b = g.placeholder("b", {kRows});
-    std::string message;
-    try {
-      sparse::matvec(a, values, b);
-    } catch (const ShapeError& e) {
-      message = e.what();
-    }
-    ASSERT_FALSE(message.empty());
-    for (const auto& part : parts)
-      EXPECT_NE(message.find(part), std::string::npos) << message;
-    EXPECT_EQ(Communicator::world()->bcast(message, 0), message);
-  };
-  // Columns out of order on the last rank's second row.
-  CsrPattern swapped = tridiagonal();
-  if (world_rank() == last) {
-    std::swap(swapped.columns[swapped.row_offsets[1]],
-              swapped.columns[swapped.row_offsets[1] + 1]);
-  }
-  const std::string row = "row " + std::to_string(kRows * last + 1);
-  expect_shape_error(swapped,
-                     swapped.local_entries(),
-                     {"sparse_matvec", "pattern", row, "strictly increasing"});
-  // A column past the end on rank 0's first row.
-  CsrPattern outside = tridiagonal();
-  if (world_rank() == 0) outside.columns[0] = kRows * world_size() + 3;
-  expect_shape_error(
-      outside,
-      outside.local_entries(),
-      {"row 0", "outside [0, " + std::to_string(kRows * world_size())});
-  // Values of the wrong size on the last rank only.
-  CsrPattern fine = tridiagonal();
-  expect_shape_error(fine,
-                     fine.local_entries() + (world_rank() == last ? 1 : 0),
-                     {"inputs", "input 0 has"});
 }
 
 }  // namespace
