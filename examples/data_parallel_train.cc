@@ -103,8 +103,8 @@ void report(const Settings& s,
 int main(int argc, char** argv) {
   MpiEnvironment env(&argc, &argv);
   auto comm = program_world();
-  const int rank = comm->rank(), size = comm->size();
-  const bool root = rank == 0;
+  const int size = comm->size();
+  const bool root = comm->rank() == 0;
 
   CLI::App app{"Synchronous data-parallel training with mpi_allreduce"};
   Settings s;
@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
 
   const Model model = s.model_name == "mlp" ? Model::kMlp : Model::kLogistic;
   const DataSet data = synthetic_data(s.samples, s.features);
-  const auto [first, last] = shard_range(s.samples, rank, size);
+  const auto [first, last] = shard_range(s.samples, comm->rank(), size);
   const DataSet shard{data.x.middleRows(first, last - first),
                       data.y.segment(first, last - first)};
   const Eigen::VectorXd theta0 =

@@ -10,6 +10,7 @@ import pytest
 import adgraph as ag
 from least_squares import least_squares
 
+
 def test_fetched_arrays_own_their_data_and_outlive_the_graph():
     g, x, loss = least_squares()
     grad = ag.gradient(loss, x)

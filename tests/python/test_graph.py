@@ -106,4 +106,3 @@ def test_a_loop_body_that_raises_reaches_the_caller_with_its_type():
 
     with pytest.raises(KeyError, match="no such carry"):
         ag.loop(3, [c], [], body)
-

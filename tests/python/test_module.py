@@ -7,6 +7,7 @@ import pytest
 
 import adgraph as ag
 
+
 def test_errors_have_the_librarys_types_and_messages():
     g = ag.Graph()
     a = g.placeholder("a", (3,))

@@ -13,6 +13,7 @@ import pytest
 import adgraph as ag
 from least_squares import least_squares
 
+
 def test_run_into_writes_into_the_callers_array():
     g, x, loss = least_squares()
     grad = ag.gradient(loss, x)
