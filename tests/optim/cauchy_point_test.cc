@@ -28,12 +28,14 @@ std::vector<Where> start_where(const Eigen::VectorXd& lower,
   return where;
 }
 
+// B = θI − W·M·Wᵀ as a dense matrix (θI without pairs: a W of no columns
+// has no rows to assign).
 Eigen::MatrixXd dense(const CompactBfgs& bfgs, int64_t n) {
+  Eigen::MatrixXd b = bfgs.theta() * Eigen::MatrixXd::Identity(n, n);
+  if (bfgs.k() == 0) return b;
   Eigen::MatrixXd w(n, 2 * bfgs.k());
   for (int64_t i = 0; i < n; ++i) w.row(i) = bfgs.w_row(i).transpose();
-  Eigen::MatrixXd b = bfgs.theta() * Eigen::MatrixXd::Identity(n, n);
-  if (bfgs.k() > 0) b -= w * bfgs.middle_inverse().inverse() * w.transpose();
-  return b;
+  return b - w * bfgs.middle_inverse().inverse() * w.transpose();
 }
 
 // The first local minimiser of m along P(x − t·g): between consecutive
