@@ -153,8 +153,7 @@ TEST(TangentRules, LinearAndBilinearByHand) {
   EXPECT_EQ(s.run(both[0], feeds).to_vector(),
             (std::vector<double>{3.0, -10.5}));
   // 3·0.5·4 = 6, 3·1·0.5 = 1.5.
-  EXPECT_EQ(s.run(only_a, feeds).to_vector(),
-            (std::vector<double>{6.0, 1.5}));
+  EXPECT_EQ(s.run(only_a, feeds).to_vector(), (std::vector<double>{6.0, 1.5}));
 }
 
 }  // namespace
