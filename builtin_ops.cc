@@ -3,6 +3,8 @@
 // to register its families. core/ never includes a layer above it.
 #include "core/loops/loop.h"
 #include "core/op.h"
+#include "grid/halo.h"
+#include "grid/stencil.h"
 #include "mpi_ops/collectives.h"
 #include "mpi_ops/halo.h"
 #include "mpi_ops/nonblocking.h"
@@ -30,6 +32,8 @@ void detail::register_library_ops() {
   register_halo_ops();
   register_nonblocking_ops();
   sparse::register_sparse_ops();
+  grid::register_halo_ops();
+  grid::register_stencil_ops();
   solvers::register_heat_ops();
   solvers::register_patch_operator_ops();
   solvers::register_regularization_ops();

@@ -19,4 +19,9 @@ constexpr int kRingAllreduceTag = 910;
 // (left, right, up, down); above every user tag.
 constexpr int kHaloTag = kMaxUserTag + 1;
 
+// The grid halos (grid/exchange.h): [kGridHaloTag, kGridHaloTag + 12), two
+// per spatial axis and pass: forward messages 2·axis (towards the low
+// neighbour) and 2·axis + 1 (towards the high one), their transposes 6 more.
+constexpr int kGridHaloTag = kHaloTag + 4;
+
 }  // namespace adgraph

@@ -1,0 +1,330 @@
+#include "grid/exchange.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "grid/box.h"
+#include "mpi_ops/communicator.h"
+#include "mpi_ops/tags.h"
+
+namespace adgraph::grid::detail {
+
+const char* boundary_name(Boundary b) {
+  switch (b) {
+    case Boundary::kZero:
+      return "zero";
+    case Boundary::kMirror:
+      return "mirror";
+    case Boundary::kCopy:
+      return "copy";
+  }
+  return "";
+}
+
+bool parse_boundary(const std::string& name, Boundary* out) {
+  for (Boundary b : {Boundary::kZero, Boundary::kMirror, Boundary::kCopy}) {
+    if (name == boundary_name(b)) {
+      *out = b;
+      return true;
+    }
+  }
+  return false;
+}
+
+Shape padded_shape(const Shape& local, const HaloSpec& spec) {
+  Shape p = local;
+  const int nb = static_cast<int>(local.size() - spec.width.size());
+  for (std::size_t a = 0; a < spec.width.size(); ++a)
+    p[nb + a] += 2 * spec.width[a];
+  return p;
+}
+
+std::string halo_problem(const GridLayout& layout, const HaloSpec& spec) {
+  const Shape smallest = layout.min_extent();
+  for (int a = 0; a < layout.ndim(); ++a) {
+    const int64_t w = spec.width[a];
+    if (w == 0) continue;
+    const bool needs_neighbours = layout.procs[a] > 1 || layout.periodic[a];
+    if (needs_neighbours && smallest[a] < w) {
+      return "a halo of width " + std::to_string(w) + " on axis " +
+             std::to_string(a) + " needs patches of at least " +
+             std::to_string(w) + " points there; the smallest has " +
+             std::to_string(smallest[a]);
+    }
+    if (spec.rule == Boundary::kMirror && !layout.periodic[a] &&
+        smallest[a] <= w) {
+      return "a mirror halo of width " + std::to_string(w) + " on axis " +
+             std::to_string(a) + " needs patches of more than " +
+             std::to_string(w) + " points there; the smallest has " +
+             std::to_string(smallest[a]);
+    }
+  }
+  return {};
+}
+
+namespace {
+
+// One axis's pass over a padded array: its geometry and neighbours.
+struct Pass {
+  Shape shape;   // the padded array's
+  int axis = 0;  // array axis of the spatial axis
+  int64_t w = 0, n = 0;
+  int low = -1, high = -1, self = 0;
+  Box region;  // the slab's extents on the other axes
+
+  // Layers [begin, begin + count) of the axis, over the region.
+  Box layers(int64_t begin, int64_t count) const {
+    Box b = region;
+    b.origin[axis] = begin;
+    b.extent[axis] = count;
+    return b;
+  }
+  Box low_ghost() const { return layers(0, w); }
+  Box high_ghost() const { return layers(w + n, w); }
+  Box low_owned() const { return layers(w, w); }
+  Box high_owned() const { return layers(n, w); }
+};
+
+Pass pass_of(const GridLayout& layout,
+             const HaloSpec& spec,
+             int rank,
+             const Shape& padded,
+             int a) {
+  const int nd = layout.ndim();
+  const int nb = static_cast<int>(padded.size()) - nd;
+  Pass p;
+  p.shape = padded;
+  p.axis = nb + a;
+  p.w = spec.width[a];
+  p.n = padded[nb + a] - 2 * p.w;
+  std::vector<int> dir(nd, 0);
+  dir[a] = -1;
+  p.low = layout.neighbour(rank, dir);
+  dir[a] = 1;
+  p.high = layout.neighbour(rank, dir);
+  p.self = rank;
+  p.region = whole(padded);
+  for (int b = 0; b < nd; ++b) {
+    if (b == a || (b < a && spec.corners)) continue;
+    p.region.origin[nb + b] = spec.width[b];
+    p.region.extent[nb + b] = padded[nb + b] - 2 * spec.width[b];
+  }
+  return p;
+}
+
+std::vector<double> pack(const Tensor& t, const Box& box) {
+  std::vector<double> buf(static_cast<std::size_t>(box.size()));
+  copy_box(t.data(), t.shape(), box, buf.data(), box.extent, whole(box.extent));
+  return buf;
+}
+
+void unpack(const double* buf, Tensor& t, const Box& box, bool add) {
+  copy_box(buf, box.extent, whole(box.extent), t.data(), t.shape(), box, add);
+}
+
+// Layer `from` of the axis onto layer `to` (over the region).
+void copy_layer(const Pass& p, Tensor& t, int64_t from, int64_t to, bool add) {
+  copy_box(t.data(),
+           t.shape(),
+           p.layers(from, 1),
+           t.data(),
+           t.shape(),
+           p.layers(to, 1),
+           add);
+}
+
+// Messages to and from the two neighbours of a pass (not to itself):
+// sends[k] go out with tags send_tag[k], what arrives lands in got[k].
+struct Swap {
+  std::vector<int64_t> handles;
+  std::vector<Tensor> got{2};
+  std::vector<int> side;  // 0 low, 1 high, per receive
+};
+
+// Sends `out_low` to the low neighbour and `out_high` to the high one, and
+// receives what they send back; a neighbour equal to this rank or missing
+// takes no message. tag_base + 0 travels towards the low neighbour.
+void swap(Communicator& comm,
+          const Pass& p,
+          const Tensor& t,
+          const Box& out_low,
+          const Box& out_high,
+          int tag_base,
+          Swap& s) {
+  std::vector<int64_t> recvs, sends;
+  std::vector<Tensor*> outs;
+  std::vector<int64_t> counts;
+  for (int side = 0; side < 2; ++side) {
+    const int peer = side == 0 ? p.low : p.high;
+    if (peer < 0 || peer == p.self) continue;
+    const Box& out = side == 0 ? out_low : out_high;
+    // What the low neighbour sends travels upwards (tag_base + 1).
+    recvs.push_back(
+        comm.irecv(out.size(), peer, tag_base + (side == 0 ? 1 : 0)));
+    outs.push_back(&s.got[side]);
+    counts.push_back(out.size());
+    s.side.push_back(side);
+    const std::vector<double> buf = pack(t, out);
+    sends.push_back(comm.isend(buf.data(), out.size(), peer, tag_base + side));
+  }
+  std::vector<int64_t> all = recvs;
+  all.insert(all.end(), sends.begin(), sends.end());
+  std::vector<Tensor*> targets = outs;
+  targets.resize(all.size(), nullptr);
+  counts.resize(all.size(), 0);
+  std::unique_ptr<bool[]> adopt(new bool[all.size()]());
+  for (std::size_t k = 0; k < recvs.size(); ++k)
+    s.got[s.side[k]] = Tensor(Shape{counts[k]});
+  comm.wait(all.data(),
+            targets.data(),
+            counts.data(),
+            adopt.get(),
+            static_cast<int>(all.size()));
+}
+
+void fill_rule_low(const Pass& p, Boundary rule, Tensor& t) {
+  for (int64_t k = 1; k <= p.w; ++k) {
+    if (rule == Boundary::kZero)
+      fill_box(t.data(), t.shape(), p.layers(p.w - k, 1), 0.0);
+    if (rule == Boundary::kCopy) copy_layer(p, t, p.w, p.w - k, false);
+    if (rule == Boundary::kMirror) copy_layer(p, t, p.w + k, p.w - k, false);
+  }
+}
+
+void fill_rule_high(const Pass& p, Boundary rule, Tensor& t) {
+  const int64_t last = p.w + p.n - 1;
+  for (int64_t k = 1; k <= p.w; ++k) {
+    if (rule == Boundary::kZero)
+      fill_box(t.data(), t.shape(), p.layers(last + k, 1), 0.0);
+    if (rule == Boundary::kCopy) copy_layer(p, t, last, last + k, false);
+    if (rule == Boundary::kMirror) copy_layer(p, t, last - k, last + k, false);
+  }
+}
+
+void add_rule_low(const Pass& p, Boundary rule, Tensor& t) {
+  for (int64_t k = 1; k <= p.w; ++k) {
+    if (rule == Boundary::kCopy) copy_layer(p, t, p.w - k, p.w, true);
+    if (rule == Boundary::kMirror) copy_layer(p, t, p.w - k, p.w + k, true);
+  }
+}
+
+void add_rule_high(const Pass& p, Boundary rule, Tensor& t) {
+  const int64_t last = p.w + p.n - 1;
+  for (int64_t k = 1; k <= p.w; ++k) {
+    if (rule == Boundary::kCopy) copy_layer(p, t, last + k, last, true);
+    if (rule == Boundary::kMirror) copy_layer(p, t, last + k, last - k, true);
+  }
+}
+
+// Zeros every ghost layer (over whole extents): the edge and corner ghosts
+// a face-only halo leaves unset.
+void zero_ghosts(const HaloSpec& spec, Tensor& t) {
+  const int nd = static_cast<int>(spec.width.size());
+  const int nb = t.rank() - nd;
+  for (int a = 0; a < nd; ++a) {
+    Box b = whole(t.shape());
+    b.extent[nb + a] = spec.width[a];
+    fill_box(t.data(), t.shape(), b, 0.0);
+    b.origin[nb + a] = t.shape()[nb + a] - spec.width[a];
+    fill_box(t.data(), t.shape(), b, 0.0);
+  }
+}
+
+Box interior(const Shape& padded, const HaloSpec& spec) {
+  Box b = whole(padded);
+  const int nb = static_cast<int>(padded.size() - spec.width.size());
+  for (std::size_t a = 0; a < spec.width.size(); ++a) {
+    b.origin[nb + a] = spec.width[a];
+    b.extent[nb + a] = padded[nb + a] - 2 * spec.width[a];
+  }
+  return b;
+}
+
+}  // namespace
+
+void exchange(Communicator& comm,
+              const GridLayout& layout,
+              const HaloSpec& spec,
+              const Tensor& x,
+              Tensor& padded) {
+  copy_box(x.data(),
+           x.shape(),
+           whole(x.shape()),
+           padded.data(),
+           padded.shape(),
+           interior(padded.shape(), spec));
+  if (!spec.corners) zero_ghosts(spec, padded);
+  for (int a = 0; a < layout.ndim(); ++a) {
+    if (spec.width[a] == 0) continue;
+    const Pass p = pass_of(layout, spec, comm.rank(), padded.shape(), a);
+    Swap s;
+    swap(comm,
+         p,
+         padded,
+         p.low_owned(),
+         p.high_owned(),
+         kGridHaloTag + 2 * a,
+         s);
+    for (std::size_t k = 0; k < s.side.size(); ++k) {
+      unpack(s.got[s.side[k]].data(),
+             padded,
+             s.side[k] == 0 ? p.low_ghost() : p.high_ghost(),
+             false);
+    }
+    // A periodic axis of one process wraps onto itself.
+    if (p.low == p.self)
+      copy_box(padded.data(),
+               padded.shape(),
+               p.high_owned(),
+               padded.data(),
+               padded.shape(),
+               p.low_ghost());
+    if (p.high == p.self)
+      copy_box(padded.data(),
+               padded.shape(),
+               p.low_owned(),
+               padded.data(),
+               padded.shape(),
+               p.high_ghost());
+    if (p.low < 0) fill_rule_low(p, spec.rule, padded);
+    if (p.high < 0) fill_rule_high(p, spec.rule, padded);
+  }
+}
+
+void exchange_transpose(Communicator& comm,
+                        const GridLayout& layout,
+                        const HaloSpec& spec,
+                        Tensor& padded_bar,
+                        Tensor& x_bar) {
+  Tensor& t = padded_bar;
+  for (int a = layout.ndim() - 1; a >= 0; --a) {
+    if (spec.width[a] == 0) continue;
+    const Pass p = pass_of(layout, spec, comm.rank(), t.shape(), a);
+    Swap s;
+    swap(
+        comm, p, t, p.low_ghost(), p.high_ghost(), kGridHaloTag + 6 + 2 * a, s);
+    // The low side first: the low neighbour's high ghosts (this rank's own
+    // when it is its own neighbour) or the rule's layers; then the high.
+    std::vector<double> from_self_low, from_self_high;
+    if (p.low == p.self) from_self_low = pack(t, p.high_ghost());
+    if (p.high == p.self) from_self_high = pack(t, p.low_ghost());
+    if (p.low < 0) add_rule_low(p, spec.rule, t);
+    if (p.low == p.self) unpack(from_self_low.data(), t, p.low_owned(), true);
+    if (p.low >= 0 && p.low != p.self)
+      unpack(s.got[0].data(), t, p.low_owned(), true);
+    if (p.high < 0) add_rule_high(p, spec.rule, t);
+    if (p.high == p.self)
+      unpack(from_self_high.data(), t, p.high_owned(), true);
+    if (p.high >= 0 && p.high != p.self)
+      unpack(s.got[1].data(), t, p.high_owned(), true);
+  }
+  copy_box(t.data(),
+           t.shape(),
+           interior(t.shape(), spec),
+           x_bar.data(),
+           x_bar.shape(),
+           whole(x_bar.shape()));
+}
+
+}  // namespace adgraph::grid::detail

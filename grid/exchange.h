@@ -1,0 +1,70 @@
+// The halo exchange of a grid field and its transpose (internal to grid/):
+// what the halo op and the stencil kernels run.
+//
+// Forward. The padded array has `width[a]` ghost layers on both sides of
+// spatial axis a. Axes are exchanged one after another (0, 1, …): on axis
+// a each rank sends its first and last width[a] owned layers to its low
+// and high neighbours and receives their layers into its ghosts. With
+// `corners`, the layers sent on axis a span the ghosts already filled on
+// the axes before it, so edge and corner ghosts (up to 26 neighbours in
+// 3-D) arrive in ndim rounds of two messages; without, only faces are
+// filled and edge/corner ghosts are zero. At a non-periodic edge the ghost
+// layers follow `rule`, applied in the same axis order (numpy.pad's
+// semantics: zero is mode "constant", mirror "reflect", copy "edge").
+//
+// Transpose. The ghosts' cotangents go back to the ranks (or edge layers)
+// they came from, axis by axis in the reverse order, and are added there:
+// the low neighbour's contribution first, then the high one's, then the
+// ghost layers of a rule in the order k = 1 … width[a].
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "grid/grid.h"
+
+namespace adgraph {
+class Communicator;
+}
+
+namespace adgraph::grid::detail {
+
+enum class Boundary { kZero, kMirror, kCopy };
+
+// "zero", "mirror", "copy"; empty string from boundary_name for none.
+const char* boundary_name(Boundary b);
+// Throws nothing; false for an unknown name.
+bool parse_boundary(const std::string& name, Boundary* out);
+
+struct HaloSpec {
+  std::vector<int64_t> width;  // per spatial axis
+  bool corners = true;
+  Boundary rule = Boundary::kZero;
+};
+
+// The padded shape of a [batch…, spatial…] shape.
+Shape padded_shape(const Shape& local, const HaloSpec& spec);
+
+// Empty when `spec` can run on `layout`, else why not: every patch must
+// have at least width[a] points on an exchanged axis (more than width[a]
+// for mirror).
+std::string halo_problem(const GridLayout& layout, const HaloSpec& spec);
+
+// Writes x (shape [batch…, local…]) into the interior of `padded` (shape
+// padded_shape) and fills its ghosts. Collective over the grid's ranks.
+void exchange(Communicator& comm,
+              const GridLayout& layout,
+              const HaloSpec& spec,
+              const Tensor& x,
+              Tensor& padded);
+
+// The transpose: from the cotangent of the padded array (consumed: its
+// values are changed) to the cotangent of x. Collective.
+void exchange_transpose(Communicator& comm,
+                        const GridLayout& layout,
+                        const HaloSpec& spec,
+                        Tensor& padded_bar,
+                        Tensor& x_bar);
+
+}  // namespace adgraph::grid::detail

@@ -1,0 +1,154 @@
+#include "grid/halo.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "core/op.h"
+#include "grid/exchange.h"
+#include "grid/grid_ops_impl.h"
+#include "mpi_ops/communicator.h"
+
+namespace adgraph::grid {
+namespace {
+
+using detail::HaloSpec;
+
+std::vector<int64_t> widths_for(std::vector<int64_t> width, int ndim) {
+  if (width.size() == 1 && ndim > 1) width.assign(ndim, width[0]);
+  return width;
+}
+
+HaloSpec spec_of(const Node& n) {
+  HaloSpec s;
+  s.width = n.attr_ints("width");
+  s.corners = n.attr_bool("corners");
+  detail::parse_boundary(n.attr_string("boundary"), &s.rule);
+  return s;
+}
+
+// Checks the layout, the widths, the rule and that `field` (input 0) is a
+// field of the grid with `pad` extra points per side; returns the spec.
+HaloSpec checked_spec(const ShapeContext& c, const GridLayout& g) {
+  HaloSpec s;
+  s.width = c.attr_ints("width");
+  if (static_cast<int>(s.width.size()) != g.ndim())
+    c.fail("attribute \"width\"",
+           std::to_string(s.width.size()) + " entries for a " +
+               std::to_string(g.ndim()) + "-D grid");
+  for (int64_t w : s.width)
+    if (w < 0)
+      c.fail("attribute \"width\"", "negative width " + std::to_string(w));
+  s.corners = c.node().attr_bool("corners");
+  const std::string rule = c.node().attr_string("boundary");
+  if (!detail::parse_boundary(rule, &s.rule))
+    c.fail("attribute \"boundary\"",
+           "unknown rule \"" + rule + "\" (zero, mirror or copy)");
+  const std::string why = detail::halo_problem(g, s);
+  if (!why.empty()) c.fail("attribute \"width\"", why);
+  return s;
+}
+
+std::vector<AttrSpec> halo_attrs() {
+  std::vector<AttrSpec> a = detail::grid_attr_specs();
+  a.push_back(
+      {"width", AttrType::kInts, nlohmann::json(), "ghost layers per axis"});
+  a.push_back(
+      {"corners", AttrType::kBool, true, "fill edge and corner ghosts"});
+  a.push_back({"boundary",
+               AttrType::kString,
+               "zero",
+               "ghosts past a non-periodic edge: zero, mirror or copy"});
+  return a;
+}
+
+OpDef halo_def(const char* name, const char* doc) {
+  OpDef def = every_rank_op(name, doc);
+  def.inputs = {"x"};
+  def.attrs = halo_attrs();
+  def.shapes_differ_by_rank = true;
+  def.tangent = linear_tangent;
+  return def;
+}
+
+Value halo_node(const char* op, const Node& like, Value x) {
+  nlohmann::json attrs = like.attrs;
+  NodeOptions o;
+  o.comm = like.comm;
+  return x.graph().add_node(op, {x}, attrs, std::move(o));
+}
+
+void register_grid_halo_op() {
+  // y = x padded with width[a] ghost layers per side of each spatial axis;
+  // x̄ = grid_halo_transpose(ȳ)
+  OpDef def = halo_def(
+      "grid_halo", "pads a grid field with ghost layers from its neighbours");
+  def.shape = [](const ShapeContext& c) {
+    const GridLayout g = detail::checked_layout(c);
+    const HaloSpec s = checked_spec(c, g);
+    detail::check_field(c, g, c.input_shape(0), "input \"x\"");
+    return Shapes{detail::padded_shape(c.input_shape(0), s)};
+  };
+  def.bind = [](const Node& n) {
+    return comm_kernel([g = detail::layout_of(n), s = spec_of(n)](
+                           KernelContext& c, Communicator& comm) {
+      detail::exchange(comm, g, s, c.input(0), c.output(0));
+    });
+  };
+  def.gradient = [](const GradientContext& c) {
+    return Values{halo_node("grid_halo_transpose", c.node(), c.grad(0))};
+  };
+  register_op(std::move(def));
+}
+
+void register_grid_halo_transpose_op() {
+  // x̄ = the ghosts' cotangents sent back and added where they came from;
+  // its adjoint is grid_halo
+  OpDef def =
+      halo_def("grid_halo_transpose",
+               "the transpose of grid_halo: ghost cotangents added back");
+  def.shape = [](const ShapeContext& c) {
+    const GridLayout g = detail::checked_layout(c);
+    const HaloSpec s = checked_spec(c, g);
+    Shape x = c.input_shape(0);
+    const int nb = static_cast<int>(x.size()) - g.ndim();
+    if (nb < 0) c.fail("input \"x\"", "too few axes: " + shape_string(x));
+    for (int a = 0; a < g.ndim(); ++a) x[nb + a] -= 2 * s.width[a];
+    detail::check_field(c, g, x, "input \"x\"");
+    return Shapes{x};
+  };
+  def.bind = [](const Node& n) {
+    return comm_kernel([g = detail::layout_of(n), s = spec_of(n)](
+                           KernelContext& c, Communicator& comm) {
+      Tensor work = c.input(0);
+      detail::exchange_transpose(comm, g, s, work, c.output(0));
+    });
+  };
+  def.gradient = [](const GradientContext& c) {
+    return Values{halo_node("grid_halo", c.node(), c.grad(0))};
+  };
+  register_op(std::move(def));
+}
+
+}  // namespace
+
+Value halo(const Grid& grid,
+           Value x,
+           std::vector<int64_t> width,
+           const HaloOptions& options) {
+  nlohmann::json attrs = grid.layout().attrs();
+  attrs["width"] = widths_for(std::move(width), grid.ndim());
+  attrs["corners"] = options.corners;
+  attrs["boundary"] = options.boundary;
+  NodeOptions o;
+  o.comm = grid.comm();
+  return x.graph().add_node("grid_halo", {x}, attrs, std::move(o));
+}
+
+void register_halo_ops() {
+  register_grid_halo_op();
+  register_grid_halo_transpose_op();
+}
+
+}  // namespace adgraph::grid

@@ -1,0 +1,320 @@
+#include "grid/stencil_codegen.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+#ifndef ADGRAPH_KERNEL_COMPILER
+#define ADGRAPH_KERNEL_COMPILER "c++"
+#endif
+#ifndef ADGRAPH_KERNEL_FLAGS
+#define ADGRAPH_KERNEL_FLAGS "-O3 -ffp-contract=off"
+#endif
+
+namespace adgraph::grid {
+namespace {
+
+// Names of the loop variables and strides in the emitted code.
+// (Appending, not "x" + std::to_string(…): GCC 12 warns falsely on that
+// at -O3, bug 105329.)
+std::string named(const char* prefix, int64_t k) {
+  std::string s = prefix;
+  s += std::to_string(k);
+  return s;
+}
+std::string ivar(int axis) { return named("i", axis); }
+
+// The emitter: reads become row pointers set up before the inner loop,
+// scalars are read once, inside[] becomes a bound test (or 1 when fast).
+class Emitter {
+ public:
+  Emitter(const StencilSource& s, bool fast) : s_(s), fast_(fast) {
+    reads_ = reads_of(s.expr, s.ndim);
+  }
+
+  std::string function(const std::string& name) {
+    std::ostringstream o;
+    o << "extern \"C\" void " << name
+      << "(const double* const* in, const int64_t* st, double* out, "
+         "const int64_t* ost, const int64_t* lo, const int64_t* hi, "
+         "const int64_t* gpos, const int64_t* gext, int accumulate) {\n";
+    o << "  (void)gpos; (void)gext;\n";
+    o << "  const int S = " << s_.ndim + 1 << ";\n";
+    for (int k = 0; k < s_.num_inputs; ++k)
+      if (s_.scalar[k])
+        o << "  const double s" << k << " = in[" << k << "][0];\n";
+    o << "  for (int64_t b = lo[0]; b < hi[0]; ++b) {\n";
+    o << "    const bool add = accumulate && b > lo[0];\n";
+    const int d = s_.ndim;
+    for (int a = 0; a + 1 < d; ++a) {
+      o << "    for (int64_t " << ivar(a) << " = lo[" << a + 1 << "]; "
+        << ivar(a) << " < hi[" << a + 1 << "]; ++" << ivar(a) << ") {\n";
+    }
+    row_setup(o);
+    const std::string value = expression(s_.expr);
+    const std::string in = ivar(d - 1);
+    o << "    double* __restrict orow = out + b * ost[0]";
+    for (int a = 0; a + 1 < d; ++a)
+      o << " + " << ivar(a) << " * ost[" << a + 1 << "]";
+    o << ";\n";
+    o << "    if (add) {\n      for (int64_t " << in << " = lo[" << d << "]; "
+      << in << " < hi[" << d << "]; ++" << in << ") orow[" << in
+      << "] += " << value << ";\n";
+    o << "    } else {\n      for (int64_t " << in << " = lo[" << d << "]; "
+      << in << " < hi[" << d << "]; ++" << in << ") orow[" << in
+      << "] = " << value << ";\n    }\n";
+    for (int a = 0; a + 1 < d; ++a) o << "    }\n";
+    o << "  }\n}\n";
+    return o.str();
+  }
+
+ private:
+  // One pointer per distinct read, at the row of the current outer indices
+  // moved by the read's offset; and the outer axes' part of each inside[].
+  void row_setup(std::ostringstream& o) {
+    const int d = s_.ndim;
+    for (std::size_t r = 0; r < reads_.size(); ++r) {
+      const ReadKey& k = reads_[r];
+      if (s_.scalar[k.input]) continue;
+      o << "    const double* __restrict r" << r << " = in[" << k.input
+        << "] + b * st[" << k.input << " * S]";
+      for (int a = 0; a + 1 < d; ++a) {
+        o << " + (" << ivar(a) << " + " << k.offset[a] << ") * st[" << k.input
+          << " * S + " << a + 1 << "]";
+      }
+      o << " + " << k.offset[d - 1] << ";\n";
+    }
+    if (fast_) return;
+    const std::vector<Offset> ins = insides_of(s_.expr, d);
+    for (std::size_t m = 0; m < ins.size(); ++m) {
+      o << "    const bool q" << m << " = true";
+      for (int a = 0; a + 1 < d; ++a) {
+        if (s_.periodic[a] || ins[m][a] == 0) continue;
+        o << " && gpos[" << a << "] + " << ivar(a) << " + " << ins[m][a]
+          << " >= 0 && gpos[" << a << "] + " << ivar(a) << " + " << ins[m][a]
+          << " < gext[" << a << "]";
+      }
+      o << ";\n";
+    }
+  }
+
+  std::string leaf(const Expr& e) {
+    const int d = s_.ndim;
+    if (e.op == "const") {
+      char buf[48];
+      std::snprintf(buf, sizeof buf, "%.17g", e.value);
+      std::string t = buf;
+      if (t == "inf") return "(1.0 / 0.0)";
+      if (t == "-inf") return "(-1.0 / 0.0)";
+      if (t == "nan" || t == "-nan") return "(0.0 / 0.0)";
+      if (t.find_first_of(".en") == std::string::npos) t += ".0";
+      return "(" + t + ")";
+    }
+    if (e.op == "in") {
+      if (s_.scalar[e.input]) return named("s", e.input);
+      Offset o = e.offset;
+      o.resize(d, 0);
+      for (std::size_t r = 0; r < reads_.size(); ++r)
+        if (reads_[r].input == e.input && reads_[r].offset == o)
+          return named("r", static_cast<int64_t>(r)) + "[" + ivar(d - 1) + "]";
+    }
+    // inside[]
+    if (fast_) return "1.0";
+    Offset o = e.offset;
+    o.resize(d, 0);
+    const std::vector<Offset> ins = insides_of(s_.expr, d);
+    std::size_t m = 0;
+    while (ins[m] != o) ++m;
+    std::string t = named("(q", static_cast<int64_t>(m));
+    const int a = d - 1;
+    if (!s_.periodic[a] && o[a] != 0) {
+      const std::string g = "gpos[" + std::to_string(a) + "] + " + ivar(a) +
+                            " + " + std::to_string(o[a]);
+      t += " && " + g + " >= 0 && " + g + " < gext[" + std::to_string(a) + "]";
+    }
+    return t + " ? 1.0 : 0.0)";
+  }
+
+  std::string expression(const ExprPtr& e) {
+    if (e->op == "const" || e->op == "in" || e->op == "inside") return leaf(*e);
+    std::vector<std::string> args;
+    for (const ExprPtr& a : e->args) args.push_back(expression(a));
+    return find_expr_op(e->op)->emit(args);
+  }
+
+  const StencilSource& s_;
+  bool fast_;
+  std::vector<ReadKey> reads_;
+};
+
+uint64_t fnv1a(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string compiler() {
+  const char* env = std::getenv("ADGRAPH_CXX");
+  return env != nullptr && *env != '\0' ? env : ADGRAPH_KERNEL_COMPILER;
+}
+
+std::string flags() {
+  return std::string(ADGRAPH_KERNEL_FLAGS) + " -fno-math-errno -fPIC -shared";
+}
+
+struct Cache {
+  std::mutex mutex;
+  std::map<std::string, CompiledStencil> loaded;
+  KernelCacheStats stats;
+  std::string folder;
+};
+
+Cache& cache() {
+  static Cache* c = new Cache;  // never destroyed: loaded kernels stay valid
+  return *c;
+}
+
+std::string folder_locked(Cache& c) {
+  if (!c.folder.empty()) return c.folder;
+  namespace fs = std::filesystem;
+  fs::path dir;
+  if (const char* e = std::getenv("ADGRAPH_KERNEL_CACHE"); e != nullptr && *e)
+    dir = e;
+  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x)
+    dir = fs::path(x) / "adgraph" / "kernels";
+  else if (const char* h = std::getenv("HOME"); h != nullptr && *h)
+    dir = fs::path(h) / ".cache" / "adgraph" / "kernels";
+  else
+    dir = fs::temp_directory_path() / "adgraph-kernels";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    throw Error("stencil kernels: cannot create the kernel folder " +
+                dir.string() + ": " + ec.message() +
+                " (set ADGRAPH_KERNEL_CACHE to a writable folder)");
+  }
+  c.folder = dir.string();
+  return c.folder;
+}
+
+// Runs the compiler; returns its output, empty on success.
+std::string run_compiler(const std::string& source, const std::string& object) {
+  const std::string cxx = compiler();
+  const std::string cmd =
+      cxx + " " + flags() + " -o '" + object + "' '" + source + "' 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return "cannot start the compiler: " + cmd;
+  std::string out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, pipe) != nullptr) out += buf;
+  const int status = pclose(pipe);
+  if (status == 0) return {};
+  return "`" + cmd + "` failed (status " + std::to_string(status) + ")" +
+         (out.empty() ? std::string() : ":\n" + out);
+}
+
+// Builds `base`.so from `source` unless it exists, under a lock shared by
+// every process using the folder.
+void build_object(const std::string& base,
+                  const std::string& source,
+                  Cache& c) {
+  namespace fs = std::filesystem;
+  const std::string object = base + ".so";
+  if (fs::exists(object)) return;
+  const int lock = ::open((base + ".lock").c_str(), O_CREAT | O_RDWR, 0644);
+  if (lock >= 0) ::flock(lock, LOCK_EX);
+  if (!fs::exists(object)) {
+    { std::ofstream(base + ".cc") << source; }
+    const std::string tmp = base + ".tmp" + std::to_string(::getpid()) + ".so";
+    const auto start = std::chrono::steady_clock::now();
+    const std::string failure = run_compiler(base + ".cc", tmp);
+    c.stats.compile_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    if (!failure.empty()) {
+      if (lock >= 0) ::close(lock);
+      std::remove(tmp.c_str());
+      throw Error("stencil kernel: " + failure + "\n(source: " + base +
+                  ".cc; set ADGRAPH_CXX to another C++ compiler)");
+    }
+    std::rename(tmp.c_str(), object.c_str());
+    ++c.stats.compiled;
+  }
+  if (lock >= 0) ::close(lock);
+}
+
+}  // namespace
+
+std::string kernel_source(const StencilSource& s) {
+  std::ostringstream o;
+  o << "// adgraph stencil kernel (grid/stencil_codegen.h)\n// "
+    << print(s.expr) << "\n";
+  o << "// ndim " << s.ndim << ", periodic";
+  for (bool p : s.periodic) o << " " << p;
+  o << "\n#include <cmath>\n#include <cstdint>\n\n";
+  o << Emitter(s, true).function("adgraph_stencil_fast") << "\n";
+  o << Emitter(s, false).function("adgraph_stencil_checked");
+  return o.str();
+}
+
+CompiledStencil compile_stencil(const StencilSource& s) {
+  const std::string source = kernel_source(s);
+  char hex[17];
+  std::snprintf(hex,
+                sizeof hex,
+                "%016llx",
+                static_cast<unsigned long long>(
+                    fnv1a(source + "\n" + compiler() + " " + flags())));
+  Cache& c = cache();
+  std::lock_guard<std::mutex> guard(c.mutex);
+  auto it = c.loaded.find(hex);
+  if (it != c.loaded.end()) return it->second;
+  const std::string base = folder_locked(c) + "/stencil_" + hex;
+  build_object(base, source, c);
+  void* handle = ::dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = ::dlerror();
+    throw Error("stencil kernel: cannot load " + base + ".so: " +
+                (why ? why : "?") + " (remove it to have it compiled again)");
+  }
+  CompiledStencil k;
+  k.fast = reinterpret_cast<KernelFn>(::dlsym(handle, "adgraph_stencil_fast"));
+  k.checked =
+      reinterpret_cast<KernelFn>(::dlsym(handle, "adgraph_stencil_checked"));
+  k.source_path = base + ".cc";
+  if (k.fast == nullptr || k.checked == nullptr)
+    throw Error("stencil kernel: " + base +
+                ".so lacks its functions (remove it)");
+  ++c.stats.loaded;
+  c.loaded[hex] = k;
+  return k;
+}
+
+KernelCacheStats kernel_cache_stats() {
+  std::lock_guard<std::mutex> guard(cache().mutex);
+  return cache().stats;
+}
+
+std::string kernel_cache_folder() {
+  std::lock_guard<std::mutex> guard(cache().mutex);
+  return folder_locked(cache());
+}
+
+}  // namespace adgraph::grid

@@ -1,0 +1,90 @@
+// The stencil language, stage 2 of 3: one expression becomes a C++ loop
+// nest, compiled once into a shared object and loaded.
+//
+// Mechanism. The kernel source is written for the expression, the number
+// of spatial axes and which of them are periodic, then compiled by the
+// compiler that built the library with the library's rounding rules
+// (-O3 -ffp-contract=off, -march=native when the library has it, never
+// -ffast-math), so the same expression rounds as a hand-written loop in
+// the library would. Each point's value is the expression evaluated in the
+// order it is written; points are independent, so the result does not
+// depend on how the loops are split or vectorised.
+//
+// Cache. The shared object is named by a 64-bit FNV-1a hash of the source
+// text, the compiler and its flags, and kept in the kernel folder:
+// $ADGRAPH_KERNEL_CACHE, else $XDG_CACHE_HOME/adgraph/kernels, else
+// ~/.cache/adgraph/kernels. A process compiles a kernel at most once (an
+// in-process table), and processes share the folder (a lock file per
+// kernel: ranks that need the same kernel wait for the first one's
+// compile, then load its object). The source stays beside the object
+// (<hash>.cc), so a kernel can be read. $ADGRAPH_CXX names another
+// compiler. A missing compiler or a failed compile throws adgraph::Error
+// with the command, the compiler's output and the source's path.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "grid/stencil_expr.h"
+
+namespace adgraph::grid {
+
+// The loop nest's arguments. Axis 0 of every stride and box array is the
+// batch axis (all leading axes as one), then the spatial axes; the last
+// spatial stride of every field is 1.
+//   in[k]       input k at its point (batch 0, spatial 0…) — a padded
+//               array's owned origin; a scalar input's one value
+//   in_strides  [inputs][1 + ndim] element strides (batch stride 0 for a
+//               field without batch axes)
+//   out, out_strides  the output likewise (batch stride 0 when the output
+//               sums over the batch)
+//   lo, hi      the box of points to compute, [1 + ndim] each
+//   gpos, gext  the global index of local point 0 and the global extents
+//   accumulate  add into out for batch entries after lo[0] (a sum over
+//               the batch, in batch order)
+using KernelFn = void (*)(const double* const* in,
+                          const int64_t* in_strides,
+                          double* out,
+                          const int64_t* out_strides,
+                          const int64_t* lo,
+                          const int64_t* hi,
+                          const int64_t* gpos,
+                          const int64_t* gext,
+                          int accumulate);
+
+struct CompiledStencil {
+  // Every inside[] taken as 1: for boxes where all of them hold.
+  KernelFn fast = nullptr;
+  // inside[] tested at each point.
+  KernelFn checked = nullptr;
+  std::string source_path;
+};
+
+struct StencilSource {
+  ExprPtr expr;
+  int ndim = 0;
+  int num_inputs = 0;
+  std::vector<bool> scalar;    // per input: a scalar, read once
+  std::vector<bool> periodic;  // per spatial axis
+};
+
+// The C++ source of the two kernels.
+std::string kernel_source(const StencilSource& s);
+
+// Compiles (or finds in the cache) and loads the kernels of `s`. Thread
+// safe. Throws adgraph::Error as described above.
+CompiledStencil compile_stencil(const StencilSource& s);
+
+// What compile_stencil has done in this process: kernels compiled,
+// kernels loaded from the folder, and the seconds spent compiling.
+struct KernelCacheStats {
+  int64_t compiled = 0;
+  int64_t loaded = 0;
+  double compile_seconds = 0.0;
+};
+KernelCacheStats kernel_cache_stats();
+// The kernel folder in use (created on first use).
+std::string kernel_cache_folder();
+
+}  // namespace adgraph::grid

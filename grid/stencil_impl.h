@@ -1,0 +1,48 @@
+// The stencil op's parts (internal to grid/): what a node's attributes and
+// input shapes say about its inputs, read once by the shape rule and by
+// bind, and the kernel that runs it (grid/stencil_kernel.cc).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/op.h"
+#include "grid/exchange.h"
+#include "grid/grid.h"
+#include "grid/stencil_expr.h"
+
+namespace adgraph::grid::detail {
+
+struct StencilInput {
+  bool scalar = false;   // shape [], read once
+  bool batched = false;  // has the batch axes
+  HaloSpec halo;         // widths 0 everywhere: no exchange
+  bool exchanged() const {
+    for (int64_t w : halo.width)
+      if (w != 0) return true;
+    return false;
+  }
+};
+
+// A stencil node, understood.
+struct StencilPlan {
+  GridLayout layout;
+  ExprPtr expr;
+  std::vector<StencilInput> inputs;
+  Shape batch;  // of the batched inputs (empty: none)
+  bool sum_batch = false;
+};
+
+// Reads and checks a node's attributes against its input shapes, failing
+// through `fail(field, detail)`; `rank` is this process's on the grid.
+StencilPlan plan_stencil(
+    const nlohmann::json& attrs,
+    const std::vector<Shape>& input_shapes,
+    int comm_size,
+    int rank,
+    const std::function<void(const std::string&, const std::string&)>& fail);
+
+// The kernel of a node with this plan (compiles its loop nest).
+ComputeFn stencil_kernel(StencilPlan plan);
+
+}  // namespace adgraph::grid::detail

@@ -1,0 +1,283 @@
+// The stencil op's kernel: halos, then the compiled loop nest over the
+// patch, split into the box where every inside[] holds (the fast kernel)
+// and the layers along the grid's edges (the checked one).
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "grid/box.h"
+#include "grid/stencil_codegen.h"
+#include "grid/stencil_impl.h"
+#include "mpi_ops/communicator.h"
+
+namespace adgraph::grid::detail {
+namespace {
+
+using Fail = std::function<void(const std::string&, const std::string&)>;
+
+std::string input_field(int i) { return "input \"x\" #" + std::to_string(i); }
+
+// Every read's input exists, its offset fits the grid, scalars are read
+// without an offset; returns the widths of each input's halo.
+void check_reads(const StencilPlan& p,
+                 const std::vector<Shape>& shapes,
+                 const Fail& fail) {
+  const int nd = p.layout.ndim();
+  if (longest_offset(p.expr) > nd) {
+    fail("attribute \"expr\"",
+         "an offset of " + std::to_string(longest_offset(p.expr)) +
+             " entries on a " + std::to_string(nd) + "-D grid");
+  }
+  for (const ReadKey& r : reads_of(p.expr, nd)) {
+    if (r.input < 0 || r.input >= static_cast<int>(shapes.size())) {
+      fail("attribute \"expr\"",
+           "reads in" + std::to_string(r.input) + " but the node has " +
+               std::to_string(shapes.size()) + " inputs");
+    }
+    const bool zero = std::all_of(
+        r.offset.begin(), r.offset.end(), [](int64_t o) { return o == 0; });
+    if (shapes[r.input].empty() && !zero)
+      fail(input_field(r.input), "a scalar read at an offset");
+  }
+}
+
+}  // namespace
+
+StencilPlan plan_stencil(const nlohmann::json& attrs,
+                         const std::vector<Shape>& shapes,
+                         int comm_size,
+                         int rank,
+                         const Fail& fail) {
+  StencilPlan p;
+  nlohmann::json a = attrs;
+  if (a["periodic"].empty())
+    a["periodic"] = std::vector<int64_t>(a["grid_shape"].size(), 0);
+  p.layout = GridLayout::from_attrs(a);
+  (void)comm_size;
+  try {
+    p.expr = parse(attrs.at("expr").get<std::string>());
+  } catch (const Error& e) {
+    fail("attribute \"expr\"", e.detail());
+  }
+  p.sum_batch = attrs.value("sum_batch", false);
+  check_reads(p, shapes, fail);
+  const int nd = p.layout.ndim();
+  const Shape patch = p.layout.local_shape(rank);
+  bool have_batch = false;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    StencilInput in;
+    in.scalar = shapes[i].empty();
+    in.halo.width.assign(nd, 0);
+    if (!in.scalar) {
+      const Shape& s = shapes[i];
+      if (static_cast<int>(s.size()) < nd ||
+          Shape(s.end() - nd, s.end()) != patch) {
+        fail(input_field(static_cast<int>(i)),
+             "shape " + shape_string(s) +
+                 " does not end in this rank's patch " + shape_string(patch) +
+                 " of the grid " + shape_string(p.layout.shape));
+      }
+      const Shape batch(s.begin(), s.end() - nd);
+      in.batched = !batch.empty();
+      if (in.batched && have_batch && batch != p.batch) {
+        fail(input_field(static_cast<int>(i)),
+             "batch axes " + shape_string(batch) +
+                 " differ from another input's " + shape_string(p.batch));
+      }
+      if (in.batched) {
+        p.batch = batch;
+        have_batch = true;
+      }
+    }
+    p.inputs.push_back(in);
+  }
+  // Halo widths: the largest |offset| per axis; corners when a read moves
+  // on two axes at once.
+  for (const ReadKey& r : reads_of(p.expr, nd)) {
+    HaloSpec& h = p.inputs[r.input].halo;
+    int moved = 0;
+    for (int ax = 0; ax < nd; ++ax) {
+      h.width[ax] = std::max<int64_t>(h.width[ax], std::abs(r.offset[ax]));
+      moved += r.offset[ax] != 0;
+    }
+    h.corners = h.corners || moved > 1;
+  }
+  for (std::size_t i = 0; i < p.inputs.size(); ++i) {
+    if (!p.inputs[i].exchanged()) continue;
+    const std::string why = halo_problem(p.layout, p.inputs[i].halo);
+    if (!why.empty()) fail(input_field(static_cast<int>(i)), why);
+  }
+  return p;
+}
+
+namespace {
+
+// The loop nest's view of one input or the output: its data at the owned
+// origin and its strides [batch, spatial…].
+struct Operand {
+  const double* data = nullptr;
+  std::vector<int64_t> strides;
+};
+
+int64_t spatial_size(const Shape& s, int nd) {
+  int64_t n = 1;
+  for (int a = static_cast<int>(s.size()) - nd; a < static_cast<int>(s.size());
+       ++a)
+    n *= s[a];
+  return n;
+}
+
+Operand operand_of(const Tensor& t, int nd, const HaloSpec* halo) {
+  Operand o;
+  o.data = t.data();
+  if (t.rank() == 0) {
+    o.strides.assign(nd + 1, 0);
+    return o;
+  }
+  const std::vector<int64_t> st = strides_of(t.shape());
+  const int nb = t.rank() - nd;
+  o.strides.push_back(nb > 0 ? spatial_size(t.shape(), nd) : 0);
+  for (int a = 0; a < nd; ++a) o.strides.push_back(st[nb + a]);
+  if (halo != nullptr)
+    for (int a = 0; a < nd; ++a) o.data += halo->width[a] * st[nb + a];
+  return o;
+}
+
+// The box of points where every inside[] of `expr` holds: per non-periodic
+// axis, the local indices i with 0 <= g + i + o < N for every offset o.
+struct Region {
+  std::vector<int64_t> lo, hi;
+};
+
+Region all_inside(const StencilPlan& p, const Shape& gpos, const Region& box) {
+  Region r = box;
+  const int nd = p.layout.ndim();
+  for (const Offset& o : insides_of(p.expr, nd)) {
+    for (int a = 0; a < nd; ++a) {
+      if (p.layout.periodic[a]) continue;
+      r.lo[a + 1] = std::max(r.lo[a + 1], -gpos[a] - o[a]);
+      r.hi[a + 1] = std::min(r.hi[a + 1], p.layout.shape[a] - gpos[a] - o[a]);
+    }
+  }
+  for (std::size_t a = 0; a < r.lo.size(); ++a) {
+    r.lo[a] = std::min(r.lo[a], box.hi[a]);
+    r.hi[a] = std::clamp(r.hi[a], r.lo[a], box.hi[a]);
+  }
+  return r;
+}
+
+// `box` minus `inner` as at most 2·ndim boxes (slabs axis by axis).
+std::vector<Region> border(const Region& box, const Region& inner) {
+  std::vector<Region> out;
+  Region rest = box;
+  for (std::size_t a = 1; a < box.lo.size(); ++a) {
+    Region below = rest, above = rest;
+    below.hi[a] = inner.lo[a];
+    above.lo[a] = inner.hi[a];
+    if (below.hi[a] > below.lo[a]) out.push_back(below);
+    if (above.hi[a] > above.lo[a]) out.push_back(above);
+    rest.lo[a] = inner.lo[a];
+    rest.hi[a] = inner.hi[a];
+  }
+  return out;
+}
+
+class Runner {
+ public:
+  explicit Runner(StencilPlan plan) : p_(std::move(plan)) {
+    StencilSource s;
+    s.expr = p_.expr;
+    s.ndim = p_.layout.ndim();
+    s.num_inputs = static_cast<int>(p_.inputs.size());
+    for (const StencilInput& in : p_.inputs) s.scalar.push_back(in.scalar);
+    s.periodic = p_.layout.periodic;
+    kernel_ = compile_stencil(s);
+  }
+
+  void run(KernelContext& c, Communicator& comm) {
+    const int nd = p_.layout.ndim();
+    const int n = static_cast<int>(p_.inputs.size());
+    std::vector<Tensor> padded(n);
+    std::vector<bool> spare(n, false);
+    std::vector<const double*> ptrs(n);
+    std::vector<int64_t> strides;
+    for (int k = 0; k < n; ++k) {
+      const StencilInput& in = p_.inputs[k];
+      const Tensor& x = c.input(k);
+      Operand o;
+      if (in.exchanged()) {
+        const Shape ps = padded_shape(x.shape(), in.halo);
+        padded[k] = Tensor::adopt(ps, comm.take_spare(num_elements(ps)));
+        spare[k] = true;
+        exchange(comm, p_.layout, in.halo, x, padded[k]);
+        o = operand_of(padded[k], nd, &in.halo);
+      } else {
+        o = operand_of(x, nd, nullptr);
+      }
+      ptrs[k] = o.data;
+      strides.insert(strides.end(), o.strides.begin(), o.strides.end());
+    }
+    Tensor& y = c.output(0);
+    Operand out = operand_of(y, nd, nullptr);
+    if (p_.sum_batch) out.strides[0] = 0;
+    loop(ptrs, strides, y.data(), out.strides, comm.rank());
+    for (int k = 0; k < n; ++k)
+      if (spare[k]) comm.keep_spare(std::move(padded[k]).take_storage());
+  }
+
+ private:
+  void loop(const std::vector<const double*>& in,
+            const std::vector<int64_t>& strides,
+            double* out,
+            const std::vector<int64_t>& out_strides,
+            int rank) {
+    const int nd = p_.layout.ndim();
+    const Shape patch = p_.layout.local_shape(rank),
+                gpos = p_.layout.offset(rank);
+    Region box;
+    box.lo.assign(nd + 1, 0);
+    box.hi.push_back(std::max<int64_t>(1, num_elements(p_.batch)));
+    box.hi.insert(box.hi.end(), patch.begin(), patch.end());
+    const Region inner = all_inside(p_, gpos, box);
+    const int acc = p_.sum_batch ? 1 : 0;
+    // Batch outermost in every call, so a summed batch adds in batch order
+    // at every point whichever region the point is in.
+    kernel_.fast(in.data(),
+                 strides.data(),
+                 out,
+                 out_strides.data(),
+                 inner.lo.data(),
+                 inner.hi.data(),
+                 gpos.data(),
+                 p_.layout.shape.data(),
+                 acc);
+    for (const Region& r : border(box, inner)) {
+      kernel_.checked(in.data(),
+                      strides.data(),
+                      out,
+                      out_strides.data(),
+                      r.lo.data(),
+                      r.hi.data(),
+                      gpos.data(),
+                      p_.layout.shape.data(),
+                      acc);
+    }
+  }
+
+  StencilPlan p_;
+  CompiledStencil kernel_;
+};
+
+}  // namespace
+
+ComputeFn stencil_kernel(StencilPlan plan) {
+  auto runner = std::make_shared<Runner>(std::move(plan));
+  return comm_kernel(
+      [runner](KernelContext& c, Communicator& comm) { runner->run(c, comm); });
+}
+
+}  // namespace adgraph::grid::detail

@@ -1,0 +1,390 @@
+// The stencil op against loops written by hand on the global field, the
+// gradient checker, and itself on every process grid (bitwise).
+#include "grid/stencil.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tests/grid/grid_test_util.h"
+
+namespace adgraph::grid {
+namespace {
+
+using namespace adgraph::testing;
+
+constexpr double kForwardTolerance = 1e-13;
+
+// One case: an expression over fields u and v, and the same formula by hand
+// from the values read at each point.
+struct Case {
+  std::string name;
+  std::function<StencilExpr(const StencilExpr& u, const StencilExpr& v)> expr;
+  // f(u at +(0,1), v at −(1,0), u at the point)
+  std::function<double(double ue, double vn, double u0)> by_hand;
+};
+
+std::vector<Case> cases() {
+  // u, v lie in [0.5, 1.5]: log, sqrt and pow are defined everywhere.
+  auto E = [](const StencilExpr& u) { return u.shift({0, 1}); };
+  auto N = [](const StencilExpr& v) { return v.shift({-1, 0}); };
+  return {
+      {"add",
+       [&](auto u, auto v) { return E(u) + N(v); },
+       [](double a, double b, double) { return a + b; }},
+      {"sub",
+       [&](auto u, auto v) { return E(u) - N(v); },
+       [](double a, double b, double) { return a - b; }},
+      {"mul",
+       [&](auto u, auto v) { return E(u) * N(v) * u; },
+       [](double a, double b, double c) { return a * b * c; }},
+      {"div",
+       [&](auto u, auto v) { return u / (N(v) + 1.0); },
+       [](double, double b, double c) { return c / (b + 1.0); }},
+      {"neg",
+       [&](auto u, auto) { return -E(u); },
+       [](double a, double, double) { return -a; }},
+      {"pow",
+       [&](auto u, auto v) { return pow(u, N(v) + 1.0); },
+       [](double, double b, double c) { return std::pow(c, b + 1.0); }},
+      {"exp",
+       [&](auto u, auto) { return exp(E(u)); },
+       [](double a, double, double) { return std::exp(a); }},
+      {"log",
+       [&](auto u, auto) { return log(u + E(u)); },
+       [](double a, double, double c) { return std::log(c + a); }},
+      {"sin",
+       [&](auto u, auto v) { return sin(E(u) * N(v)); },
+       [](double a, double b, double) { return std::sin(a * b); }},
+      {"cos",
+       [&](auto u, auto) { return cos(E(u)); },
+       [](double a, double, double) { return std::cos(a); }},
+      {"tanh",
+       [&](auto u, auto v) { return tanh(E(u) - N(v)); },
+       [](double a, double b, double) { return std::tanh(a - b); }},
+      {"abs",
+       [&](auto u, auto v) { return abs(u - N(v)) * u; },
+       [](double, double b, double c) { return std::fabs(c - b) * c; }},
+      {"sqrt",
+       [&](auto u, auto) { return sqrt(u + E(u)); },
+       [](double a, double, double c) { return std::sqrt(c + a); }},
+      {"min",
+       [&](auto u, auto v) { return min(u, N(v)) * E(u); },
+       [](double a, double b, double c) { return (b < c ? b : c) * a; }},
+      {"max",
+       [&](auto u, auto v) { return max(E(u), N(v)) + u; },
+       [](double a, double b, double c) { return (a < b ? b : a) + c; }},
+      {"where",
+       [&](auto u, auto v) { return where(u > N(v), u * E(u), N(v) - u); },
+       [](double a, double b, double c) { return c > b ? c * a : b - c; }},
+      {"compare",
+       [&](auto u, auto v) {
+         return (u < N(v)) * 2.0 + (u >= E(u)) * 3.0 + (u <= N(v)) * E(u);
+       },
+       [](double a, double b, double c) {
+         return (c < b ? 1.0 : 0.0) * 2.0 + (c >= a ? 1.0 : 0.0) * 3.0 +
+                (c <= b ? 1.0 : 0.0) * a;
+       }},
+  };
+}
+
+const Shape kShape2 = {7, 9};  // uneven on 2, 3 and 4 ranks
+
+// The case's value at every point of the global grid, by hand.
+Tensor by_hand(const Case& k,
+               const Tensor& u,
+               const Tensor& v,
+               const std::vector<bool>& per) {
+  Tensor y{Shape(u.shape())};
+  for (int64_t i = 0; i < u.shape()[0]; ++i)
+    for (int64_t j = 0; j < u.shape()[1]; ++j)
+      y[i * u.shape()[1] + j] = k.by_hand(read_global(u, {i, j + 1}, per),
+                                          read_global(v, {i - 1, j}, per),
+                                          read_global(u, {i, j}, per));
+  return y;
+}
+
+TEST(Stencil, EveryFunctionMatchesALoopByHandOnEveryProcessGrid) {
+  auto world = Communicator::world();
+  const Tensor u = global_field(kShape2, 1, 0.5, 1.5),
+               v = global_field(kShape2, 2, 0.5, 1.5);
+  for (const std::vector<bool>& per :
+       {std::vector<bool>{false, false}, {true, false}, {false, true}}) {
+    for (const std::vector<int>& procs :
+         process_grids(world->size(), kShape2)) {
+      Grid grid(kShape2, procs, per, world);
+      for (const Case& k : cases()) {
+        Graph g;
+        Value uu = g.placeholder("u", grid.local_shape()),
+              vv = g.placeholder("v", grid.local_shape());
+        Value y = stencil(grid, k.expr(field(uu), field(vv)));
+        Session s(g);
+        const Tensor got =
+            s.run(y,
+                  {{uu, patch_of(u, kShape2, procs, world->rank())},
+                   {vv, patch_of(v, kShape2, procs, world->rank())}});
+        const Tensor want =
+            patch_of(by_hand(k, u, v, per), kShape2, procs, world->rank());
+        ASSERT_EQ(got.shape(), want.shape());
+        for (int64_t i = 0; i < got.size(); ++i)
+          EXPECT_NEAR(got[i],
+                      want[i],
+                      kForwardTolerance * std::max(1.0, std::fabs(want[i])))
+              << k.name << " at " << i << " on procs " << procs[0] << "x"
+              << procs[1] << " periodic " << per[0] << per[1];
+      }
+    }
+  }
+}
+
+// Σ w ⊙ y on every rank, w different per rank: the checker's J = Σ ranks.
+Value weighted(Value y, unsigned salt) {
+  return sum(y * y.graph().constant(random_tensor(y.shape(), salt)));
+}
+
+TEST(Stencil, EveryFunctionPassesTheGradientChecker) {
+  auto world = Communicator::world();
+  const Shape shape = {6, 5};
+  const std::vector<int> procs = process_grids(world->size(), shape).back();
+  Grid grid(shape, procs, {false, true}, world);
+  for (const Case& k : cases()) {
+    if (k.name == "compare") continue;  // piecewise constant in u, v
+    Graph g;
+    Value uu = g.placeholder("u", grid.local_shape()),
+          vv = g.placeholder("v", grid.local_shape());
+    Value loss = weighted(stencil(grid, k.expr(field(uu), field(vv))), 7);
+    SCOPED_TRACE(k.name);
+    expect_gradients_ok(
+        loss,
+        {uu, vv},
+        {{uu,
+          patch_of(
+              global_field(shape, 3, 0.5, 1.5), shape, procs, world->rank())},
+         {vv,
+          patch_of(
+              global_field(shape, 4, 0.5, 1.5), shape, procs, world->rank())}});
+  }
+}
+
+// A 3-D 7-point diffusion step with a diagonal read (edge and corner
+// ghosts), a coefficient field and a scalar, periodic on axis 1.
+StencilExpr diffusion3d(const StencilExpr& u,
+                        const StencilExpr& kappa,
+                        const StencilExpr& dt) {
+  StencilExpr lap = -6.0 * u;
+  for (int a = 0; a < 3; ++a) {
+    Offset lo(3, 0), hi(3, 0);
+    lo[a] = -1;
+    hi[a] = 1;
+    lap = lap + u.shift(lo) + u.shift(hi);
+  }
+  return u + dt * kappa * lap + 0.25 * u.shift({1, -1, 1}) * u;
+}
+
+double diffusion3d_by_hand(const Tensor& u,
+                           const Tensor& kappa,
+                           double dt,
+                           Shape i,
+                           const std::vector<bool>& per) {
+  auto at = [&](int64_t a, int64_t b, int64_t c) {
+    return read_global(u, {i[0] + a, i[1] + b, i[2] + c}, per);
+  };
+  double lap = -6.0 * at(0, 0, 0);
+  lap = lap + at(-1, 0, 0) + at(1, 0, 0);
+  lap = lap + at(0, -1, 0) + at(0, 1, 0);
+  lap = lap + at(0, 0, -1) + at(0, 0, 1);
+  return at(0, 0, 0) + dt * read_global(kappa, i, per) * lap +
+         0.25 * at(1, -1, 1) * at(0, 0, 0);
+}
+
+TEST(Stencil, ThreeDimensionsWithCornersMatchALoopByHand) {
+  auto world = Communicator::world();
+  const Shape shape = {5, 4, 3};
+  const std::vector<bool> per = {false, true, false};
+  const Tensor u = global_field(shape, 5),
+               kappa = global_field(shape, 6, 0.5, 1.0);
+  Tensor want_global{Shape(shape)};
+  for (int64_t a = 0; a < 5; ++a)
+    for (int64_t b = 0; b < 4; ++b)
+      for (int64_t c = 0; c < 3; ++c)
+        want_global[(a * 4 + b) * 3 + c] =
+            diffusion3d_by_hand(u, kappa, 0.1, {a, b, c}, per);
+  for (const std::vector<int>& procs : process_grids(world->size(), shape)) {
+    Grid grid(shape, procs, per, world);
+    Graph g;
+    Value uu = g.placeholder("u", grid.local_shape()),
+          kk = g.placeholder("k", grid.local_shape());
+    Value dt = g.placeholder("dt", {});
+    Value y = stencil(grid, diffusion3d(field(uu), field(kk), field(dt)));
+    Session s(g);
+    const FeedMap feeds = {{uu, patch_of(u, shape, procs, world->rank())},
+                           {kk, patch_of(kappa, shape, procs, world->rank())},
+                           {dt, Tensor::scalar(0.1)}};
+    const Tensor got = s.run(y, feeds);
+    const Tensor want = patch_of(want_global, shape, procs, world->rank());
+    for (int64_t i = 0; i < got.size(); ++i)
+      EXPECT_NEAR(got[i], want[i], kForwardTolerance)
+          << "procs " << procs[0] << procs[1] << procs[2];
+    expect_gradients_ok(weighted(y, 8), {uu, kk, dt}, feeds);
+  }
+}
+
+TEST(Stencil, BatchedFieldsTakeCoefficientsWithoutTheBatch) {
+  auto world = Communicator::world();
+  const Shape shape = {6, 7};
+  const std::vector<int> procs = process_grids(world->size(), shape).front();
+  Grid grid(shape, procs, {}, world);
+  Shape batched = grid.local_shape();
+  batched.insert(batched.begin(), 3);
+  Graph g;
+  Value u = g.placeholder("u", batched),
+        c = g.placeholder("c", grid.local_shape());
+  StencilExpr U = field(u), C = field(c);
+  Value y =
+      stencil(grid, C * C * (U.shift({0, 1}) + U.shift({1, 0}) - 2.0 * U) + U);
+  EXPECT_EQ(y.shape(), batched);
+  Shape global_batched = shape;
+  global_batched.insert(global_batched.begin(), 3);
+  const FeedMap feeds = {
+      {u,
+       patch_of(global_field(global_batched, 9), shape, procs, world->rank())},
+      {c, patch_of(global_field(shape, 10), shape, procs, world->rank())}};
+  expect_gradients_ok(weighted(y, 11), {u, c}, feeds);
+}
+
+// `steps` leapfrog steps of the 2-D wave equation, unrolled; returns the
+// loss ½Σ(u_T − d)² and its gradient with respect to c² (gathered on
+// rank 0 of the grid).
+struct WaveResult {
+  double loss;
+  Tensor gradient;
+};
+
+WaveResult wave(const Grid& grid, int steps, bool reversed_creation) {
+  const Shape shape = grid.shape();
+  const int rank = grid.rank();
+  Graph g;
+  Value c2 = g.placeholder("c2", grid.local_shape());
+  Value u0 = g.constant(
+      patch_of(global_field(shape, 12), shape, grid.layout().procs, rank));
+  Value d = g.constant(
+      patch_of(global_field(shape, 13), shape, grid.layout().procs, rank));
+  Value prev = g.constant(Tensor::zeros(grid.local_shape())), u = u0;
+  for (int t = 0; t < steps; ++t) {
+    StencilExpr U = field(u), C = field(c2);
+    StencilExpr lap = reversed_creation
+                          ? U.shift({0, 1}) + U.shift({0, -1}) +
+                                U.shift({1, 0}) + U.shift({-1, 0})
+                          : U.shift({-1, 0}) + U.shift({1, 0}) +
+                                U.shift({0, -1}) + U.shift({0, 1});
+    Value next = stencil(grid, 2.0 * U - field(prev) + C * (lap - 4.0 * U));
+    prev = u;
+    u = next;
+  }
+  Value r = u - d;
+  Value loss;
+  {
+    CommScope scope(g, grid.comm());
+    loss = 0.5 * mpi_total(r * r);
+  }
+  Value grad = gradient(loss, c2);
+  Session s(g);
+  const FeedMap feeds = {{c2,
+                          patch_of(global_field(shape, 14, 0.05, 0.2),
+                                   shape,
+                                   grid.layout().procs,
+                                   rank)}};
+  auto out = s.run({loss, grad}, feeds);
+  return {out[0][0], grid.gather(out[1], 0)};
+}
+
+TEST(Stencil, WaveLossAndGradientAreBitwiseTheSameOnEveryProcessGrid) {
+  auto world = Communicator::world();
+  const Shape shape = {9, 10};
+  const Grid alone(shape, {1, 1}, {}, Communicator::self());
+  const WaveResult one = wave(alone, 6, false);
+  for (const std::vector<int>& procs : process_grids(world->size(), shape)) {
+    const WaveResult many = wave(Grid(shape, procs, {}, world), 6, false);
+    if (world->rank() == 0) {
+      EXPECT_EQ(many.loss, one.loss) << procs[0] << "x" << procs[1];
+      EXPECT_EQ(many.gradient.to_vector(), one.gradient.to_vector())
+          << procs[0] << "x" << procs[1];
+    }
+  }
+}
+
+TEST(Stencil, HessianVectorProductMatchesDifferencesOfGradients) {
+  auto world = Communicator::world();
+  const Shape shape = {6, 6};
+  const std::vector<int> procs = process_grids(world->size(), shape).back();
+  Grid grid(shape, procs, {true, false}, world);
+  auto build = [&](Value u) {
+    StencilExpr U = field(u);
+    Value y = stencil(
+        grid, sin(U.shift({1, 0})) * U * U.shift({0, -1}) + exp(U) * 0.1);
+    return weighted(y, 15);
+  };
+  Graph g;
+  Value u = g.placeholder("u", grid.local_shape()),
+        d = g.placeholder("d", grid.local_shape());
+  Value grad = gradient(build(u), u);
+  Value hvp = jvp(grad, u, d);
+  Session s(g);
+  const Tensor u0 =
+      patch_of(global_field(shape, 16), shape, procs, world->rank());
+  const Tensor dir =
+      patch_of(global_field(shape, 17), shape, procs, world->rank());
+  const Tensor h = s.run(hvp, {{u, u0}, {d, dir}});
+  const double eps = 1e-5;
+  Tensor up = u0, down = u0;
+  up.array() += eps * dir.array();
+  down.array() -= eps * dir.array();
+  const Tensor gp = s.run(grad, {{u, up}}), gm = s.run(grad, {{u, down}});
+  for (int64_t i = 0; i < h.size(); ++i)
+    EXPECT_NEAR(h[i], (gp[i] - gm[i]) / (2 * eps), 1e-7) << i;
+}
+
+TEST(Stencil, BadInputsAreRefusedNamingTheField) {
+  auto world = Communicator::world();
+  Grid grid({8, 8}, process_grids(world->size(), {8, 8}).front(), {}, world);
+  Graph g;
+  Value u = g.placeholder("u", grid.local_shape()), s = g.placeholder("s", {});
+  Value wrong = g.placeholder("w", {3, 3});
+  auto expect_message = [](const std::function<void()>& f,
+                           const std::string& part) {
+    std::string got = "no error";
+    try {
+      f();
+    } catch (const Error& e) {
+      got = e.what();
+    }
+    EXPECT_NE(got.find(part), std::string::npos) << got;
+  };
+  expect_message(
+      [&] { stencil(grid, field(wrong) + 1.0); },
+      "input \"x\" #0: shape [3, 3] does not end in this rank's patch");
+  expect_message(
+      [&] {
+        stencil(grid, "mul(in1[0,1], in0)", {u, s});
+      },
+      "input \"x\" #1: a scalar read at an offset");
+  expect_message([&] { stencil(grid, "add(in0, foo(in0))", {u}); },
+                 "unknown operation \"foo\"");
+  expect_message([&] { stencil(grid, "in1", {u}); },
+                 "reads in1 but the node has 1 inputs");
+  expect_message([&] { stencil(grid, "in0[1,0,0]", {u}); },
+                 "an offset of 3 entries on a 2-D grid");
+  if (grid.layout().procs[0] > 1) {
+    expect_message(
+        [&] {
+          stencil(grid, field(u).shift({9, 0}) + field(u));
+        },
+        "a halo of width 9 on axis 0 needs patches of at least 9 points");
+  }
+}
+
+}  // namespace
+}  // namespace adgraph::grid
