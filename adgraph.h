@@ -15,6 +15,7 @@
 #include "grid/grid.h"
 #include "grid/halo.h"
 #include "grid/stencil.h"
+#include "grid/stencil_codegen.h"
 #include "mpi_ops/allreduce_programs.h"
 #include "mpi_ops/collectives.h"
 #include "mpi_ops/communicator.h"

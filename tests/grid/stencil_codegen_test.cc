@@ -1,0 +1,88 @@
+// The kernel source, the cache (one compile per kernel and process, the
+// object kept in the folder) and the message when there is no compiler.
+#include "grid/stencil_codegen.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "core/error.h"
+
+namespace adgraph::grid {
+namespace {
+
+StencilSource source_of(const std::string& text) {
+  StencilSource s;
+  s.expr = parse(text);
+  s.ndim = 2;
+  s.num_inputs = 2;
+  s.scalar = {false, true};
+  s.periodic = {false, true};
+  return s;
+}
+
+TEST(StencilCodegen, SourceStatesTheExpressionAndBothKernels) {
+  const std::string src =
+      kernel_source(source_of("add(in0[0,1],mul(in1,inside[-1,0]))"));
+  EXPECT_NE(src.find("// add(in0[0,1],mul(in1,inside[-1,0]))"),
+            std::string::npos);
+  EXPECT_NE(src.find("adgraph_stencil_fast"), std::string::npos);
+  EXPECT_NE(src.find("adgraph_stencil_checked"), std::string::npos);
+  // The scalar is read once, before the loops.
+  EXPECT_NE(src.find("const double s1 = in[1][0];"), std::string::npos);
+}
+
+TEST(StencilCodegen, CompilesEachKernelOncePerProcessAndKeepsItInTheFolder) {
+  const CompiledStencil a = compile_stencil(source_of("mul(in0[1,0],2.5)"));
+  const KernelCacheStats after_first = kernel_cache_stats();
+  const CompiledStencil b = compile_stencil(source_of("mul(in0[1,0],2.5)"));
+  const KernelCacheStats after_second = kernel_cache_stats();
+  EXPECT_EQ(a.fast, b.fast);
+  EXPECT_EQ(after_second.compiled, after_first.compiled);
+  EXPECT_EQ(after_second.loaded, after_first.loaded);
+  EXPECT_TRUE(std::filesystem::exists(a.source_path));
+  std::string object = a.source_path;
+  object.replace(object.size() - 3, 3, ".so");
+  EXPECT_TRUE(std::filesystem::exists(object));
+  EXPECT_EQ(std::filesystem::path(a.source_path).parent_path().string(),
+            kernel_cache_folder());
+}
+
+TEST(StencilCodegen, RunsTheKernelItLoaded) {
+  // y = in0 at (i, j+1) times 2.5 over a 2 x 3 box of a 2 x 4 array.
+  const CompiledStencil k = compile_stencil(source_of("mul(in0[0,1],2.5)"));
+  double u[8] = {1, 2, 3, 4, 5, 6, 7, 8}, s = 0, y[6] = {};
+  const double* in[2] = {u, &s};
+  const int64_t st[6] = {0, 4, 1, 0, 0, 0}, ost[3] = {0, 3, 1};
+  const int64_t lo[3] = {0, 0, 0}, hi[3] = {1, 2, 3}, gpos[2] = {0, 0},
+                gext[2] = {2, 4};
+  k.fast(in, st, y, ost, lo, hi, gpos, gext, 0);
+  const double want[6] = {5, 7.5, 10, 15, 17.5, 20};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(y[i], want[i]) << i;
+}
+
+TEST(StencilCodegen, AMissingCompilerIsAClearError) {
+  ::setenv("ADGRAPH_CXX", "/nonexistent/c++", 1);
+  // A constant no earlier run compiled, so nothing is in the folder yet.
+  const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  const std::string text = "mul(in0," + std::to_string(now % 1000003) + ".25)";
+  try {
+    compile_stencil(source_of(text));
+    ADD_FAILURE() << "compiled without a compiler";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("stencil kernel: `/nonexistent/c++ "), std::string::npos)
+        << m;
+    EXPECT_NE(m.find("failed"), std::string::npos) << m;
+    EXPECT_NE(m.find("set ADGRAPH_CXX to another C++ compiler"),
+              std::string::npos)
+        << m;
+  }
+  ::unsetenv("ADGRAPH_CXX");
+}
+
+}  // namespace
+}  // namespace adgraph::grid

@@ -1,0 +1,167 @@
+// The stencil language: text form, simplification, and every operation's
+// derivative rule against central differences of its value.
+#include "grid/stencil_expr.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "core/error.h"
+
+namespace adgraph::grid {
+namespace {
+
+constexpr double kDerivativeTolerance = 1e-7;
+
+TEST(StencilExpr, TextFormRoundTrips) {
+  for (const std::string text : {"add(mul(2,in0),neg(in1[0,1]))",
+                                 "where(lt(in0[-1,0],in1),exp(in0),0.5)",
+                                 "inside[1,-2]",
+                                 "pow(in2[0,0,3],1.5)",
+                                 "div(sin(in0),sqrt(abs(in1)))",
+                                 "0.10000000000000001"}) {
+    EXPECT_EQ(print(parse(text)), text);
+  }
+  // Spaces are allowed; a zero offset prints without brackets.
+  EXPECT_EQ(print(parse(" add( in0[0,0] , 1 ) ")), "add(in0,1)");
+}
+
+TEST(StencilExpr, ParseErrorsNameThePosition) {
+  auto message = [](const std::string& text) {
+    try {
+      parse(text);
+    } catch (const OptionsError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message("add(in0,"),
+            "stencil expression: expected an expression at character 8 of "
+            "\"add(in0,\"");
+  EXPECT_EQ(message("frob(in0)"),
+            "stencil expression: unknown operation \"frob\" at character 0 of "
+            "\"frob(in0)\"");
+  EXPECT_EQ(message("sin(in0,in1)"),
+            "stencil expression: sin takes 1 arguments at character 12 of "
+            "\"sin(in0,in1)\"");
+  EXPECT_EQ(message("in0[1,x]"),
+            "stencil expression: expected an integer offset at character 6 of "
+            "\"in0[1,x]\"");
+  EXPECT_EQ(
+      message("in0 in1"),
+      "stencil expression: unexpected text at character 4 of \"in0 in1\"");
+}
+
+TEST(StencilExpr, SimplificationIsExact) {
+  ExprPtr x = read(0, {0, 1});
+  EXPECT_EQ(print(apply("add", {constant(0), x})), "in0[0,1]");
+  EXPECT_EQ(print(apply("mul", {constant(1), x})), "in0[0,1]");
+  EXPECT_EQ(print(apply("mul", {x, constant(0)})), "0");
+  EXPECT_EQ(print(apply("neg", {apply("neg", {x})})), "in0[0,1]");
+  EXPECT_EQ(print(apply("add", {constant(2), constant(3)})), "5");
+  EXPECT_EQ(print(apply("where", {constant(0), x, constant(7)})), "7");
+  EXPECT_THROW(apply("sin", {x, x}), OptionsError);
+  EXPECT_THROW(apply("frob", {x}), OptionsError);
+}
+
+TEST(StencilExpr, ShiftMovesReadsAndInsidesButNotFixedInputs) {
+  ExprPtr e = parse("mul(in0[1,0],add(in1,inside[0,-1]))");
+  EXPECT_EQ(print(shifted(e, {-1, 2}, 2)),
+            "mul(in0[0,2],add(in1[-1,2],inside[-1,1]))");
+  std::vector<bool> fixed = {false, true};
+  EXPECT_EQ(print(shifted(e, {-1, 2}, 2, &fixed)),
+            "mul(in0[0,2],add(in1,inside[-1,1]))");
+}
+
+// Every operation's derivative with respect to each of its two reads
+// against central differences of its value, at points away from kinks.
+TEST(StencilExpr, EveryDerivativeRuleAgreesWithCentralDifferences) {
+  const std::map<std::string, std::string> cases = {
+      {"add", "add(in0,in1)"},
+      {"sub", "sub(in0,in1)"},
+      {"mul", "mul(in0,in1)"},
+      {"div", "div(in0,in1)"},
+      {"pow", "pow(in0,in1)"},
+      {"min", "min(in0,in1)"},
+      {"max", "max(in0,in1)"},
+      {"neg", "neg(in0)"},
+      {"exp", "exp(in0)"},
+      {"log", "log(in0)"},
+      {"sin", "sin(in0)"},
+      {"cos", "cos(in0)"},
+      {"tanh", "tanh(in0)"},
+      {"abs", "abs(sub(in0,in1))"},
+      {"sqrt", "sqrt(in0)"},
+      {"where", "where(gt(in0,in1),mul(in0,in0),sub(in1,in0))"},
+      {"compare", "add(lt(in0,in1),ge(in0,in1))"}};
+  for (const ExprOp& op : expr_ops()) {
+    const bool comparison = op.name == "lt" || op.name == "le" ||
+                            op.name == "gt" || op.name == "ge" ||
+                            op.name == "eq" || op.name == "ne";
+    const std::string text =
+        comparison ? cases.at("compare") : cases.at(op.name);
+    const ExprPtr e = parse(text);
+    for (double a : {0.7, 1.9}) {
+      for (double b : {1.3, 0.4}) {
+        auto value = [&](double x, double y) {
+          return evaluate(
+              e,
+              [&](const ReadKey& k) { return k.input == 0 ? x : y; },
+              [](const Offset&) { return true; },
+              1);
+        };
+        for (int wrt = 0; wrt < 2; ++wrt) {
+          ExprPtr d = derivative(
+              e,
+              [&](const ReadKey& k) {
+                return k.input == wrt ? constant(1) : nullptr;
+              },
+              1);
+          const double got =
+              d ? evaluate(
+                      d,
+                      [&](const ReadKey& k) { return k.input == 0 ? a : b; },
+                      [](const Offset&) { return true; },
+                      1)
+                : 0.0;
+          const double h = 1e-6;
+          const double fd = wrt == 0
+                                ? (value(a + h, b) - value(a - h, b)) / (2 * h)
+                                : (value(a, b + h) - value(a, b - h)) / (2 * h);
+          EXPECT_NEAR(got, fd, kDerivativeTolerance)
+              << op.name << " d/d in" << wrt << " at " << a << ", " << b;
+        }
+      }
+    }
+  }
+}
+
+TEST(StencilExpr, MinAndMaxPickTheFirstArgumentOnTies) {
+  auto at = [](const std::string& text, double x, double y) {
+    return evaluate(
+        parse(text),
+        [&](const ReadKey& k) { return k.input == 0 ? x : y; },
+        [](const Offset&) { return true; },
+        1);
+  };
+  EXPECT_EQ(at("min(in0,in1)", 2, 3), 2);
+  EXPECT_EQ(at("max(in0,in1)", 2, 3), 3);
+  EXPECT_EQ(at("where(in0,in1,5)", 0, 3), 5);
+  EXPECT_EQ(at("where(in0,in1,5)", -1, 3), 3);
+  // The derivative of min at a tie goes to the first argument.
+  ExprPtr d = derivative(
+      parse("min(in0,in1)"),
+      [](const ReadKey& k) { return k.input == 0 ? constant(1) : nullptr; },
+      1);
+  EXPECT_EQ(evaluate(
+                d,
+                [](const ReadKey&) { return 1.0; },
+                [](const Offset&) { return true; },
+                1),
+            1.0);
+}
+
+}  // namespace
+}  // namespace adgraph::grid
