@@ -8,6 +8,7 @@
 #include "core/ad/gradients.h"
 #include "core/ad/jvp.h"
 #include "core/check.h"
+#include "core/core_ops.h"
 #include "core/error.h"
 #include "core/loops/loop_impl.h"
 #include "core/op.h"
@@ -368,7 +369,120 @@ std::vector<Value> loop_adjoints(const Value& loop_node) {
   return out;
 }
 
+LoopResult loop(int64_t trips,
+                const std::vector<Value>& init,
+                const std::vector<Value>& invariants,
+                const std::vector<Value>& xs,
+                const LoopBodyFn& body,
+                LoopOptions options) {
+  for (std::size_t k = 0; k < xs.size(); ++k) {
+    if (!xs[k].valid() || xs[k].shape().empty() || xs[k].shape()[0] != trips) {
+      throw GraphError("xs[" + std::to_string(k) +
+                           "] must have a first axis of " +
+                           std::to_string(trips) + " rows (one a step), got " +
+                           (xs[k].valid() ? shape_string(xs[k].shape())
+                                          : "an invalid value"),
+                       options.name,
+                       "loop",
+                       "xs");
+    }
+  }
+  const std::size_t ni = invariants.size();
+  return loop(
+      trips,
+      init,
+      join({invariants, xs}),
+      [&](const LoopArgs& a) {
+        LoopArgs b = a;
+        b.invariants.resize(ni);
+        for (std::size_t k = 0; k < xs.size(); ++k)
+          b.xs.push_back(step_row(a.invariants[ni + k], a.step));
+        return body(b);
+      },
+      std::move(options));
+}
+
+Value step_row(Value x, Value t) {
+  return x.graph().add_node("step_row", {x, t});
+}
+Value row_add(Value a, Value r, Value t) {
+  return a.graph().add_node("row_add", {a, r, t});
+}
+
 namespace {
+
+// Row t of a [rows, …] tensor: its offset and length; ADGRAPH_CHECK on an
+// index the shape rule could not see (t is a value).
+int64_t row_of(const Tensor& x, const Tensor& t) {
+  const int64_t row = static_cast<int64_t>(t[0]);
+  if (!(t[0] >= 0 && row < x.shape()[0] && static_cast<double>(row) == t[0]))
+    throw RunError("step index " + std::to_string(t[0]) +
+                   " is not a row of a tensor of " +
+                   std::to_string(x.shape()[0]) + " rows");
+  return row;
+}
+
+void register_step_row_op() {
+  // y = x[t];  x̄ = row_add(x̄ so far, ȳ, t)
+  OpDef def("step_row", "y = row t of x (a loop's per-step input)", {"x", "t"});
+  def.shape = [](const ShapeContext& c) {
+    const Shape& x = c.input_shape(0);
+    if (x.empty()) c.fail("input \"x\"", "a scalar has no rows");
+    if (!c.input_shape(1).empty()) c.fail("input \"t\"", "must be a scalar");
+    return Shapes{Shape(x.begin() + 1, x.end())};
+  };
+  def.compute = [](KernelContext& c) {
+    const Tensor& x = c.input(0);
+    const int64_t n = c.output(0).size();
+    std::copy_n(x.data() + row_of(x, c.input(1)) * n, n, c.output(0).data());
+  };
+  def.gradient = [](const GradientContext& c) {
+    Value base = c.accumulated(0);
+    if (base.valid()) {
+      c.absorb(0);
+    } else {
+      base = zeros(c.graph(), c.input(0).shape());
+    }
+    return Values{row_add(base, c.grad(0), c.input(1)), Value()};
+  };
+  def.tangent = [](const TangentContext& c) {
+    if (!c.tangent(0).valid()) return Values{Value()};
+    return Values{step_row(c.tangent(0), c.input(1))};
+  };
+  register_op(std::move(def));
+}
+
+void register_row_add_op() {
+  // y = a, y[t] += r;  ā = ȳ, r̄ = ȳ[t]
+  OpDef def("row_add", "y = a with r added to row t", {"a", "r", "t"});
+  def.shape = [](const ShapeContext& c) {
+    const Shape& a = c.input_shape(0);
+    if (a.empty() || Shape(a.begin() + 1, a.end()) != c.input_shape(1))
+      c.fail("input \"r\"",
+             "shape " + shape_string(c.input_shape(1)) + " is not a row of " +
+                 shape_string(a));
+    if (!c.input_shape(2).empty()) c.fail("input \"t\"", "must be a scalar");
+    return Shapes{a};
+  };
+  def.in_place = {{0, 0}};
+  def.compute = [](KernelContext& c) {
+    const Tensor& a = c.input(0);
+    Tensor& y = c.output(0);
+    if (y.data() != a.data()) y.array() = a.array();
+    const Tensor& r = c.input(1);
+    double* row = y.data() + row_of(a, c.input(2)) * r.size();
+    for (int64_t i = 0; i < r.size(); ++i) row[i] += r[i];
+  };
+  def.gradient = [](const GradientContext& c) {
+    return Values{c.grad(0), step_row(c.grad(0), c.input(2)), Value()};
+  };
+  def.tangent = [](const TangentContext& c) {
+    if (!c.tangent(0).valid() && !c.tangent(1).valid()) return Values{Value()};
+    return Values{
+        row_add(c.tangent_or_zeros(0), c.tangent_or_zeros(1), c.input(2))};
+  };
+  register_op(std::move(def));
+}
 
 // What loop and loop_adjoint share: inputs given by the node's LoopSpec
 // (variadic), outputs by its shape rule, and the trips and schedule.
@@ -433,6 +547,8 @@ void register_loop_ops() {
   adjoint.compute = run_loop_adjoint;
   adjoint.tangent = loop_adjoint_tangent;
   register_op(std::move(adjoint));
+  register_step_row_op();
+  register_row_add_op();
 }
 
 }  // namespace adgraph

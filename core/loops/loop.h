@@ -80,6 +80,8 @@ struct LoopArgs {
   Value step;
   // The body's graph, for constants (`graph->constant(...)`).
   Graph* graph = nullptr;
+  // Per-step inputs (the loop's `xs`): row t of each, scan-style.
+  std::vector<Value> xs;
 };
 
 // What a loop body returns.
@@ -135,6 +137,26 @@ LoopResult loop(int64_t trips,
                 const std::vector<Value>& invariants,
                 const LoopBodyFn& body,
                 LoopOptions options = {});
+
+// The same with per-step inputs, as jax.lax.scan's xs: each xs[k] has a
+// leading axis of `trips` rows, and step t reads row t as args.xs[k]
+// (shape xs[k].shape() without its first axis). The cotangent of row t is
+// step t's (each step adds its row into the xs' cotangent in place: O(row)
+// a step), under every schedule. Throws GraphError (field "xs") for an
+// array whose first axis is not `trips` long, besides what loop() throws.
+LoopResult loop(int64_t trips,
+                const std::vector<Value>& init,
+                const std::vector<Value>& invariants,
+                const std::vector<Value>& xs,
+                const LoopBodyFn& body,
+                LoopOptions options = {});
+
+// y = x[t]: row t of x (t a scalar holding an integer in [0, x.shape[0])),
+// shape x.shape() without its first axis. x̄ = row_add(x̄, ȳ, t).
+Value step_row(Value x, Value t);
+// y = a with r added to row t: y[t] = a[t] + r, the other rows a's (in
+// place when a is not read later). ā = ȳ, r̄ = ȳ[t].
+Value row_add(Value a, Value r, Value t);
 
 // What the last run of a loop or loop_adjoint node did.
 struct LoopStats {

@@ -223,5 +223,90 @@ TEST(Loop, ErrorsNameTheLoopAndTheField) {
   EXPECT_EQ(g.num_nodes(), 1);
 }
 
+// Per-step inputs: c_{t+1} = 2·c_t + x_t, so c_T = 2^T·c_0 + Σ_t 2^(T−1−t)·x_t
+// and ∂(w·c_T)/∂x_t = 2^(T−1−t)·w, by hand.
+TEST(LoopXs, EachStepReadsItsRowAndItsCotangentGoesBackToIt) {
+  constexpr int kSteps = 5;
+  Tensor xs_value(Shape{kSteps, 2});
+  for (int t = 0; t < kSteps; ++t) {
+    xs_value[2 * t] = t + 1.0;
+    xs_value[2 * t + 1] = -0.5 * t;
+  }
+  std::vector<std::vector<double>> gradients_by_schedule;
+  for (const CheckpointSchedule& schedule : {CheckpointSchedule::store_all(),
+                                             CheckpointSchedule::every(2),
+                                             CheckpointSchedule::binomial(2)}) {
+    Graph g;
+    Value c0 = g.placeholder("c0", {2});
+    Value xs = g.placeholder("xs", {kSteps, 2});
+    LoopOptions options;
+    options.checkpoints = schedule;
+    LoopResult r = loop(
+        kSteps,
+        {c0},
+        {},
+        {xs},
+        [](const LoopArgs& a) {
+          return LoopStep{{2.0 * a.carries[0] + a.xs[0]}, {}};
+        },
+        options);
+    Value w = g.constant(Tensor({3.0, -1.0}));
+    Value loss = sum(r.carries[0] * w);
+    Value grad = gradient(loss, xs);
+    Session s(g);
+    auto out =
+        s.run({r.carries[0], grad}, {{c0, Tensor({1.0, 2.0})}, {xs, xs_value}});
+    double want0 = 32.0 * 1.0, want1 = 32.0 * 2.0;
+    for (int t = 0; t < kSteps; ++t) {
+      want0 += std::ldexp(1.0, kSteps - 1 - t) * xs_value[2 * t];
+      want1 += std::ldexp(1.0, kSteps - 1 - t) * xs_value[2 * t + 1];
+      EXPECT_EQ(out[1][2 * t], 3.0 * std::ldexp(1.0, kSteps - 1 - t)) << t;
+      EXPECT_EQ(out[1][2 * t + 1], -1.0 * std::ldexp(1.0, kSteps - 1 - t)) << t;
+    }
+    EXPECT_EQ(out[0][0], want0);
+    EXPECT_EQ(out[0][1], want1);
+    gradients_by_schedule.push_back(out[1].to_vector());
+    expect_gradients_ok(sum(square(r.carries[0]) * w),
+                        {c0, xs},
+                        {{c0, Tensor({1.0, 2.0})}, {xs, xs_value}});
+  }
+  EXPECT_EQ(gradients_by_schedule[1], gradients_by_schedule[0]);
+  EXPECT_EQ(gradients_by_schedule[2], gradients_by_schedule[0]);
+}
+
+TEST(LoopXs, AnArrayOfTheWrongLengthIsRefusedNamingXs) {
+  Graph g;
+  Value c0 = g.placeholder("c0", {2});
+  Value xs = g.placeholder("xs", {4, 2});
+  try {
+    loop(5, {c0}, {}, {xs}, [](const LoopArgs& a) {
+      return LoopStep{{a.carries[0] + a.xs[0]}, {}};
+    });
+    ADD_FAILURE() << "accepted";
+  } catch (const GraphError& e) {
+    EXPECT_EQ(e.field(), "xs");
+    EXPECT_NE(
+        std::string(e.what()).find(
+            "xs[0] must have a first axis of 5 rows (one a step), got [4, 2]"),
+        std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(StepRow, RowsAndTheirAdjointsPassTheGradientChecker) {
+  Graph g;
+  Value x = g.placeholder("x", {3, 2}), r = g.placeholder("r", {2});
+  Value t = g.scalar(1.0);
+  Value loss =
+      sum(square(step_row(x, t)) * 1.5) + sum(square(row_add(x, r, t)));
+  Tensor xv(Shape{3, 2}, std::vector<double>{1, 2, 3, 4, 5, 6});
+  Session s(g);
+  EXPECT_EQ(s.run(step_row(x, t), {{x, xv}}).to_vector(),
+            (std::vector<double>{3, 4}));
+  expect_gradients_ok(loss, {x, r}, {{x, xv}, {r, Tensor({0.5, -0.5})}});
+  Value bad = step_row(x, g.scalar(3.0));
+  EXPECT_THROW(s.run(bad, {{x, xv}}), RunError);
+}
+
 }  // namespace
 }  // namespace adgraph
