@@ -5,6 +5,10 @@
 #include "python/src/bindings.h"
 
 namespace adgraph::python {
+void bind_grid(py::module_& m);  // grid_bindings.cc
+}
+
+namespace adgraph::python {
 namespace {
 
 // MPI for a Python process: started here unless mpi4py (or the program)
@@ -76,4 +80,5 @@ PYBIND11_MODULE(_adgraph, m) {
   bind_optim(m);
   bind_solvers(m);
   bind_sparse(m);
+  bind_grid(m);
 }

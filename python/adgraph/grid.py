@@ -1,0 +1,130 @@
+"""Grids, halos and fused stencil kernels: a PDE time step written as one
+expression runs as one node, with its adjoint and tangent generated from the
+same expression (the C++ layer grid/; docs/STENCILS.md).
+
+A 2-D wave step on 4 ranks (``mpirun -n 4 python3 wave.py``)::
+
+    import numpy as np
+    import adgraph as ag
+    from adgraph import grid as agg
+
+    g = ag.Graph()
+    grid = agg.Grid((64, 64), procs=(2, 2))        # 2 x 2 patches
+    u = g.placeholder("u", grid.local_shape())      # this rank's patch
+    um = g.placeholder("um", grid.local_shape())
+    c2 = g.placeholder("c2", grid.local_shape())
+    U = grid.field(u)
+    lap = (U.shift((-1, 0)) + U.shift((1, 0)) + U.shift((0, -1))
+           + U.shift((0, 1)) - 4 * U)
+    u_next = grid.stencil(2 * U - grid.field(um) + grid.field(c2) * lap)
+
+Reads past a non-periodic edge of the grid give 0; periodic axes wrap. The
+loss and gradient of graphs built from stencils are bitwise the same on
+every process grid.
+"""
+
+import math as _math
+
+from . import _adgraph
+from ._adgraph import StencilExpr, kernel_cache_stats
+
+__all__ = ["Grid", "StencilExpr", "field", "exp", "log", "sin", "cos", "tanh", "abs",
+           "sqrt", "minimum", "maximum", "where", "kernel_cache_stats", "balanced_procs"]
+
+
+def balanced_procs(size, shape):
+    """Processes per axis for ``size`` ranks over a grid of ``shape``: the
+    factorisation whose patches are closest to cubes (each count at most its
+    axis's extent).
+
+    Parameters
+    ----------
+    size : int
+        Number of ranks (>= 1).
+    shape : sequence of int
+        Global extents, 1 to 3 axes.
+
+    Returns
+    -------
+    tuple of int
+        ``procs`` with ``prod(procs) == size``.
+    """
+    shape = [int(n) for n in shape]
+    best, best_cost = None, _math.inf
+
+    def place(axis, left, procs):
+        nonlocal best, best_cost
+        if axis == len(shape) - 1:
+            if left <= shape[axis]:
+                cand = procs + [left]
+                cost = max(shape[a] / cand[a] for a in range(len(shape))) / \
+                    min(shape[a] / cand[a] for a in range(len(shape)))
+                if cost < best_cost:
+                    best, best_cost = tuple(cand), cost
+            return
+        for k in range(1, left + 1):
+            if left % k == 0 and k <= shape[axis]:
+                place(axis + 1, left // k, procs + [k])
+
+    place(0, int(size), [])
+    if best is None:
+        raise ValueError(f"balanced_procs: {size} ranks do not fit a grid of shape {tuple(shape)}")
+    return best
+
+
+class Grid(_adgraph.Grid):
+    """A 1-, 2- or 3-D global grid split into patches over a process grid.
+
+    Parameters
+    ----------
+    shape : sequence of int
+        Global extents (points) per axis, 1 to 3 axes.
+    procs : sequence of int, optional
+        Processes per axis; their product is the communicator's size.
+        Default: ``balanced_procs(size, shape)``. Patches may be uneven: the
+        first ``shape[a] % procs[a]`` processes of an axis get one point more.
+    periodic : sequence of bool, optional
+        Periodic axes (default: none).
+    comm : adgraph.Communicator or mpi4py.MPI.Intracomm, optional
+        The ranks of the grid (default: the world). Rank r has process
+        coordinates ``numpy.unravel_index(r, procs)``.
+
+    A field on the grid is an array of shape ``(*batch, *local_shape())`` on
+    every rank: leading batch axes (shots, components) ride along.
+    """
+
+    def __init__(self, shape, procs=None, periodic=None, comm=None):
+        if not isinstance(comm, _adgraph.Communicator):
+            comm = _adgraph.communicator(comm)
+        shape = [int(n) for n in shape]
+        if procs is None:
+            procs = balanced_procs(comm.size, shape)
+        if periodic is None:
+            periodic = [False] * len(shape)
+        super().__init__(shape, [int(p) for p in procs], [bool(p) for p in periodic], comm)
+
+    def field(self, value):
+        """``value`` (a Value of shape ``(*batch, *local_shape())``, or a
+        scalar of shape ``()``) as a stencil expression read at offset 0."""
+        return _adgraph.stencil_field(value)
+
+    def __repr__(self):
+        return (f"Grid(shape={tuple(self.shape)}, procs={tuple(self.procs)}, "
+                f"periodic={tuple(self.periodic)})")
+
+
+def field(value):
+    """``value`` as a stencil expression read at offset 0 (a field or scalar)."""
+    return _adgraph.stencil_field(value)
+
+
+exp = _adgraph.stencil_exp
+log = _adgraph.stencil_log
+sin = _adgraph.stencil_sin
+cos = _adgraph.stencil_cos
+tanh = _adgraph.stencil_tanh
+abs = _adgraph.stencil_abs  # noqa: A001  (the stencil function, not builtins.abs)
+sqrt = _adgraph.stencil_sqrt
+minimum = _adgraph.stencil_minimum
+maximum = _adgraph.stencil_maximum
+where = _adgraph.stencil_where

@@ -1,0 +1,268 @@
+// Grids, halos and stencil expressions (grid/) for Python: adgraph.Grid and
+// adgraph.StencilExpr are thin wrappers over the C++ classes.
+#include <pybind11/operators.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "python/src/bindings.h"
+
+namespace adgraph::python {
+namespace {
+
+// An expression and the graph its values belong to (kept alive by it).
+struct PyStencilExpr {
+  std::shared_ptr<Graph> owner;
+  grid::StencilExpr expr;
+};
+
+// `object` as an expression: an expression, a Value (a field or scalar of
+// `owner`'s graph) or a number.
+PyStencilExpr as_expr(py::handle object, const std::shared_ptr<Graph>& owner) {
+  if (py::isinstance<PyStencilExpr>(object))
+    return object.cast<PyStencilExpr>();
+  if (py::isinstance<PyValue>(object)) {
+    const PyValue& v =
+        live(object.cast<const PyValue&>(), "stencil expression");
+    return {v.owner, grid::field(v.value)};
+  }
+  if (py::isinstance<py::bool_>(object) ||
+      !(py::isinstance<py::int_>(object) ||
+        py::isinstance<py::float_>(object))) {
+    throw OptionsError(
+        "stencil expression: expected a StencilExpr, a Value or a number, "
+        "got " +
+        py::repr(object).cast<std::string>());
+  }
+  return {owner, grid::StencilExpr(object.cast<double>())};
+}
+
+PyStencilExpr apply_op(const std::string& op,
+                       const std::vector<py::handle>& args) {
+  std::shared_ptr<Graph> owner;
+  for (py::handle a : args) {
+    if (py::isinstance<PyStencilExpr>(a) && a.cast<PyStencilExpr>().owner)
+      owner = a.cast<PyStencilExpr>().owner;
+    if (py::isinstance<PyValue>(a)) owner = a.cast<const PyValue&>().owner;
+  }
+  std::vector<grid::StencilExpr> exprs;
+  for (py::handle a : args) exprs.push_back(as_expr(a, owner).expr);
+  return {owner, grid::stencil_apply(op, exprs)};
+}
+
+void bind_expression(py::module_& m) {
+  py::class_<PyStencilExpr> e(
+      m,
+      "StencilExpr",
+      "An expression evaluated at every point of a grid patch: fields read at\n"
+      "offsets (field(u).shift((0, 1)) reads u at i + (0, 1)), scalars,\n"
+      "numbers, + - * /, comparisons, and adgraph.stencil_* functions.");
+  e.def(
+       "shift",
+       [](const PyStencilExpr& x, std::vector<int64_t> offset) {
+         return PyStencilExpr{x.owner, x.expr.shift(offset)};
+       },
+       py::arg("offset"),
+       "The expression with every field read moved by `offset` (one entry per "
+       "spatial axis; missing trailing entries are 0).")
+      .def_property_readonly(
+          "text",
+          [](const PyStencilExpr& x) { return x.expr.text(); },
+          "The text form (inputs numbered in order of appearance).")
+      .def("__repr__", [](const PyStencilExpr& x) {
+        return "StencilExpr(" + x.expr.text() + ")";
+      });
+  const std::vector<std::pair<const char*, const char*>> binary = {
+      {"__add__", "add"},
+      {"__sub__", "sub"},
+      {"__mul__", "mul"},
+      {"__truediv__", "div"},
+      {"__pow__", "pow"},
+      {"__lt__", "lt"},
+      {"__le__", "le"},
+      {"__gt__", "gt"},
+      {"__ge__", "ge"}};
+  for (const auto& [py_name, op] : binary) {
+    const std::string name = op;
+    e.def(py_name, [name](py::object a, py::object b) {
+      return apply_op(name, {a, b});
+    });
+  }
+  const std::vector<std::pair<const char*, const char*>> reflected = {
+      {"__radd__", "add"},
+      {"__rsub__", "sub"},
+      {"__rmul__", "mul"},
+      {"__rtruediv__", "div"},
+      {"__rpow__", "pow"}};
+  for (const auto& [py_name, op] : reflected) {
+    const std::string name = op;
+    e.def(py_name, [name](py::object a, py::object b) {
+      return apply_op(name, {b, a});
+    });
+  }
+  e.def("__neg__", [](py::object a) { return apply_op("neg", {a}); });
+  for (const char* f : {"exp", "log", "sin", "cos", "tanh", "abs", "sqrt"}) {
+    const std::string name = f;
+    m.def((std::string("stencil_") + f).c_str(),
+          [name](py::object a) { return apply_op(name, {a}); },
+          py::arg("x"),
+          ("Element-wise " + name + " inside a stencil expression.").c_str());
+  }
+  m.def(
+      "stencil_minimum",
+      [](py::object a, py::object b) {
+        return apply_op("min", {a, b});
+      },
+      py::arg("a"),
+      py::arg("b"),
+      "min(a, b) inside a stencil expression (a where a <= b).");
+  m.def(
+      "stencil_maximum",
+      [](py::object a, py::object b) {
+        return apply_op("max", {a, b});
+      },
+      py::arg("a"),
+      py::arg("b"),
+      "max(a, b) inside a stencil expression (a where a >= b).");
+  m.def(
+      "stencil_where",
+      [](py::object c, py::object a, py::object b) {
+        return apply_op("where", {c, a, b});
+      },
+      py::arg("condition"),
+      py::arg("a"),
+      py::arg("b"),
+      "a where condition != 0, else b, inside a stencil expression.");
+  m.def(
+      "stencil_field",
+      [](const PyValue& v) {
+        const PyValue& x = live(v, "stencil_field");
+        return PyStencilExpr{x.owner, grid::field(x.value)};
+      },
+      py::arg("value"),
+      "A field [batch..., patch...] or scalar [] read at offset 0.");
+}
+
+void bind_grid_class(py::module_& m) {
+  py::class_<grid::Grid>(m, "Grid")
+      .def(py::init([](Shape shape,
+                       std::vector<int> procs,
+                       std::vector<bool> periodic,
+                       std::shared_ptr<Communicator> comm) {
+             return grid::Grid(std::move(shape),
+                               std::move(procs),
+                               std::move(periodic),
+                               std::move(comm));
+           }),
+           py::arg("shape"),
+           py::arg("procs"),
+           py::arg("periodic"),
+           py::arg("comm"))
+      .def_property_readonly("ndim", &grid::Grid::ndim)
+      .def_property_readonly("shape",
+                             [](const grid::Grid& g) { return g.shape(); })
+      .def_property_readonly(
+          "procs", [](const grid::Grid& g) { return g.layout().procs; })
+      .def_property_readonly(
+          "periodic", [](const grid::Grid& g) { return g.layout().periodic; })
+      .def_property_readonly("rank", &grid::Grid::rank)
+      .def_property_readonly("comm", &grid::Grid::comm)
+      .def(
+          "local_shape", &grid::Grid::local_shape, "This rank's patch extents.")
+      .def("offset",
+           &grid::Grid::offset,
+           "The global index of this rank's first point.")
+      .def("owner",
+           &grid::Grid::owner,
+           py::arg("index"),
+           "The rank that owns global point `index`.")
+      .def(
+          "scatter",
+          [](const grid::Grid& g, py::object global, int root) {
+            Tensor t = global.is_none() ? Tensor(Shape{0})
+                                        : to_tensor(global, "global");
+            Tensor local;
+            {
+              py::gil_scoped_release release;
+              local = g.scatter(t, root);
+            }
+            return to_array(std::move(local));
+          },
+          py::arg("global_array"),
+          py::arg("root") = 0)
+      .def(
+          "gather",
+          [](const grid::Grid& g, py::object local, int root) -> py::object {
+            Tensor t = to_tensor(local, "local");
+            Tensor global;
+            {
+              py::gil_scoped_release release;
+              global = g.gather(t, root);
+            }
+            if (g.rank() != root) return py::none();
+            return to_array(std::move(global));
+          },
+          py::arg("local_array"),
+          py::arg("root") = 0)
+      .def(
+          "halo",
+          [](const grid::Grid& g,
+             const PyValue& x,
+             std::vector<int64_t> width,
+             bool corners,
+             const std::string& boundary) {
+            const PyValue& v = live(x, "Grid.halo");
+            grid::HaloOptions o;
+            o.corners = corners;
+            o.boundary = boundary;
+            return PyValue{v.owner,
+                           grid::halo(g, v.value, std::move(width), o)};
+          },
+          py::arg("x"),
+          py::arg("width"),
+          py::arg("corners") = true,
+          py::arg("boundary") = "zero")
+      .def(
+          "stencil",
+          [](const grid::Grid& g, py::object expr, const std::string& name) {
+            if (!py::isinstance<PyStencilExpr>(expr) &&
+                !py::isinstance<PyValue>(expr)) {
+              throw OptionsError("Grid.stencil: expected a StencilExpr, got " +
+                                     py::repr(expr).cast<std::string>(),
+                                 {},
+                                 {},
+                                 "expr");
+            }
+            PyStencilExpr e = as_expr(expr, nullptr);
+            if (!e.owner)
+              throw OptionsError("Grid.stencil: the expression reads no field");
+            check_alive(e.owner, "Grid.stencil");
+            return PyValue{e.owner, grid::stencil(g, e.expr, name)};
+          },
+          py::arg("expr"),
+          py::arg("name") = "");
+  m.def(
+      "kernel_cache_stats",
+      [] {
+        const grid::KernelCacheStats s = grid::kernel_cache_stats();
+        py::dict d;
+        d["compiled"] = s.compiled;
+        d["loaded"] = s.loaded;
+        d["compile_seconds"] = s.compile_seconds;
+        d["folder"] = grid::kernel_cache_folder();
+        return d;
+      },
+      "What the stencil kernel cache did in this process: kernels compiled, "
+      "kernels loaded, seconds spent compiling, and its folder.");
+}
+
+}  // namespace
+
+void bind_grid(py::module_& m) {
+  bind_expression(m);
+  bind_grid_class(m);
+}
+
+}  // namespace adgraph::python

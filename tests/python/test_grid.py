@@ -1,0 +1,217 @@
+"""Grids, halos and stencils from Python (python/src/grid_bindings.cc,
+python/adgraph/grid.py) against NumPy references written with np.pad and
+np.roll, and the gradient checker, at 1-4 ranks."""
+
+import itertools
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import adgraph as ag
+from adgraph import grid as agg
+
+WORLD = MPI.COMM_WORLD
+RANK, SIZE = WORLD.rank, WORLD.size
+
+
+def process_grids(shape):
+    """Every process grid of SIZE ranks that fits ``shape``."""
+    out = []
+    for procs in itertools.product(*[range(1, SIZE + 1)] * len(shape)):
+        if int(np.prod(procs)) == SIZE and all(p <= n for p, n in zip(procs, shape)):
+            out.append(procs)
+    return out
+
+
+def global_field(shape, seed, lo=-1.0, hi=1.0):
+    """The same array on every rank."""
+    return np.random.default_rng(seed).uniform(lo, hi, size=shape)
+
+
+def my_patch(grid, array):
+    """This rank's patch of a global [batch..., shape...] array, by hand."""
+    index = [slice(None)] * (array.ndim - grid.ndim)
+    for a, (start, n) in enumerate(zip(grid.offset(), grid.local_shape())):
+        index.append(slice(start, start + n))
+    return array[tuple(index)]
+
+
+def padded_reference(array, widths, periodic, rule, ndim):
+    """np.pad axis by axis: mode "wrap" on periodic axes, else the rule's."""
+    modes = {"zero": "constant", "mirror": "reflect", "copy": "edge"}
+    out = array
+    batch = array.ndim - ndim
+    for a in range(ndim):
+        pad = [(0, 0)] * out.ndim
+        pad[batch + a] = (widths[a], widths[a])
+        out = np.pad(out, pad, mode="wrap" if periodic[a] else modes[rule])
+    return out
+
+
+def test_scatter_then_gather_gives_the_array_back():
+    for shape in [(13,), (7, 5), (5, 4, 3)]:
+        for procs in process_grids(shape):
+            grid = agg.Grid(shape, procs)
+            full = global_field((2,) + shape, 1)
+            mine = grid.scatter(full if RANK == 0 else None)
+            np.testing.assert_array_equal(mine, my_patch(grid, full))
+            back = grid.gather(mine)
+            if RANK == 0:
+                np.testing.assert_array_equal(back, full)
+            else:
+                assert back is None
+
+
+@pytest.mark.parametrize("rule", ["zero", "mirror", "copy"])
+@pytest.mark.parametrize("corners", [True, False])
+def test_halo_matches_np_pad(rule, corners):
+    cases = [((23,), (False,), (4,)), ((23,), (True,), (2,)),
+             ((17, 18), (True, False), (2, 1)), ((17, 18), (False, False), (1, 4)),
+             ((9, 10, 9), (False, True, False), (1, 2, 1))]
+    for shape, periodic, widths in cases:
+        full = global_field(shape, 2)
+        for procs in process_grids(shape):
+            grid = agg.Grid(shape, procs, periodic=periodic)
+            smallest = [n // p for n, p in zip(shape, procs)]
+            narrow = any(w > 0 and (p > 1 or per) and s < w or
+                         w > 0 and rule == "mirror" and not per and s <= w
+                         for w, p, per, s in zip(widths, procs, periodic, smallest))
+            g = ag.Graph()
+            x = g.placeholder("x", grid.local_shape())
+            if narrow:
+                with pytest.raises(ag.ShapeError, match='attribute "width"'):
+                    grid.halo(x, list(widths), corners=corners, boundary=rule)
+                continue
+            y = grid.halo(x, list(widths), corners=corners, boundary=rule)
+            got = ag.Session(g).run(y, {x: my_patch(grid, full)})
+            ref = padded_reference(full, widths, periodic, rule, len(shape))
+            index = tuple(slice(o, o + n + 2 * w)
+                          for o, n, w in zip(grid.offset(), grid.local_shape(), widths))
+            want = ref[index].copy()
+            if not corners:
+                # Ghost points on two or more axes are left zero.
+                ghost = np.zeros(want.shape, dtype=int)
+                for a, (n, w) in enumerate(zip(grid.local_shape(), widths)):
+                    i = np.arange(n + 2 * w)
+                    mask = ((i < w) | (i >= n + w)).astype(int)
+                    ghost += mask.reshape([-1 if b == a else 1 for b in range(len(shape))])
+                want[ghost > 1] = 0.0
+            np.testing.assert_array_equal(got, want)
+
+
+# Each function inside a stencil, against NumPy on the global field; u and
+# v lie in [0.5, 1.5]. E = u at +(0, 1), N = v at -(1, 0), zero outside.
+FUNCTIONS = {
+    "arith": (lambda u, v, E, N: E(u) * N(v) - u / (N(v) + 1.0) + 2.0,
+              lambda u, v, e, n: e * n - u / (n + 1.0) + 2.0),
+    "pow": (lambda u, v, E, N: u ** (N(v) + 1.0), lambda u, v, e, n: u ** (n + 1.0)),
+    "exp": (lambda u, v, E, N: agg.exp(E(u)) * u, lambda u, v, e, n: np.exp(e) * u),
+    "log": (lambda u, v, E, N: agg.log(u + E(u)), lambda u, v, e, n: np.log(u + e)),
+    "sin": (lambda u, v, E, N: agg.sin(E(u) * N(v)), lambda u, v, e, n: np.sin(e * n)),
+    "cos": (lambda u, v, E, N: agg.cos(E(u)) + u, lambda u, v, e, n: np.cos(e) + u),
+    "tanh": (lambda u, v, E, N: agg.tanh(E(u) - N(v)), lambda u, v, e, n: np.tanh(e - n)),
+    "abs": (lambda u, v, E, N: agg.abs(u - N(v)) * u, lambda u, v, e, n: np.abs(u - n) * u),
+    "sqrt": (lambda u, v, E, N: agg.sqrt(u + E(u)), lambda u, v, e, n: np.sqrt(u + e)),
+    "minimum": (lambda u, v, E, N: agg.minimum(u, N(v)) * E(u),
+                lambda u, v, e, n: np.minimum(u, n) * e),
+    "maximum": (lambda u, v, E, N: agg.maximum(E(u), N(v)) + u,
+                lambda u, v, e, n: np.maximum(e, n) + u),
+    "where": (lambda u, v, E, N: agg.where(u > N(v), u * E(u), N(v) - u),
+              lambda u, v, e, n: np.where(u > n, u * e, n - u)),
+    "compare": (lambda u, v, E, N: (u < N(v)) * 2.0 + (u >= E(u)) * 3.0 + (u <= N(v)),
+                lambda u, v, e, n: (u < n) * 2.0 + (u >= e) * 3.0 + (u <= n) * 1.0),
+}
+
+
+def shifted(array, offset, periodic):
+    """array[i + offset]: np.roll on periodic axes, zero past other edges."""
+    out = array
+    for a, (o, per) in enumerate(zip(offset, periodic)):
+        if o == 0:
+            continue
+        out = np.roll(out, -o, axis=a)
+        if not per:
+            index = [slice(None)] * array.ndim
+            index[a] = slice(-o, None) if o > 0 else slice(0, -o)
+            out[tuple(index)] = 0.0
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_every_function_matches_numpy_on_every_process_grid(name):
+    shape = (7, 9)
+    expr, reference = FUNCTIONS[name]
+    u = global_field(shape, 3, 0.5, 1.5)
+    v = global_field(shape, 4, 0.5, 1.5)
+    for periodic in [(False, False), (True, False), (False, True)]:
+        want = reference(u, v, shifted(u, (0, 1), periodic), shifted(v, (-1, 0), periodic))
+        for procs in process_grids(shape):
+            grid = agg.Grid(shape, procs, periodic=periodic)
+            g = ag.Graph()
+            uu = g.placeholder("u", grid.local_shape())
+            vv = g.placeholder("v", grid.local_shape())
+            U, V = grid.field(uu), grid.field(vv)
+            y = grid.stencil(expr(U, V, lambda f: f.shift((0, 1)), lambda f: f.shift((-1, 0))))
+            got = ag.Session(g).run(y, {uu: my_patch(grid, u), vv: my_patch(grid, v)})
+            np.testing.assert_allclose(got, my_patch(grid, want), rtol=1e-13, atol=1e-13)
+            if name != "compare":
+                # Σ w·y² with w > 0: a loss whose curvature does not cancel
+                # between points, so the Taylor remainders stay quadratic.
+                weights = g.constant(np.random.default_rng(10 + RANK).uniform(
+                    0.5, 1.5, grid.local_shape()))
+                # Taylor steps from 1e-3: small enough not to cross a kink
+                # (abs, minimum, maximum, where) between these points, and
+                # for the quadratic term to dominate the remainder.
+                result = ag.check_gradients(ag.sum(ag.square(y) * weights), [uu, vv],
+                                            {uu: my_patch(grid, u), vv: my_patch(grid, v)},
+                                            taylor_epsilon=1e-3, taylor_steps=4)
+                assert result.ok, result.message
+
+
+def test_3d_uneven_periodic_diffusion_with_a_batch_and_a_coefficient():
+    shape = (5, 6, 4)
+    periodic = (False, True, False)
+    u = global_field((2,) + shape, 5)
+    kappa = global_field(shape, 6, 0.5, 1.0)
+    lap = -6.0 * u
+    for a in range(3):
+        for side in (-1, 1):
+            offset = [0, 0, 0]
+            offset[a] = side
+            lap = lap + np.stack([shifted(u[b], offset, periodic) for b in range(2)])
+    want = u + 0.1 * kappa * lap
+    for procs in process_grids(shape):
+        grid = agg.Grid(shape, procs, periodic=periodic)
+        g = ag.Graph()
+        uu = g.placeholder("u", [2] + list(grid.local_shape()))
+        kk = g.placeholder("k", grid.local_shape())
+        U = grid.field(uu)
+        lap_expr = -6.0 * U
+        for a in range(3):
+            for side in (-1, 1):
+                offset = [0, 0, 0]
+                offset[a] = side
+                lap_expr = lap_expr + U.shift(offset)
+        y = grid.stencil(U + 0.1 * grid.field(kk) * lap_expr)
+        feeds = {uu: my_patch(grid, u), kk: my_patch(grid, kappa)}
+        np.testing.assert_allclose(ag.Session(g).run(y, feeds), my_patch(grid, want),
+                                   rtol=1e-13, atol=1e-13)
+        weights = g.constant(np.random.default_rng(20 + RANK).uniform(-1, 1, y.shape))
+        result = ag.check_gradients(ag.sum(y * weights), [uu, kk], feeds)
+        assert result.ok, result.message
+
+
+def test_bad_stencils_name_what_is_wrong():
+    grid = agg.Grid((8, 8))
+    g = ag.Graph()
+    u = g.placeholder("u", grid.local_shape())
+    w = g.placeholder("w", (3, 3))
+    with pytest.raises(ag.ShapeError, match="does not end in this rank's patch"):
+        grid.stencil(grid.field(w) + 1.0)
+    with pytest.raises(ag.OptionsError, match="expected a StencilExpr"):
+        grid.stencil("in0")
+    with pytest.raises(ag.OptionsError, match="expected a StencilExpr, a Value or a number"):
+        grid.field(u) + "3"
+    with pytest.raises(ag.OptionsError, match="procs"):
+        agg.Grid((8, 8), procs=(SIZE + 1, 1))
