@@ -1,15 +1,24 @@
 #include "ops/elementwise.h"
 
+#include <array>
 #include <cmath>
+#include <functional>
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/op.h"
+#include "ops/broadcast_impl.h"
 #include "ops/reductions.h"
 #include "ops/shape_ops.h"
 
 namespace adgraph {
 namespace {
+
+using detail::broadcast_kernel;
+using detail::broadcast_loop;
+using detail::broadcast_shapes;
 
 // The transcendental functions element by element through the C library.
 // Eigen's packet versions round differently from it and serve only whole
@@ -23,28 +32,37 @@ constexpr auto libm_cos = [](double v) { return std::cos(v); };
 constexpr auto libm_tanh = [](double v) { return std::tanh(v); };
 constexpr auto libm_pow = [](double a, double b) { return std::pow(a, b); };
 
-bool scalar_like(const Shape& small, const Shape& big) {
-  return num_elements(small) == 1 && small.size() <= big.size();
-}
-
+// The shape rule of the element-wise ops: all inputs broadcast together,
+// or a ShapeError naming the first input that does not broadcast with the
+// ones before it.
 Shapes broadcast_shape(const ShapeContext& c) {
-  const Shape& a = c.input_shape(0);
-  const Shape& b = c.input_shape(1);
-  if (a == b) return {a};
-  if (scalar_like(b, a)) return {a};
-  if (scalar_like(a, b)) return {b};
-  c.fail("input \"b\"",
-         "shape " + shape_string(b) + " does not broadcast with " +
-             shape_string(a));
+  Shape out = c.input_shape(0);
+  for (int i = 1; i < c.num_inputs(); ++i) {
+    const Shape& s = c.input_shape(i);
+    std::optional<Shape> joined = broadcast_shapes(out, s);
+    if (!joined) {
+      c.fail("input \"" + c.node().op->inputs[i] + "\"",
+             "shape " + shape_string(s) + " does not broadcast with " +
+                 shape_string(out));
+    }
+    out = std::move(*joined);
+  }
+  return {out};
 }
 
-// Sums a cotangent of the broadcast shape back to an operand's shape.
+// Sums a cotangent of the broadcast shape back to an operand's shape: a
+// one-element operand's exactly (sum), any other's along its stretched
+// axes in index order (sum_to). Either way the same bits on every run.
 Value unbroadcast(Value grad, const Shape& shape) {
   if (grad.shape() == shape) return grad;
-  return reshape(sum(grad), shape);
+  const int64_t n = num_elements(shape);
+  if (n == num_elements(grad.shape())) return reshape(grad, shape);
+  if (n == 1) return reshape(sum(grad), shape);
+  return sum_to(grad, shape);
 }
 
-// Applies `f` to (array, array), (scalar, array) or (array, scalar).
+// Applies `f` to (array, array), (scalar, array) or (array, scalar): the
+// equal-shape and one-element cases, one pass over whole arrays.
 template <class F>
 void binary_kernel(KernelContext& c, F f) {
   const Tensor& a = c.input(0);
@@ -59,6 +77,22 @@ void binary_kernel(KernelContext& c, F f) {
   }
 }
 
+// A binary node's kernel: binary_kernel when each input has y's elements
+// or one, else the strided broadcast_kernel.
+template <class F>
+ComputeFn bind_binary(const Node& n, F f) {
+  const Shape& a = n.inputs[0].shape();
+  const Shape& b = n.inputs[1].shape();
+  const int64_t size = num_elements(n.output_shapes[0]);
+  const auto whole = [size](const Shape& s) {
+    return num_elements(s) == size || num_elements(s) == 1;
+  };
+  if (whole(a) && whole(b)) {
+    return [f](KernelContext& c) { binary_kernel(c, f); };
+  }
+  return broadcast_kernel(broadcast_loop<2>({a, b}, n.output_shapes[0]), f);
+}
+
 template <class F>
 OpDef binary(std::string name,
              std::string doc,
@@ -67,7 +101,7 @@ OpDef binary(std::string name,
              TangentFn tangent) {
   OpDef def(std::move(name), std::move(doc), {"a", "b"});
   def.shape = broadcast_shape;
-  def.compute = [f](KernelContext& c) { binary_kernel(c, f); };
+  def.bind = [f](const Node& n) { return bind_binary(n, f); };
   def.in_place = {{0, 0}, {0, 1}};  // element-wise: may overwrite a or b
   def.gradient = std::move(gradient);
   def.tangent = std::move(tangent);
@@ -157,6 +191,20 @@ Value cos(Value x) { return unary_node("cos", x); }
 Value tanh(Value x) { return unary_node("tanh", x); }
 Value abs(Value x) { return unary_node("abs", x); }
 Value sign(Value x) { return unary_node("sign", x); }
+
+Value where(Value c, Value a, Value b) {
+  return c.graph().add_node("where", {c, a, b});
+}
+Value maximum(Value a, Value b) { return binary_node("maximum", a, b); }
+Value minimum(Value a, Value b) { return binary_node("minimum", a, b); }
+Value less(Value a, Value b) { return binary_node("less", a, b); }
+Value less_equal(Value a, Value b) { return binary_node("less_equal", a, b); }
+Value greater(Value a, Value b) { return binary_node("greater", a, b); }
+Value greater_equal(Value a, Value b) {
+  return binary_node("greater_equal", a, b);
+}
+Value equal(Value a, Value b) { return binary_node("equal", a, b); }
+Value not_equal(Value a, Value b) { return binary_node("not_equal", a, b); }
 
 Value operator+(Value a, Value b) { return add(a, b); }
 Value operator-(Value a, Value b) { return sub(a, b); }
@@ -331,6 +379,138 @@ void register_pow_scalar_op() {
   register_op(std::move(pow_scalar));
 }
 
+// The cotangents of y = a where mask ≠ 0, else b (mask broadcasting to
+// y's shape): ȳ where mask, else 0, for a; the rest for b; each summed to
+// its operand's shape.
+Values select_cotangents(Value mask,
+                         Value grad,
+                         const Shape& a,
+                         const Shape& b) {
+  Value zero = grad.graph().scalar(0.0);
+  return {unbroadcast(where(mask, grad, zero), a),
+          unbroadcast(where(mask, zero, grad), b)};
+}
+
+// Its tangent where(mask, ȧ, ḃ) of shape y, zero tangents as 0; invalid
+// (zero) when both are.
+Value select_tangent(Value mask, Value ta, Value tb, const Shape& y) {
+  if (!ta.valid() && !tb.valid()) return Value();
+  Value zero = mask.graph().scalar(0.0);
+  return broadcast_to(
+      where(mask, ta.valid() ? ta : zero, tb.valid() ? tb : zero), y);
+}
+
+void register_where_op() {
+  // y = a where c ≠ 0, else b;  ā += where(c, ȳ, 0),  b̄ += where(c, 0, ȳ),
+  // c̄ none;  ẏ = where(c, ȧ, ḃ)
+  OpDef def("where",
+            "y = a where c != 0, else b (no derivative in c)",
+            {"c", "a", "b"});
+  def.shape = broadcast_shape;
+  def.bind = [](const Node& n) {
+    const std::array<Shape, 3> in = {
+        n.inputs[0].shape(), n.inputs[1].shape(), n.inputs[2].shape()};
+    return broadcast_kernel(broadcast_loop<3>(in, n.output_shapes[0]),
+                            [](const auto& c, const auto& a, const auto& b) {
+                              return (c != 0.0).select(a, b);
+                            });
+  };
+  def.in_place = {{0, 0}, {0, 1}, {0, 2}};
+  def.gradient = [](const GradientContext& c) {
+    Values ab = select_cotangents(
+        c.input(0), c.grad(), c.input(1).shape(), c.input(2).shape());
+    return Values{Value(), ab[0], ab[1]};
+  };
+  def.tangent = [](const TangentContext& c) {
+    return Values{select_tangent(
+        c.input(0), c.tangent(1), c.tangent(2), c.output(0).shape())};
+  };
+  register_op(std::move(def));
+}
+
+// maximum or minimum: y = a where takes_a(a, b), else b; `mask` builds
+// the same choice as a graph node (1 where y is a).
+template <class P>
+OpDef extremum(const char* name,
+               const char* doc,
+               P takes_a,
+               Value (*mask)(Value, Value)) {
+  return binary(
+      name,
+      doc,
+      [takes_a](const auto& a, const auto& b) {
+        return a.binaryExpr(
+            b, [takes_a](double x, double y) { return takes_a(x, y) ? x : y; });
+      },
+      [mask](const GradientContext& c) {
+        Value a = c.input(0), b = c.input(1);
+        return select_cotangents(mask(a, b), c.grad(), a.shape(), b.shape());
+      },
+      [mask](const TangentContext& c) {
+        return Values{select_tangent(mask(c.input(0), c.input(1)),
+                                     c.tangent(0),
+                                     c.tangent(1),
+                                     c.output(0).shape())};
+      });
+}
+
+void register_extremum_ops() {
+  // y = max(a, b), a at ties and where a is NaN;
+  // ā += where(a ≥ b, ȳ, 0),  b̄ += where(a ≥ b, 0, ȳ)
+  register_op(extremum(
+      "maximum",
+      "y = max(a, b), NaN if either is; ties: the derivative goes to a",
+      [](double a, double b) { return a >= b || std::isnan(a); },
+      greater_equal));
+  // y = min(a, b), a at ties and where a is NaN;
+  // ā += where(a ≤ b, ȳ, 0),  b̄ += where(a ≤ b, 0, ȳ)
+  register_op(extremum(
+      "minimum",
+      "y = min(a, b), NaN if either is; ties: the derivative goes to a",
+      [](double a, double b) { return a <= b || std::isnan(a); },
+      less_equal));
+}
+
+// A comparison: y = 1 where compare(a, b), else 0. Its derivatives are
+// zero (ā, b̄ none; ẏ none).
+template <class P>
+OpDef comparison(const char* name, const char* doc, P compare) {
+  return binary(
+      name,
+      doc,
+      [compare](const auto& a, const auto& b) {
+        return a.binaryExpr(b, [compare](double x, double y) {
+          return compare(x, y) ? 1.0 : 0.0;
+        });
+      },
+      [](const GradientContext&) {
+        return Values{Value(), Value()};
+      },
+      [](const TangentContext&) { return Values{Value()}; });
+}
+
+void register_comparison_ops() {
+  // y = [a ⋈ b] ∈ {0, 1} (IEEE: NaN compares unequal to everything);
+  // ā, b̄ += 0;  ẏ = 0
+  register_op(comparison(
+      "less", "y = 1 where a < b, else 0 (zero derivative)", std::less<>()));
+  register_op(comparison("less_equal",
+                         "y = 1 where a <= b, else 0 (zero derivative)",
+                         std::less_equal<>()));
+  register_op(comparison("greater",
+                         "y = 1 where a > b, else 0 (zero derivative)",
+                         std::greater<>()));
+  register_op(comparison("greater_equal",
+                         "y = 1 where a >= b, else 0 (zero derivative)",
+                         std::greater_equal<>()));
+  register_op(comparison("equal",
+                         "y = 1 where a == b, else 0 (zero derivative)",
+                         std::equal_to<>()));
+  register_op(comparison("not_equal",
+                         "y = 1 where a != b, else 0 (zero derivative)",
+                         std::not_equal_to<>()));
+}
+
 // exp, log, sqrt, …: y = f(x) element-wise, with the chain rule's factor.
 void register_unary_ops() {
   // y = −x;  x̄ −= ȳ
@@ -407,6 +587,9 @@ void register_elementwise_ops() {
   register_pow_base_derivative_op();
   register_pow_scalar_op();
   register_unary_ops();
+  register_where_op();
+  register_extremum_ops();
+  register_comparison_ops();
 }
 
 }  // namespace adgraph
