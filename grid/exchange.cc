@@ -1,5 +1,6 @@
 #include "grid/exchange.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -241,19 +242,48 @@ Box interior(const Shape& padded, const HaloSpec& spec) {
   return b;
 }
 
+// x's layers within ring[a] of the faces of each axis a (all of x when a
+// ring covers its axis) onto the interior of `padded`.
+void copy_interior(const HaloSpec& spec,
+                   const Tensor& x,
+                   Tensor& padded,
+                   const std::vector<int64_t>* ring) {
+  const Box inside = interior(padded.shape(), spec);
+  if (ring == nullptr) {
+    copy_box(x.data(),
+             x.shape(),
+             whole(x.shape()),
+             padded.data(),
+             padded.shape(),
+             inside);
+    return;
+  }
+  const int nd = static_cast<int>(spec.width.size());
+  const int nb = x.rank() - nd;
+  for (int a = 0; a < nd; ++a) {
+    const int64_t n = x.shape()[nb + a], r = std::min((*ring)[a], n);
+    if (r == 0) continue;
+    for (int64_t begin : {int64_t{0}, n - r}) {
+      Box from = whole(x.shape()), to = inside;
+      from.origin[nb + a] = begin;
+      from.extent[nb + a] = r;
+      to.origin[nb + a] += begin;
+      to.extent[nb + a] = r;
+      copy_box(x.data(), x.shape(), from, padded.data(), padded.shape(), to);
+      if (r == n) break;
+    }
+  }
+}
+
 }  // namespace
 
 void exchange(Communicator& comm,
               const GridLayout& layout,
               const HaloSpec& spec,
               const Tensor& x,
-              Tensor& padded) {
-  copy_box(x.data(),
-           x.shape(),
-           whole(x.shape()),
-           padded.data(),
-           padded.shape(),
-           interior(padded.shape(), spec));
+              Tensor& padded,
+              const std::vector<int64_t>* ring) {
+  copy_interior(spec, x, padded, ring);
   if (!spec.corners) zero_ghosts(spec, padded);
   for (int a = 0; a < layout.ndim(); ++a) {
     if (spec.width[a] == 0) continue;

@@ -53,11 +53,16 @@ std::string halo_problem(const GridLayout& layout, const HaloSpec& spec);
 
 // Writes x (shape [batch…, local…]) into the interior of `padded` (shape
 // padded_shape) and fills its ghosts. Collective over the grid's ranks.
+// With `ring` (per spatial axis), only the owned layers within ring[a] of
+// either face of axis a are written (and the ghosts): what a kernel that
+// reads the patch's inside from x itself needs; the rest of the interior
+// is left as it was.
 void exchange(Communicator& comm,
               const GridLayout& layout,
               const HaloSpec& spec,
               const Tensor& x,
-              Tensor& padded);
+              Tensor& padded,
+              const std::vector<int64_t>* ring = nullptr);
 
 // The transpose: from the cotangent of the padded array (consumed: its
 // values are changed) to the cotangent of x. Collective.

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -40,10 +41,42 @@ std::string ivar(int axis) { return named("i", axis); }
 
 // The emitter: reads become row pointers set up before the inner loop,
 // scalars are read once, inside[] becomes a bound test (or 1 when fast).
+// Each distinct number of `e` once (by bit pattern), depth first.
+void collect_constants(const ExprPtr& e, std::vector<double>& out) {
+  if (e->op == "const") {
+    for (double v : out)
+      if (std::memcmp(&v, &e->value, sizeof v) == 0) return;
+    out.push_back(e->value);
+    return;
+  }
+  for (const ExprPtr& a : e->args) collect_constants(a, out);
+}
+
+int constant_index(const std::vector<double>& table, double v) {
+  for (std::size_t i = 0; i < table.size(); ++i)
+    if (std::memcmp(&table[i], &v, sizeof v) == 0) return static_cast<int>(i);
+  return -1;
+}
+
+// The expression's text with k<i> for its numbers: what the source shows.
+std::string structure(const ExprPtr& e, const std::vector<double>& table) {
+  if (e->op == "const") return named("k", constant_index(table, e->value));
+  if (e->op != "in" && e->op != "inside") {
+    std::string t = e->op + "(";
+    for (std::size_t i = 0; i < e->args.size(); ++i) {
+      if (i) t += ",";
+      t += structure(e->args[i], table);
+    }
+    return t + ")";
+  }
+  return print(e);
+}
+
 class Emitter {
  public:
   Emitter(const StencilSource& s, bool fast) : s_(s), fast_(fast) {
     reads_ = reads_of(s.expr, s.ndim);
+    collect_constants(s.expr, constants_);
   }
 
   std::string function(const std::string& name) {
@@ -51,8 +84,11 @@ class Emitter {
     o << "extern \"C\" void " << name
       << "(const double* const* in, const int64_t* st, double* out, "
          "const int64_t* ost, const int64_t* lo, const int64_t* hi, "
-         "const int64_t* gpos, const int64_t* gext, int accumulate) {\n";
-    o << "  (void)gpos; (void)gext;\n";
+         "const int64_t* gpos, const int64_t* gext, int accumulate, const "
+         "double* k) {\n";
+    o << "  (void)gpos; (void)gext; (void)k;\n";
+    for (std::size_t i = 0; i < constants_.size(); ++i)
+      o << "  const double k" << i << " = k[" << i << "];\n";
     o << "  const int S = " << s_.ndim + 1 << ";\n";
     for (int k = 0; k < s_.num_inputs; ++k)
       if (s_.scalar[k])
@@ -114,16 +150,7 @@ class Emitter {
 
   std::string leaf(const Expr& e) {
     const int d = s_.ndim;
-    if (e.op == "const") {
-      char buf[48];
-      std::snprintf(buf, sizeof buf, "%.17g", e.value);
-      std::string t = buf;
-      if (t == "inf") return "(1.0 / 0.0)";
-      if (t == "-inf") return "(-1.0 / 0.0)";
-      if (t == "nan" || t == "-nan") return "(0.0 / 0.0)";
-      if (t.find_first_of(".en") == std::string::npos) t += ".0";
-      return "(" + t + ")";
-    }
+    if (e.op == "const") return named("k", constant_index(constants_, e.value));
     if (e.op == "in") {
       if (s_.scalar[e.input]) return named("s", e.input);
       Offset o = e.offset;
@@ -159,6 +186,7 @@ class Emitter {
   const StencilSource& s_;
   bool fast_;
   std::vector<ReadKey> reads_;
+  std::vector<double> constants_;
 };
 
 uint64_t fnv1a(const std::string& text) {
@@ -179,11 +207,42 @@ std::string flags() {
   return std::string(ADGRAPH_KERNEL_FLAGS) + " -fno-math-errno -fPIC -shared";
 }
 
+// The first line `command` prints (empty when it cannot run).
+std::string first_line_of(const std::string& command) {
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return {};
+  char buf[512] = {};
+  const bool got = std::fgets(buf, sizeof buf, pipe) != nullptr;
+  pclose(pipe);
+  return got ? std::string(buf) : std::string();
+}
+
+// What besides the source changes a kernel's object: the compiler's
+// version and, for -march=native, the processor (model and flags).
+std::string build_identity() {
+  std::string id = compiler() + " " + flags() + "\n" +
+                   first_line_of(compiler() + " --version 2>/dev/null");
+  if (flags().find("-march=native") != std::string::npos) {
+    std::ifstream cpu("/proc/cpuinfo");
+    std::string line;
+    int found = 0;
+    while (found < 2 && std::getline(cpu, line)) {
+      if (line.rfind("model name", 0) == 0 || line.rfind("flags", 0) == 0) {
+        id += line + "\n";
+        ++found;
+      }
+    }
+  }
+  return id;
+}
+
 struct Cache {
   std::mutex mutex;
   std::map<std::string, CompiledStencil> loaded;
   KernelCacheStats stats;
   std::string folder;
+  std::string identity;  // build_identity(), once per process and compiler
+  std::string identity_of;
 };
 
 Cache& cache() {
@@ -262,6 +321,12 @@ void build_object(const std::string& base,
 
 }  // namespace
 
+std::vector<double> kernel_constants(const ExprPtr& expr) {
+  std::vector<double> table;
+  collect_constants(expr, table);
+  return table;
+}
+
 std::string kernel_source(const StencilSource& s) {
   std::ostringstream o;
   o << "// adgraph stencil kernel (grid/stencil_codegen.h)\n// "
@@ -276,14 +341,18 @@ std::string kernel_source(const StencilSource& s) {
 
 CompiledStencil compile_stencil(const StencilSource& s) {
   const std::string source = kernel_source(s);
-  char hex[17];
-  std::snprintf(hex,
-                sizeof hex,
-                "%016llx",
-                static_cast<unsigned long long>(
-                    fnv1a(source + "\n" + compiler() + " " + flags())));
   Cache& c = cache();
   std::lock_guard<std::mutex> guard(c.mutex);
+  if (c.identity_of != compiler()) {
+    c.identity = build_identity();
+    c.identity_of = compiler();
+  }
+  char hex[17];
+  std::snprintf(
+      hex,
+      sizeof hex,
+      "%016llx",
+      static_cast<unsigned long long>(fnv1a(source + "\n" + c.identity)));
   auto it = c.loaded.find(hex);
   if (it != c.loaded.end()) return it->second;
   const std::string base = folder_locked(c) + "/stencil_" + hex;

@@ -11,7 +11,9 @@
 // depend on how the loops are split or vectorised.
 //
 // Cache. The shared object is named by a 64-bit FNV-1a hash of the source
-// text, the compiler and its flags, and kept in the kernel folder:
+// text (which names the expression's numbers, not their values), the
+// compiler, its version, its flags and, with -march=native, the
+// processor's model and flags; it is kept in the kernel folder:
 // $ADGRAPH_KERNEL_CACHE, else $XDG_CACHE_HOME/adgraph/kernels, else
 // ~/.cache/adgraph/kernels. A process compiles a kernel at most once (an
 // in-process table), and processes share the folder (a lock file per
@@ -43,6 +45,9 @@ namespace adgraph::grid {
 //   gpos, gext  the global index of local point 0 and the global extents
 //   accumulate  add into out for batch entries after lo[0] (a sum over
 //               the batch, in batch order)
+//   k           the expression's numbers (kernel_constants): the source
+//               names them k[0], k[1], …, so expressions that differ only
+//               in their numbers (dt, h) share one compiled kernel
 using KernelFn = void (*)(const double* const* in,
                           const int64_t* in_strides,
                           double* out,
@@ -51,7 +56,8 @@ using KernelFn = void (*)(const double* const* in,
                           const int64_t* hi,
                           const int64_t* gpos,
                           const int64_t* gext,
-                          int accumulate);
+                          int accumulate,
+                          const double* k);
 
 struct CompiledStencil {
   // Every inside[] taken as 1: for boxes where all of them hold.
@@ -71,6 +77,9 @@ struct StencilSource {
 
 // The C++ source of the two kernels.
 std::string kernel_source(const StencilSource& s);
+// The numbers of `expr` in the order its kernel reads them (k[i]): each
+// distinct bit pattern once, in the order of a depth-first walk.
+std::vector<double> kernel_constants(const ExprPtr& expr);
 
 // Compiles (or finds in the cache) and loads the kernels of `s`. Thread
 // safe. Throws adgraph::Error as described above.

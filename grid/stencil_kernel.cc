@@ -186,6 +186,26 @@ std::vector<Region> border(const Region& box, const Region& inner) {
   return out;
 }
 
+// The depth, per spatial axis, within which a point's reads may leave the
+// patch (the widest halo) or an inside[] may fail (the widest offset).
+std::vector<int64_t> edge_depth(const StencilPlan& p) {
+  const int nd = p.layout.ndim();
+  std::vector<int64_t> w(nd, 0);
+  for (const StencilInput& in : p.inputs)
+    for (int a = 0; a < nd; ++a) w[a] = std::max(w[a], in.halo.width[a]);
+  for (const Offset& o : insides_of(p.expr, nd))
+    for (int a = 0; a < nd; ++a) w[a] = std::max(w[a], std::abs(o[a]));
+  return w;
+}
+
+// Each input twice, as the kernel reads it: inside the patch straight from
+// the tensor, near its faces from the padded copy (only its ring of
+// owned layers and the ghosts are written: no pass over the whole patch).
+struct Operands {
+  std::vector<const double*> inner, outer;
+  std::vector<int64_t> inner_strides, outer_strides;
+};
+
 class Runner {
  public:
   explicit Runner(StencilPlan plan) : p_(std::move(plan)) {
@@ -196,42 +216,47 @@ class Runner {
     for (const StencilInput& in : p_.inputs) s.scalar.push_back(in.scalar);
     s.periodic = p_.layout.periodic;
     kernel_ = compile_stencil(s);
+    constants_ = kernel_constants(p_.expr);
+    depth_ = edge_depth(p_);
+    ring_ = depth_;
+    for (int64_t& r : ring_) r *= 2;
   }
 
   void run(KernelContext& c, Communicator& comm) {
     const int nd = p_.layout.ndim();
     const int n = static_cast<int>(p_.inputs.size());
     std::vector<Tensor> padded(n);
-    std::vector<bool> spare(n, false);
-    std::vector<const double*> ptrs(n);
-    std::vector<int64_t> strides;
+    Operands ops;
     for (int k = 0; k < n; ++k) {
       const StencilInput& in = p_.inputs[k];
       const Tensor& x = c.input(k);
-      Operand o;
+      const Operand direct = operand_of(x, nd, nullptr);
+      Operand edge = direct;
       if (in.exchanged()) {
         const Shape ps = padded_shape(x.shape(), in.halo);
         padded[k] = Tensor::adopt(ps, comm.take_spare(num_elements(ps)));
-        spare[k] = true;
-        exchange(comm, p_.layout, in.halo, x, padded[k]);
-        o = operand_of(padded[k], nd, &in.halo);
-      } else {
-        o = operand_of(x, nd, nullptr);
+        exchange(comm, p_.layout, in.halo, x, padded[k], &ring_);
+        edge = operand_of(padded[k], nd, &in.halo);
       }
-      ptrs[k] = o.data;
-      strides.insert(strides.end(), o.strides.begin(), o.strides.end());
+      ops.inner.push_back(direct.data);
+      ops.outer.push_back(edge.data);
+      ops.inner_strides.insert(ops.inner_strides.end(),
+                               direct.strides.begin(),
+                               direct.strides.end());
+      ops.outer_strides.insert(
+          ops.outer_strides.end(), edge.strides.begin(), edge.strides.end());
     }
     Tensor& y = c.output(0);
     Operand out = operand_of(y, nd, nullptr);
     if (p_.sum_batch) out.strides[0] = 0;
-    loop(ptrs, strides, y.data(), out.strides, comm.rank());
+    loop(ops, y.data(), out.strides, comm.rank());
     for (int k = 0; k < n; ++k)
-      if (spare[k]) comm.keep_spare(std::move(padded[k]).take_storage());
+      if (p_.inputs[k].exchanged())
+        comm.keep_spare(std::move(padded[k]).take_storage());
   }
 
  private:
-  void loop(const std::vector<const double*>& in,
-            const std::vector<int64_t>& strides,
+  void loop(const Operands& ops,
             double* out,
             const std::vector<int64_t>& out_strides,
             int rank) {
@@ -242,34 +267,47 @@ class Runner {
     box.lo.assign(nd + 1, 0);
     box.hi.push_back(std::max<int64_t>(1, num_elements(p_.batch)));
     box.hi.insert(box.hi.end(), patch.begin(), patch.end());
-    const Region inner = all_inside(p_, gpos, box);
+    // The inside: reads stay in the patch and every inside[] holds.
+    Region inner = all_inside(p_, gpos, box);
+    for (int a = 0; a < nd; ++a) {
+      inner.lo[a + 1] =
+          std::min(std::max(inner.lo[a + 1], depth_[a]), box.hi[a + 1]);
+      inner.hi[a + 1] =
+          std::clamp(std::min(inner.hi[a + 1], patch[a] - depth_[a]),
+                     inner.lo[a + 1],
+                     box.hi[a + 1]);
+    }
     const int acc = p_.sum_batch ? 1 : 0;
     // Batch outermost in every call, so a summed batch adds in batch order
     // at every point whichever region the point is in.
-    kernel_.fast(in.data(),
-                 strides.data(),
+    kernel_.fast(ops.inner.data(),
+                 ops.inner_strides.data(),
                  out,
                  out_strides.data(),
                  inner.lo.data(),
                  inner.hi.data(),
                  gpos.data(),
                  p_.layout.shape.data(),
-                 acc);
+                 acc,
+                 constants_.data());
     for (const Region& r : border(box, inner)) {
-      kernel_.checked(in.data(),
-                      strides.data(),
+      kernel_.checked(ops.outer.data(),
+                      ops.outer_strides.data(),
                       out,
                       out_strides.data(),
                       r.lo.data(),
                       r.hi.data(),
                       gpos.data(),
                       p_.layout.shape.data(),
-                      acc);
+                      acc,
+                      constants_.data());
     }
   }
 
   StencilPlan p_;
   CompiledStencil kernel_;
+  std::vector<double> constants_;
+  std::vector<int64_t> depth_, ring_;
 };
 
 }  // namespace
