@@ -1,11 +1,16 @@
 #include "core/exec/plan_checks.h"
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <map>
+#include <string>
 #include <tuple>
+#include <utility>
 
 #include "core/comm_context.h"
 #include "core/error.h"
@@ -13,6 +18,48 @@
 #include "core/op.h"
 
 namespace adgraph {
+
+namespace {
+
+// This process's VmSize and VmData (/proc/self/status), in bytes; 0 when
+// unknown.
+std::pair<std::size_t, std::size_t> process_sizes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  std::size_t vm_size = 0, vm_data = 0;
+  while (std::getline(status, line)) {
+    std::size_t* into = line.rfind("VmSize:", 0) == 0   ? &vm_size
+                        : line.rfind("VmData:", 0) == 0 ? &vm_data
+                                                        : nullptr;
+    if (into != nullptr)
+      *into = std::strtoull(line.c_str() + 7, nullptr, 10) * 1024;
+  }
+  return {vm_size, vm_data};
+}
+
+// What RLIMIT_AS and RLIMIT_DATA (`ulimit -v`, `ulimit -d`) still allow
+// this process to map: their soft limits less what it holds now; SIZE_MAX
+// when neither is set. Allocations past them fail (bad_alloc) whatever
+// MemAvailable says.
+std::size_t process_limit_room() {
+  std::size_t room = std::numeric_limits<std::size_t>::max();
+  rlimit as{}, data{};
+  const bool has_as =
+      getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
+  const bool has_data =
+      getrlimit(RLIMIT_DATA, &data) == 0 && data.rlim_cur != RLIM_INFINITY;
+  if (!has_as && !has_data) return room;
+  const auto [vm_size, vm_data] = process_sizes();
+  auto left = [](rlim_t limit, std::size_t used) -> std::size_t {
+    const auto cap = static_cast<std::size_t>(limit);
+    return cap > used ? cap - used : 0;
+  };
+  if (has_as) room = std::min(room, left(as.rlim_cur, vm_size));
+  if (has_data) room = std::min(room, left(data.rlim_cur, vm_data));
+  return room;
+}
+
+}  // namespace
 
 std::size_t memory_available() {
   if (const char* text = std::getenv("ADGRAPH_MEMORY_LIMIT")) {
@@ -35,14 +82,18 @@ std::size_t memory_available() {
     }
     return static_cast<std::size_t>(value * scale);
   }
+  std::size_t available = std::numeric_limits<std::size_t>::max();
   std::ifstream meminfo("/proc/meminfo");
   std::string key;
   std::size_t kib = 0;
   std::string unit;
   while (meminfo >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib * 1024;
+    if (key == "MemAvailable:") {
+      available = kib * 1024;
+      break;
+    }
   }
-  return std::numeric_limits<std::size_t>::max();
+  return std::min(available, process_limit_room());
 }
 
 double max_loop_steps() {

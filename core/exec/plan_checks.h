@@ -13,7 +13,9 @@ namespace adgraph {
 
 // Bytes this process may still allocate: ADGRAPH_MEMORY_LIMIT (a number of
 // bytes, optionally with a K, M or G suffix for KiB, MiB, GiB) when set,
-// otherwise MemAvailable from /proc/meminfo; SIZE_MAX when neither is
+// otherwise the smaller of MemAvailable from /proc/meminfo and what the
+// process's RLIMIT_AS and RLIMIT_DATA soft limits (`ulimit -v`, `ulimit -d`)
+// leave beyond its current VmSize and VmData; SIZE_MAX when none is
 // known. Throws OptionsError for a malformed ADGRAPH_MEMORY_LIMIT.
 std::size_t memory_available();
 

@@ -138,8 +138,8 @@ void Session::check_memory(const Plan& plan) {
   throw RunError("this run needs an estimated " + byte_string(peak) +
                      " of intermediate tensors at its peak (" + what +
                      "), more than the " + byte_string(available) +
-                     " this process can allocate (MemAvailable; "
-                     "ADGRAPH_MEMORY_LIMIT overrides)",
+                     " this process can allocate (MemAvailable, or what "
+                     "ulimit -v/-d leave; ADGRAPH_MEMORY_LIMIT overrides)",
                  {},
                  {},
                  "fetch");
