@@ -1,6 +1,10 @@
 #include "optim/minimize.h"
 
+#include <cmath>
+#include <string>
+
 #include "core/ad/gradients.h"
+#include "core/comm_context.h"
 #include "core/error.h"
 
 namespace adgraph::optim {
@@ -17,6 +21,63 @@ Eigen::VectorXd pack(const std::vector<Tensor>& tensors, int64_t n) {
   return x;
 }
 
+// Replicated variables hold the same values on every rank: their start
+// values (and bounds) are checked for agreement once, before the first
+// evaluation, as a plan's messages are (collective; the same OptionsError
+// on every rank). Entries are compared bitwise, NaN included.
+void check_replicated(const Graph& g,
+                      Layout layout,
+                      const Eigen::VectorXd& x,
+                      const char* what) {
+  CommContext* comm = g.comm();
+  if (layout != Layout::kReplicated || comm == nullptr || comm->size() < 2)
+    return;
+  const auto n = x.size();
+  // Per entry, max of x and of −x (so the min), NaN as +inf with a flag.
+  Eigen::VectorXd both(2 * n + 1);
+  double nan = 0;
+  for (Eigen::Index k = 0; k < n; ++k) {
+    const double v = std::isnan(x[k]) ? 0.0 : x[k];
+    nan = std::max(nan, std::isnan(x[k]) ? 1.0 : 0.0);
+    both[k] = v, both[n + k] = -v;
+  }
+  both[2 * n] = nan;
+  Eigen::VectorXd top(2 * n + 1);
+  comm->allreduce(both.data(), top.data(), 2 * n + 1, ReduceOp::kMax);
+  if (top[2 * n] != 0) {
+    // Some rank holds NaN: agreement only if all do at the same entries.
+    Eigen::VectorXd flags(n), any(n);
+    for (Eigen::Index k = 0; k < n; ++k) flags[k] = std::isnan(x[k]) ? 1 : 0;
+    comm->allreduce(flags.data(), any.data(), n, ReduceOp::kSum);
+    for (Eigen::Index k = 0; k < n; ++k) {
+      if (any[k] != 0 && any[k] != comm->size()) {
+        throw OptionsError(std::string("layout \"replicated\": the ") + what +
+                               " differ between ranks (entry " +
+                               std::to_string(k) +
+                               " is NaN on some ranks "
+                               "only)",
+                           {},
+                           {},
+                           "layout");
+      }
+    }
+  }
+  for (Eigen::Index k = 0; k < n; ++k) {
+    if (top[k] != -top[n + k]) {
+      throw OptionsError(
+          std::string("layout \"replicated\": the ") + what +
+              " differ between ranks (entry " + std::to_string(k) +
+              " ranges from " + std::to_string(-top[n + k]) + " to " +
+              std::to_string(top[k]) +
+              "); a replicated variable starts from the same value on every "
+              "rank (broadcast it, or use layout \"sharded\")",
+          {},
+          {},
+          "layout");
+    }
+  }
+}
+
 }  // namespace
 
 void check_problem(Value objective,
@@ -31,6 +92,14 @@ void check_problem(Value objective,
                      objective.name(),
                      objective.node().op_name(),
                      "objective");
+  }
+  if (variables.empty()) {
+    throw GraphError(
+        "no variables to optimise: give the placeholders the objective is "
+        "minimised over",
+        objective.name(),
+        {},
+        "variables");
   }
   if (values.size() != variables.size()) {
     throw GraphError("one start value per variable is needed",
@@ -144,6 +213,9 @@ LbfgsSummary minimize(Value objective,
                       const LbfgsOptions& options,
                       Layout layout) {
   check_problem(objective, variables, values);
+  int64_t n = 0;
+  for (const Tensor& t : values) n += t.size();
+  check_replicated(objective.graph(), layout, pack(values, n), "start values");
   return run(objective,
              variables,
              values,
@@ -163,6 +235,11 @@ LbfgsSummary minimize(Value objective,
   check_problem(objective, variables, values);
   const Bounds box{side(bounds.lower, variables, "lower"),
                    side(bounds.upper, variables, "upper")};
+  int64_t n = 0;
+  for (const Tensor& t : values) n += t.size();
+  check_replicated(objective.graph(), layout, pack(values, n), "start values");
+  check_replicated(objective.graph(), layout, box.lower, "lower bounds");
+  check_replicated(objective.graph(), layout, box.upper, "upper bounds");
   return run(objective,
              variables,
              values,

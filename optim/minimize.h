@@ -18,7 +18,10 @@ namespace adgraph::optim {
 // and every rank must call this in lockstep; `layout` says whether the
 // variables are replicated or sharded (optim/lbfgs.h).
 //
-// Throws as check_problem(), otherwise as lbfgs().
+// Throws as check_problem(); with layout kReplicated on several ranks,
+// OptionsError (field "layout", the same on every rank) when the start
+// values differ between ranks (checked once, collectively); otherwise as
+// lbfgs().
 LbfgsSummary minimize(Value objective,
                       const std::vector<Value>& variables,
                       std::vector<Tensor>& values,
@@ -47,7 +50,8 @@ LbfgsSummary minimize(Value objective,
 
 // The checks minimize() makes first: throws GraphError (ShapeError for a
 // start value) naming the node when the objective does not have one
-// element, a variable is not a placeholder or a start value has the wrong
+// element, there are no variables, a variable is not a placeholder or a
+// start value has the wrong
 // shape. Field: "objective" or "variables".
 void check_problem(Value objective,
                    const std::vector<Value>& variables,
