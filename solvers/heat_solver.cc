@@ -101,7 +101,12 @@ bool HeatConfig::is_valid(int ranks, std::string* error) const {
   if (nx < 1 || ny < 1) return bad("nx and ny must be >= 1");
   if (px < 1 || py < 1) return bad("px and py must be >= 1");
   if (nt < 1) return bad("nt must be >= 1");
-  if (!(dt >= 0)) return bad("dt must be >= 0 (0 selects the default rule)");
+  if (!(dt >= 0) || !std::isfinite(dt)) {
+    return bad(
+        "dt must be a finite number >= 0 (0 selects the default "
+        "rule), got " +
+        std::to_string(dt));
+  }
   const int64_t patches = int64_t{px} * py;  // 65536 x 65536 overflows int
   if (patches != ranks) {
     return bad("px x py = " + std::to_string(px) + " x " + std::to_string(py) +
