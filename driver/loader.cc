@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <queue>
@@ -445,6 +447,37 @@ json parse_document(const std::string& text, const std::string& file) {
 
 Document load_document(const json& doc, const std::string& file, Graph& graph) {
   return detail::Loader(file, graph).load(doc);
+}
+
+std::string read_document(const std::string& file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec))
+    throw JsonError("is a directory, not a graph document", {}, {}, {}, file);
+  std::ifstream in(file);
+  if (!in) {
+    throw JsonError(std::string("cannot read the file: ") +
+                        (std::filesystem::exists(file, ec) ? "permission denied"
+                                                           : "no such file"),
+                    {},
+                    {},
+                    {},
+                    file);
+  }
+  std::string text;
+  std::vector<char> chunk(1 << 16);
+  while (in.read(chunk.data(), chunk.size()) || in.gcount() > 0) {
+    text.append(chunk.data(), in.gcount());
+    if (text.size() > kMaxDocumentBytes) {
+      throw JsonError("the document is larger than " +
+                          byte_string(kMaxDocumentBytes) +
+                          ", the limit for one graph document (README.md)",
+                      {},
+                      {},
+                      {},
+                      file);
+    }
+  }
+  return text;
 }
 
 }  // namespace adgraph::driver

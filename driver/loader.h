@@ -111,6 +111,16 @@ struct Document {
   Optimize optimize;
 };
 
+// The largest document read (feeds beyond it belong in a program, not in
+// JSON): reading stops there, so /dev/zero or a runaway file cannot fill
+// memory. adgraph-run and adgraph.load_json share it.
+constexpr std::size_t kMaxDocumentBytes = std::size_t{64} << 20;
+
+// The bytes of the document `file`, at most kMaxDocumentBytes. Throws
+// JsonError naming the file for a directory, a file that cannot be read,
+// or one larger than the bound.
+std::string read_document(const std::string& file);
+
 // Parses `text` (the contents of `file`), rejecting duplicate keys and
 // nesting deeper than 64 levels. Malformed JSON reports line and column.
 nlohmann::json parse_document(const std::string& text, const std::string& file);

@@ -5,8 +5,6 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <new>
 #include <nlohmann/json.hpp>
@@ -77,42 +75,6 @@ bool same_on_every_rank(Communicator& comm, const std::string& text) {
   return comm.allreduce_max(h) == comm.allreduce_min(h);
 }
 
-// The largest document read (feeds beyond it belong in a program, not in
-// JSON): reading stops there, so /dev/zero or a runaway file cannot fill
-// memory.
-constexpr std::size_t kMaxDocumentBytes = std::size_t{64} << 20;
-
-std::string read_document(const std::string& file) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(file, ec))
-    throw JsonError("is a directory, not a graph document", {}, {}, {}, file);
-  std::ifstream in(file);
-  if (!in) {
-    throw JsonError(std::string("cannot read the file: ") +
-                        (std::filesystem::exists(file, ec) ? "permission denied"
-                                                           : "no such file"),
-                    {},
-                    {},
-                    {},
-                    file);
-  }
-  std::string text;
-  std::vector<char> chunk(1 << 16);
-  while (in.read(chunk.data(), chunk.size()) || in.gcount() > 0) {
-    text.append(chunk.data(), in.gcount());
-    if (text.size() > kMaxDocumentBytes) {
-      throw JsonError("the document is larger than " +
-                          byte_string(kMaxDocumentBytes) +
-                          ", the limit for one graph document (README.md)",
-                      {},
-                      {},
-                      {},
-                      file);
-    }
-  }
-  return text;
-}
-
 // Non-finite values written (as strings, see tensor_to_json), by result.
 using NonFinite = std::map<std::string, int64_t>;
 
@@ -120,7 +82,7 @@ json run(const std::string& file,
          Communicator& comm,
          bool check_only,
          NonFinite& non_finite) {
-  const std::string text = read_document(file);
+  const std::string text = driver::read_document(file);
   if (!same_on_every_rank(comm, text)) {
     throw JsonError(
         "the ranks read different contents for this file (not on a shared "
