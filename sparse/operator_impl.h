@@ -24,12 +24,16 @@ class SparseEngine {
   // w_k = u_i·v_j for entry k at (i, j); v's entries on other ranks are
   // gathered.
   virtual void outer(const double* u, const double* v, double* w) = 0;
-  // x = A⁻¹·b, or A⁻ᵀ·b when `transpose`, from a zero guess.
+  // x = A⁻¹·b, or A⁻ᵀ·b when `transpose`, from a zero guess. With
+  // `for_transpose` the solve (with A, options.symmetric) stands for one
+  // with Aᵀ (an adjoint's), so A's symmetry is checked first, once per
+  // set of values: a RunError on every rank when it is not symmetric.
   virtual void solve(const SolverOptions& options,
                      const Tensor& values,
                      const double* b,
                      double* x,
-                     bool transpose) = 0;
+                     bool transpose,
+                     bool for_transpose) = 0;
 };
 
 // The PETSc engine (sparse/petsc_engine.cc), or a stub that throws
@@ -48,6 +52,7 @@ class SparseOperator final : public NodeResource {
                  std::vector<Prolongation> multigrid)
       : pattern_(std::move(pattern)),
         comm_(std::move(comm)),
+        comm_given_(comm_ != nullptr),
         multigrid_(std::move(multigrid)) {}
   ~SparseOperator() override;
 
@@ -55,6 +60,12 @@ class SparseOperator final : public NodeResource {
   const std::vector<Prolongation>& multigrid() const { return multigrid_; }
   // The communicator its nodes use: the one given, else the first node's.
   const std::shared_ptr<CommContext>& comm() const { return comm_; }
+  // The communicator its nodes are built with: the one it was made with,
+  // else none, so that each node takes its graph's (or CommScope's) and
+  // check_node refuses one that differs from the first node's.
+  std::shared_ptr<CommContext> node_comm() const {
+    return comm_given_ ? comm_ : nullptr;
+  }
   int64_t global_rows() const { return global_rows_; }
 
   // For a node's shape rule, collective: binds the node's communicator and
@@ -75,6 +86,7 @@ class SparseOperator final : public NodeResource {
 
   CsrPattern pattern_;
   std::shared_ptr<CommContext> comm_;
+  bool comm_given_ = false;
   std::vector<Prolongation> multigrid_;
   bool checked_ = false;
   int64_t global_rows_ = 0;

@@ -111,10 +111,23 @@ std::string pattern_problem(const CsrPattern& p,
     return "row_offsets ends at " + std::to_string(off.back()) + ", but " +
            std::to_string(p.local_entries()) + " columns are given";
   }
+  // Every offset first, so that no row reads past `columns`.
   for (int64_t i = 0; i < p.local_rows(); ++i) {
     *bad_row = p.first_row + i;
     const std::string row = "row " + std::to_string(*bad_row) + ": ";
-    if (off[i + 1] < off[i]) return row + "row_offsets decrease";
+    if (off[i + 1] < off[i]) {
+      return row + "row_offsets decrease (" + std::to_string(off[i]) +
+             " then " + std::to_string(off[i + 1]) + ")";
+    }
+    if (off[i + 1] > p.local_entries()) {
+      return row + "row_offsets " + std::to_string(off[i + 1]) +
+             " is past the " + std::to_string(p.local_entries()) +
+             " columns given";
+    }
+  }
+  for (int64_t i = 0; i < p.local_rows(); ++i) {
+    *bad_row = p.first_row + i;
+    const std::string row = "row " + std::to_string(*bad_row) + ": ";
     for (int64_t k = off[i]; k < off[i + 1]; ++k) {
       const int64_t j = p.columns[k];
       if (j < 0 || j >= global_rows) {
@@ -146,7 +159,11 @@ void SparseOperator::check_node(const ShapeContext& c,
   if (n.comm != comm_) {
     c.fail("comm",
            "the matrix's nodes must all use one communicator (its first "
-           "node's, or the one it was made with)");
+           "node's, or the one it was made with: " +
+               std::to_string(comm_->size()) +
+               " ranks), but this node's graph or CommScope has another (" +
+               std::to_string(n.comm ? n.comm->size() : 0) +
+               " ranks); make one SparseMatrix per communicator");
   }
   CommContext& comm = *comm_;
   std::string problem;

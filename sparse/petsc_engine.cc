@@ -106,7 +106,8 @@ class PetscEngine final : public SparseEngine {
              const Tensor& values,
              const double* b,
              double* x,
-             bool transpose) override;
+             bool transpose,
+             bool for_transpose) override;
 
   // The shell matrix's products: y = A·x by stencil_, y = Aᵀ·x by the
   // assembled matrix (collective).
@@ -144,6 +145,18 @@ class PetscEngine final : public SparseEngine {
   // coarser ones pmat's Galerkin products Pᵀ(AP), computed into `coarse`.
   void set_operators(KSP ksp, Mat amat, Mat pmat, std::vector<Mat>& coarse);
   KSP ready_ksp(const SolverOptions& options, bool transpose);
+  // |b − A·x| / |b| (Aᵀ when `transpose`) of the solve whose b and x are
+  // placed in in_ and out_ (collective).
+  double true_residual(bool transpose);
+  // Checks once per assembled set of values that A is symmetric (to
+  // kSymmetryTolerance·|A|_∞), for a solve with A that stands for one with
+  // Aᵀ; RunError on every rank otherwise (collective).
+  void check_symmetric();
+
+  // A solve stopped by its iteration count (preonly) succeeds when its true
+  // relative residual is at most max(rtol, this).
+  static constexpr double kPreonlyResidual = 1e-6;
+  static constexpr double kSymmetryTolerance = 1e-10;
   // When every rank's rows are a StencilBlock: a shell matrix with its
   // product, the Krylov methods' and smoothers' operator (the assembled
   // matrix stays the preconditioners').
@@ -157,6 +170,8 @@ class PetscEngine final : public SparseEngine {
   std::vector<PetscInt> columns_;
   Mat a_ = nullptr;
   Vec in_ = nullptr, out_ = nullptr;
+  Vec residual_ = nullptr;          // true_residual's
+  uint64_t symmetric_checked_ = 0;  // the version check_symmetric passed
   std::vector<double> assembled_;
   uint64_t version_ = 0;  // 0: never assembled
   VecScatter gather_ = nullptr;
@@ -356,6 +371,7 @@ PetscEngine::~PetscEngine() {
   VecDestroy(&gathered_);
   VecDestroy(&in_);
   VecDestroy(&out_);
+  VecDestroy(&residual_);
   MatDestroy(&a_);
 }
 
@@ -543,8 +559,10 @@ void PetscEngine::solve(const SolverOptions& o,
                         const Tensor& values,
                         const double* b,
                         double* x,
-                        bool transpose) {
+                        bool transpose,
+                        bool for_transpose) {
   update(values, b);
+  if (for_transpose) check_symmetric();
   KSP ksp = ready_ksp(o, transpose);
   Placed in(in_, b), out(out_, x);
   if (transpose && !transposes_explicitly(o)) {
@@ -559,13 +577,66 @@ void PetscEngine::solve(const SolverOptions& o,
   check(KSPGetConvergedReason(ksp, &reason), "KSPGetConvergedReason");
   check(KSPGetIterationNumber(ksp, &its), "KSPGetIterationNumber");
   stats_.last_iterations = its;
-  if (reason >= 0) return;
-  throw RunError(std::string(transpose ? "the transpose solve" : "the solve") +
-                 " did not converge: " + KSPConvergedReasons[reason] +
-                 " after " + std::to_string(its) +
-                 (its == 1 ? " iteration (ksp " : " iterations (ksp ") + o.ksp +
-                 ", pc " + o.pc + ", rtol " + format_double(o.rtol) +
-                 ", max_it " + std::to_string(o.max_it) + ")");
+  const std::string which = transpose ? "the transpose solve" : "the solve";
+  const std::string settings =
+      "(ksp " + o.ksp + ", pc " + o.pc + ", rtol " + format_double(o.rtol) +
+      ", max_it " + std::to_string(o.max_it) +
+      (o.prefix.empty() ? "" : ", prefix " + o.prefix) + ")";
+  if (reason < 0 || reason == KSP_CONVERGED_ITERATING) {
+    throw RunError(which + " did not converge: " + KSPConvergedReasons[reason] +
+                   " after " + std::to_string(its) +
+                   (its == 1 ? " iteration " : " iterations ") + settings);
+  }
+  // Stopped by its iteration count, not by a residual test (preonly, or
+  // options given through the prefix): the true residual decides.
+  if (reason == KSP_CONVERGED_ITS) {
+    const double relative = true_residual(transpose);
+    const double limit = std::max(o.rtol, kPreonlyResidual);
+    if (!(relative <= limit)) {
+      throw RunError(which + " stopped after " + std::to_string(its) +
+                     (its == 1 ? " iteration" : " iterations") +
+                     " without a convergence test, and its true residual "
+                     "|b - A x| / |b| is " +
+                     format_double(relative) + ", above " +
+                     format_double(limit) +
+                     ": not a solution (preonly needs a direct solver, pc "
+                     "\"lu\") " +
+                     settings);
+    }
+  }
+}
+
+double PetscEngine::true_residual(bool transpose) {
+  if (!residual_) check(VecDuplicate(in_, &residual_), "VecDuplicate");
+  if (transpose) {
+    check(MatMultTranspose(a_, out_, residual_), "MatMultTranspose");
+  } else {
+    check(MatMult(a_, out_, residual_), "MatMult");
+  }
+  check(VecAYPX(residual_, -1.0, in_), "VecAYPX");
+  PetscReal r = 0, b = 0;
+  check(VecNorm(residual_, NORM_2, &r), "VecNorm");
+  check(VecNorm(in_, NORM_2, &b), "VecNorm");
+  return b > 0 ? r / b : r;
+}
+
+void PetscEngine::check_symmetric() {
+  if (symmetric_checked_ == version_) return;
+  PetscReal scale = 0;
+  check(MatNorm(a_, NORM_INFINITY, &scale), "MatNorm");
+  PetscBool symmetric = PETSC_FALSE;
+  check(MatIsSymmetric(a_, kSymmetryTolerance * scale, &symmetric),
+        "MatIsSymmetric");
+  if (!symmetric) {
+    throw RunError(
+        "symmetric=True, but the matrix is not symmetric (|a_ij - a_ji| "
+        "above " +
+        format_double(kSymmetryTolerance) +
+        " |A|_inf for some entry): its adjoint would solve with A instead of "
+        "A^T, a wrong gradient. Set symmetric=False (with a ksp other than "
+        "cg)");
+  }
+  symmetric_checked_ = version_;
 }
 
 }  // namespace

@@ -34,9 +34,11 @@
 // differ from the last ones the matrix saw (on any rank), and only then: a
 // loop whose matrix does not change sets it up once per run, and the
 // adjoint's transpose solves reuse the forward's set-up. A solve that does
-// not converge, or NaN/Inf in the values or the right-hand side on any
-// rank, throws the same RunError on every rank, naming the node, the
-// reason and the iteration count.
+// not converge (a negative converged reason, or one stopped by its
+// iteration count, as preonly is, whose true relative residual
+// |b − A·x| / |b| exceeds max(rtol, 1e-6)), or NaN/Inf in the values or
+// the right-hand side on any rank, throws the same RunError on every rank,
+// naming the node, the reason and the iteration count.
 //
 // Inside solves, a matrix whose every rank's own block is a 5-point
 // stencil with one off-diagonal value on a grid numbered row by row (the
@@ -108,7 +110,10 @@ struct SolverOptions {
   double atol = 1e-50;
   int max_it = 10000;
   // The matrix is symmetric for every value of its inputs: the adjoint
-  // solves with A itself (KSPSolve) instead of Aᵀ.
+  // solves with A itself (KSPSolve) instead of Aᵀ. Such a solve standing
+  // for one with Aᵀ (the adjoint's, or solve_transpose's) first checks,
+  // once per assembled set of values, that |a_ij − a_ji| ≤ 1e-10·|A|_∞:
+  // a nonsymmetric matrix is a RunError, not a wrong gradient.
   bool symmetric = false;
   // A PETSc options prefix: when set, the KSP also reads PETSc's options
   // database under it (e.g. PETSC_OPTIONS="-heat_ksp_monitor").

@@ -25,7 +25,7 @@ Value sparse_node(const OperatorPtr& a,
                   nlohmann::json attrs = nlohmann::json::object()) {
   NodeOptions options;
   options.resource = a;
-  options.comm = a->comm();
+  options.comm = a->node_comm();
   Graph& g = inputs[0].graph();
   return g.add_node(op, std::move(inputs), std::move(attrs), options);
 }
@@ -36,11 +36,13 @@ Value solve_node(const OperatorPtr& a,
                  const nlohmann::json& attrs,
                  bool transpose) {
   const bool symmetric = attrs.at("symmetric").get<bool>();
+  nlohmann::json node_attrs = attrs;
+  node_attrs["for_transpose"] = transpose && symmetric;
   return sparse_node(
       a,
       transpose && !symmetric ? "sparse_solve_transpose" : "sparse_solve",
       {values, b},
-      attrs);
+      node_attrs);
 }
 
 // Checks the node (collectively) and returns output shapes: the shape of
@@ -102,7 +104,12 @@ std::vector<AttrSpec> solver_attrs() {
            AttrType::kBool,
            d.symmetric,
            "A is symmetric: the adjoint solves with A"},
-          {"prefix", AttrType::kString, d.prefix, "PETSc options prefix"}};
+          {"prefix", AttrType::kString, d.prefix, "PETSc options prefix"},
+          {"for_transpose",
+           AttrType::kBool,
+           false,
+           "set for a solve with a symmetric A that stands for one with Aᵀ "
+           "(an adjoint's): A's symmetry is checked, once per set of values"}};
 }
 
 OpDef sparse_def(const std::string& name, const std::string& doc) {
@@ -197,13 +204,16 @@ void register_solve(bool transpose) {
   };
   def.bind = [transpose](const Node& n) {
     const SolverOptions options = SolverOptions::from_attrs(n.attrs);
+    const bool for_transpose =
+        n.attrs.contains("for_transpose") && n.attrs.at("for_transpose");
     return sparse_kernel(
-        [transpose, options](KernelContext& c, SparseEngine& e) {
+        [transpose, options, for_transpose](KernelContext& c, SparseEngine& e) {
           e.solve(options,
                   c.input(0),
                   c.input(1).data(),
                   c.output(0).data(),
-                  transpose);
+                  transpose,
+                  for_transpose);
         })(n);
   };
   // x = A⁻¹b: λ = A⁻ᵀx̄, b̄ = λ, Ā = −λ ⊗ x.
