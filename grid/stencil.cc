@@ -89,16 +89,28 @@ StencilExpr where(const StencilExpr& c,
 
 namespace {
 
-// Adds a stencil node of `tree` over `inputs`, keeping only the inputs the
-// tree reads (renumbered in order), on the communicator `comm`.
-Value stencil_node(const GridLayout& layout,
-                   std::shared_ptr<CommContext> comm,
-                   const ExprPtr& tree,
-                   const std::vector<Value>& inputs,
-                   bool sum_batch,
-                   const std::string& name = {}) {
+// One output of a stencil node being built: its expression over the
+// builder's inputs, whether it sums over the batch, the input it starts
+// from (-1: none).
+struct OutputSpec {
+  ExprPtr expr;
+  bool summed = false;
+  int init = -1;
+};
+
+// Adds a stencil node with `outputs` over `inputs`, keeping only the inputs
+// they read (renumbered in order), on the communicator `comm`.
+std::vector<Value> stencil_node(const GridLayout& layout,
+                                std::shared_ptr<CommContext> comm,
+                                const std::vector<OutputSpec>& outputs,
+                                const std::vector<Value>& inputs,
+                                const std::string& name = {}) {
   std::vector<bool> used(inputs.size(), false);
-  for (const ReadKey& r : reads_of(tree, layout.ndim())) used[r.input] = true;
+  for (const OutputSpec& o : outputs) {
+    for (const ReadKey& r : reads_of(o.expr, layout.ndim()))
+      used[r.input] = true;
+    if (o.init >= 0) used[o.init] = true;
+  }
   std::vector<int> to(inputs.size(), -1);
   std::vector<Value> kept;
   for (std::size_t k = 0; k < inputs.size(); ++k) {
@@ -108,13 +120,23 @@ Value stencil_node(const GridLayout& layout,
   }
   if (kept.empty())
     throw OptionsError("stencil: the expression reads no input");
+  std::string text;
+  std::vector<int64_t> summed, init;
+  for (const OutputSpec& o : outputs) {
+    if (!text.empty()) text += ';';
+    text += print(renumbered(o.expr, to));
+    summed.push_back(o.summed ? 1 : 0);
+    init.push_back(o.init >= 0 ? to[o.init] : -1);
+  }
   nlohmann::json attrs = layout.attrs();
-  attrs["expr"] = print(renumbered(tree, to));
-  attrs["sum_batch"] = sum_batch;
-  NodeOptions o;
-  o.name = name;
-  o.comm = std::move(comm);
-  return kept[0].graph().add_node("stencil", kept, attrs, std::move(o));
+  attrs["expr"] = text;
+  attrs["sum_batch"] = summed;
+  attrs["init"] = init;
+  NodeOptions options;
+  options.name = name;
+  options.comm = std::move(comm);
+  return kept[0].graph().add_node_outputs(
+      "stencil", kept, attrs, std::move(options));
 }
 
 }  // namespace
@@ -123,7 +145,7 @@ Value stencil(const Grid& grid,
               const StencilExpr& expr,
               const std::string& name) {
   return stencil_node(
-      grid.layout(), grid.comm(), expr.tree(), expr.inputs(), false, name);
+      grid.layout(), grid.comm(), {{expr.tree()}}, expr.inputs(), name)[0];
 }
 
 Value stencil(const Grid& grid,
@@ -133,7 +155,6 @@ Value stencil(const Grid& grid,
   if (inputs.empty()) throw OptionsError("stencil: no inputs");
   nlohmann::json attrs = grid.layout().attrs();
   attrs["expr"] = text;
-  attrs["sum_batch"] = false;
   NodeOptions o;
   o.name = name;
   o.comm = grid.comm();
@@ -146,7 +167,7 @@ namespace {
 
 struct NodeView {
   GridLayout layout;
-  ExprPtr expr;
+  detail::StencilPlan plan;
   int ndim;
   std::vector<bool> scalar, batched;
   bool any_batched = false;
@@ -156,12 +177,22 @@ NodeView view_of(const Node& n) {
   NodeView v;
   v.layout = detail::layout_of(n);
   v.ndim = v.layout.ndim();
-  v.expr = parse(n.attr_string("expr"));
+  std::vector<Shape> shapes;
   for (const Value& in : n.inputs) {
+    shapes.push_back(in.shape());
     v.scalar.push_back(in.shape().empty());
     v.batched.push_back(static_cast<int>(in.shape().size()) > v.ndim);
     v.any_batched = v.any_batched || v.batched.back();
   }
+  const int rank = n.comm != nullptr ? n.comm->rank() : 0;
+  v.plan =
+      detail::plan_stencil(n.attrs,
+                           shapes,
+                           1,
+                           rank,
+                           [&](const std::string& f, const std::string& d) {
+                             throw GraphError(d, n.name, "stencil", f);
+                           });
   return v;
 }
 
@@ -176,16 +207,16 @@ Offset negated(Offset s) {
   return s;
 }
 
-// Σ_k inside(−s_k)·(ȳ·∂f/∂r_k)(· − s_k) over the reads r_k of input i, in
-// the order of their offsets; ȳ is input `ybar`.
-ExprPtr gather_adjoint(const NodeView& v, int i, int ybar) {
+// Σ_k inside(−s_k)·(ȳ·∂f/∂r_k)(· − s_k) over the reads r_k of input i in
+// `f`, in the order of their offsets; ȳ is input `ybar`. Added to `sum`.
+ExprPtr gather_adjoint(
+    const NodeView& v, const ExprPtr& f, int i, int ybar, ExprPtr sum) {
   std::vector<bool> fixed = v.scalar;  // scalars are not moved; ȳ is a field
   fixed.resize(ybar + 1, false);
-  ExprPtr sum;
-  for (const ReadKey& r : reads_of(v.expr, v.ndim)) {
+  for (const ReadKey& r : reads_of(f, v.ndim)) {
     if (r.input != i) continue;
     ExprPtr partial = derivative(
-        v.expr,
+        f,
         [&](const ReadKey& k) {
           return k.input == r.input && k.offset == r.offset ? constant(1)
                                                             : nullptr;
@@ -201,40 +232,75 @@ ExprPtr gather_adjoint(const NodeView& v, int i, int ybar) {
   return sum;
 }
 
-// Σ_k ȳ·∂f/∂r_k at each point, for a scalar input i.
-ExprPtr scalar_terms(const NodeView& v, int i, int ybar) {
-  ExprPtr partial = derivative(
-      v.expr,
-      [&](const ReadKey& k) { return k.input == i ? constant(1) : nullptr; },
-      v.ndim);
-  return partial ? apply("mul", {read(ybar), partial}) : nullptr;
+// Σ_m ȳ_m·∂f_m/∂s at each point, for a scalar input i.
+ExprPtr scalar_terms(const NodeView& v, int i, const std::vector<int>& ybar) {
+  ExprPtr sum;
+  for (std::size_t m = 0; m < ybar.size(); ++m) {
+    if (ybar[m] < 0) continue;
+    ExprPtr partial = derivative(
+        v.plan.outputs[m],
+        [&](const ReadKey& k) { return k.input == i ? constant(1) : nullptr; },
+        v.ndim);
+    if (!partial) continue;
+    ExprPtr term = apply("mul", {read(ybar[m]), partial});
+    sum = sum ? apply("add", {sum, term}) : term;
+  }
+  return sum;
 }
 
+// x̄_i for every field input i in one node (one pass): the gather terms of
+// every output m with a cotangent, then ȳ_m itself where output m starts
+// from input i. A cotangent summed so far for x_i (by later users) starts
+// the output, which saves a pass adding it.
 Values stencil_gradient(const GradientContext& c) {
   const Node& n = c.node();
   const NodeView v = view_of(n);
+  const int ni = static_cast<int>(n.inputs.size());
   std::vector<Value> inputs(n.inputs.begin(), n.inputs.end());
-  const int ybar = static_cast<int>(inputs.size());
-  inputs.push_back(c.grad(0));
-  Values out(n.inputs.size());
-  for (int i = 0; i < static_cast<int>(n.inputs.size()); ++i) {
+  std::vector<int> ybar(v.plan.outputs.size(), -1);
+  for (std::size_t m = 0; m < ybar.size(); ++m) {
+    if (c.grad(static_cast<int>(m)).node().op_name() == "zeros") continue;
+    ybar[m] = static_cast<int>(inputs.size());
+    inputs.push_back(c.grad(static_cast<int>(m)));
+  }
+  Values out(ni);
+  std::vector<OutputSpec> specs;
+  std::vector<int> owner;  // input of each output
+  for (int i = 0; i < ni; ++i) {
     if (!c.needs_gradient(i)) continue;
     if (v.scalar[i]) {
       ExprPtr t = scalar_terms(v, i, ybar);
-      if (!t) continue;
-      // This rank's points, summed exactly: the same bits for the same
-      // terms however they are split.
-      out[i] = sum(stencil_node(v.layout, n.comm, t, inputs, v.any_batched));
+      if (t)
+        out[i] = sum(
+            stencil_node(v.layout, n.comm, {{t, v.any_batched}}, inputs)[0]);
       continue;
     }
-    ExprPtr g = gather_adjoint(v, i, ybar);
+    ExprPtr g;
+    for (std::size_t m = 0; m < ybar.size(); ++m) {
+      if (ybar[m] < 0) continue;
+      g = gather_adjoint(v, v.plan.outputs[m], i, ybar[m], g);
+      if (v.plan.init[m] == i)
+        g = g ? apply("add", {g, read(ybar[m])}) : read(ybar[m]);
+    }
     if (!g) continue;
-    out[i] = stencil_node(
-        v.layout, n.comm, g, inputs, !v.batched[i] && v.any_batched);
+    OutputSpec spec{g, !v.batched[i] && v.any_batched, -1};
+    if (c.accumulated(i).valid() &&
+        c.accumulated(i).shape() == n.inputs[i].shape()) {
+      spec.init = static_cast<int>(inputs.size());
+      inputs.push_back(c.accumulated(i));
+      c.absorb(i);
+    }
+    specs.push_back(spec);
+    owner.push_back(i);
   }
+  if (specs.empty()) return out;
+  const std::vector<Value> r = stencil_node(v.layout, n.comm, specs, inputs);
+  for (std::size_t k = 0; k < owner.size(); ++k) out[owner[k]] = r[k];
   return out;
 }
 
+// ẏ_m = Σ_k ∂f_m/∂r_k·ṙ_k (+ the initial input's tangent), every output in
+// one node.
 Values stencil_tangent(const TangentContext& c) {
   const Node& n = c.node();
   const NodeView v = view_of(n);
@@ -245,28 +311,42 @@ Values stencil_tangent(const TangentContext& c) {
     tangent_of[i] = static_cast<int>(inputs.size());
     inputs.push_back(c.tangent(i));
   }
-  ExprPtr t = derivative(
-      v.expr,
-      [&](const ReadKey& k) -> ExprPtr {
-        return tangent_of[k.input] < 0 ? nullptr
-                                       : read(tangent_of[k.input], k.offset);
-      },
-      v.ndim);
-  if (!t) return Values{Value()};
-  return Values{
-      stencil_node(v.layout, n.comm, t, inputs, n.attr_bool("sum_batch"))};
+  std::vector<OutputSpec> specs;
+  bool any = false;
+  for (std::size_t m = 0; m < v.plan.outputs.size(); ++m) {
+    ExprPtr t = derivative(
+        v.plan.outputs[m],
+        [&](const ReadKey& k) -> ExprPtr {
+          return tangent_of[k.input] < 0 ? nullptr
+                                         : read(tangent_of[k.input], k.offset);
+        },
+        v.ndim);
+    const int init = v.plan.init[m] >= 0 ? tangent_of[v.plan.init[m]] : -1;
+    any = any || t || init >= 0;
+    specs.push_back({t ? t : constant(0), v.plan.summed[m], init});
+  }
+  if (!any) return Values(v.plan.outputs.size());
+  const std::vector<Value> r = stencil_node(v.layout, n.comm, specs, inputs);
+  return Values(r.begin(), r.end());
 }
 
 std::vector<AttrSpec> stencil_attrs() {
   std::vector<AttrSpec> a = detail::grid_attr_specs();
-  a.push_back({"expr",
-               AttrType::kString,
-               nlohmann::json(),
-               "the expression's text form (grid/stencil_expr.h)"});
+  a.push_back(
+      {"expr",
+       AttrType::kString,
+       nlohmann::json(),
+       "one expression per output, separated by ';' (grid/stencil_expr.h)"});
   a.push_back({"sum_batch",
-               AttrType::kBool,
-               false,
-               "sum the result over the batch axes (in batch order)"});
+               AttrType::kInts,
+               nlohmann::json::array(),
+               "per output, 1 to sum it over the batch axes (in batch order); "
+               "empty: none"});
+  a.push_back(
+      {"init",
+       AttrType::kInts,
+       nlohmann::json::array(),
+       "per output, the input it starts from (y = init + value), -1 for none"});
   return a;
 }
 
@@ -280,6 +360,7 @@ void register_stencil_ops() {
   def.inputs = {"x"};
   def.variadic = true;
   def.attrs = stencil_attrs();
+  def.num_outputs = 0;  // one per expression
   def.shapes_differ_by_rank = true;
   def.shape = [](const ShapeContext& c) {
     const GridLayout g = detail::checked_layout(c);
@@ -294,10 +375,10 @@ void register_stencil_ops() {
         [&](const std::string& field, const std::string& detail) {
           c.fail(field, detail);
         });
-    Shape out = p.sum_batch ? Shape{} : p.batch;
-    const Shape patch = g.local_shape(rank);
-    out.insert(out.end(), patch.begin(), patch.end());
-    return Shapes{out};
+    Shapes out;
+    for (std::size_t m = 0; m < p.outputs.size(); ++m)
+      out.push_back(p.output_shape(static_cast<int>(m), g.local_shape(rank)));
+    return out;
   };
   def.bind = [](const Node& n) {
     std::vector<Shape> shapes;

@@ -74,18 +74,18 @@ std::string structure(const ExprPtr& e, const std::vector<double>& table) {
 
 class Emitter {
  public:
-  Emitter(const StencilSource& s, bool fast) : s_(s), fast_(fast) {
-    reads_ = reads_of(s.expr, s.ndim);
-    collect_constants(s.expr, constants_);
+  Emitter(const StencilSource& s, bool fast)
+      : s_(s), fast_(fast), all_(tuple_of(s.outputs, s.init)) {
+    reads_ = reads_of(all_, s.ndim);
+    for (const ExprPtr& e : s.outputs) collect_constants(e, constants_);
   }
 
   std::string function(const std::string& name) {
     std::ostringstream o;
     o << "extern \"C\" void " << name
-      << "(const double* const* in, const int64_t* st, double* out, "
+      << "(const double* const* in, const int64_t* st, double* const* out, "
          "const int64_t* ost, const int64_t* lo, const int64_t* hi, "
-         "const int64_t* gpos, const int64_t* gext, int accumulate, const "
-         "double* k) {\n";
+         "const int64_t* gpos, const int64_t* gext, const double* k) {\n";
     o << "  (void)gpos; (void)gext; (void)k;\n";
     for (std::size_t i = 0; i < constants_.size(); ++i)
       o << "  const double k" << i << " = k[" << i << "];\n";
@@ -93,32 +93,64 @@ class Emitter {
     for (int k = 0; k < s_.num_inputs; ++k)
       if (s_.scalar[k])
         o << "  const double s" << k << " = in[" << k << "][0];\n";
-    o << "  for (int64_t b = lo[0]; b < hi[0]; ++b) {\n";
-    o << "    const bool add = accumulate && b > lo[0];\n";
     const int d = s_.ndim;
+    o << "  for (int64_t b = lo[0]; b < hi[0]; ++b) {\n";
     for (int a = 0; a + 1 < d; ++a) {
       o << "    for (int64_t " << ivar(a) << " = lo[" << a + 1 << "]; "
         << ivar(a) << " < hi[" << a + 1 << "]; ++" << ivar(a) << ") {\n";
     }
     row_setup(o);
-    const std::string value = expression(s_.expr);
-    const std::string in = ivar(d - 1);
-    o << "    double* __restrict orow = out + b * ost[0]";
-    for (int a = 0; a + 1 < d; ++a)
-      o << " + " << ivar(a) << " * ost[" << a + 1 << "]";
-    o << ";\n";
-    o << "    if (add) {\n      for (int64_t " << in << " = lo[" << d << "]; "
-      << in << " < hi[" << d << "]; ++" << in << ") orow[" << in
-      << "] += " << value << ";\n";
-    o << "    } else {\n      for (int64_t " << in << " = lo[" << d << "]; "
-      << in << " < hi[" << d << "]; ++" << in << ") orow[" << in
-      << "] = " << value << ";\n    }\n";
+    bool any_summed = false;
+    for (std::size_t m = 0; m < s_.outputs.size(); ++m) {
+      any_summed = any_summed || s_.summed[m];
+      o << "    double* __restrict o" << m << " = out[" << m << "] + b * ost["
+        << m << " * S]";
+      for (int a = 0; a + 1 < d; ++a)
+        o << " + " << ivar(a) << " * ost[" << m << " * S + " << a + 1 << "]";
+      o << ";\n";
+    }
+    if (any_summed) {
+      o << "    if (b > lo[0]) {\n"
+        << inner_loop(true) << "    } else {\n"
+        << inner_loop(false) << "    }\n";
+    } else {
+      o << inner_loop(false);
+    }
     for (int a = 0; a + 1 < d; ++a) o << "    }\n";
     o << "  }\n}\n";
     return o.str();
   }
 
  private:
+  // The inner loop writing every output: at the first batch entry (or for
+  // an output not summed) y = [init +] value, at later ones y += value.
+  std::string inner_loop(bool later) {
+    const int d = s_.ndim;
+    const std::string in = ivar(d - 1);
+    std::ostringstream o;
+    o << "      for (int64_t " << in << " = lo[" << d << "]; " << in << " < hi["
+      << d << "]; ++" << in << ") {\n";
+    for (std::size_t m = 0; m < s_.outputs.size(); ++m) {
+      std::string value = expression(s_.outputs[m]);
+      o << "        o" << m << "[" << in << "] ";
+      if (later && s_.summed[m]) {
+        o << "+= " << value << ";\n";
+        continue;
+      }
+      if (s_.init[m] >= 0) {
+        std::string with_init(1, '(');
+        with_init += leaf(*read(s_.init[m]));
+        with_init += " + ";
+        with_init += value;
+        with_init += ')';
+        value = with_init;
+      }
+      o << "= " << value << ";\n";
+    }
+    o << "      }\n";
+    return o.str();
+  }
+
   // One pointer per distinct read, at the row of the current outer indices
   // moved by the read's offset; and the outer axes' part of each inside[].
   void row_setup(std::ostringstream& o) {
@@ -135,7 +167,7 @@ class Emitter {
       o << " + " << k.offset[d - 1] << ";\n";
     }
     if (fast_) return;
-    const std::vector<Offset> ins = insides_of(s_.expr, d);
+    const std::vector<Offset> ins = insides_of(all_, d);
     for (std::size_t m = 0; m < ins.size(); ++m) {
       o << "    const bool q" << m << " = true";
       for (int a = 0; a + 1 < d; ++a) {
@@ -163,7 +195,7 @@ class Emitter {
     if (fast_) return "1.0";
     Offset o = e.offset;
     o.resize(d, 0);
-    const std::vector<Offset> ins = insides_of(s_.expr, d);
+    const std::vector<Offset> ins = insides_of(all_, d);
     std::size_t m = 0;
     while (ins[m] != o) ++m;
     std::string t = named("(q", static_cast<int64_t>(m));
@@ -185,6 +217,7 @@ class Emitter {
 
   const StencilSource& s_;
   bool fast_;
+  ExprPtr all_;
   std::vector<ReadKey> reads_;
   std::vector<double> constants_;
 };
@@ -321,16 +354,31 @@ void build_object(const std::string& base,
 
 }  // namespace
 
-std::vector<double> kernel_constants(const ExprPtr& expr) {
+std::vector<double> kernel_constants(const std::vector<ExprPtr>& outputs) {
   std::vector<double> table;
-  collect_constants(expr, table);
+  for (const ExprPtr& e : outputs) collect_constants(e, table);
   return table;
+}
+
+ExprPtr tuple_of(const std::vector<ExprPtr>& outputs,
+                 const std::vector<int>& init) {
+  auto t = std::make_shared<Expr>();
+  t->op = "tuple";
+  t->args = outputs;
+  for (int k : init)
+    if (k >= 0) t->args.push_back(read(k));
+  return t;
 }
 
 std::string kernel_source(const StencilSource& s) {
   std::ostringstream o;
-  o << "// adgraph stencil kernel (grid/stencil_codegen.h)\n// "
-    << print(s.expr) << "\n";
+  const std::vector<double> table = kernel_constants(s.outputs);
+  o << "// adgraph stencil kernel (grid/stencil_codegen.h)\n";
+  for (std::size_t m = 0; m < s.outputs.size(); ++m) {
+    o << "// output " << m << (s.summed[m] ? " (summed over the batch)" : "");
+    if (s.init[m] >= 0) o << " = in" << s.init[m] << " +";
+    o << " " << structure(s.outputs[m], table) << "\n";
+  }
   o << "// ndim " << s.ndim << ", periodic";
   for (bool p : s.periodic) o << " " << p;
   o << "\n#include <cmath>\n#include <cstdint>\n\n";

@@ -39,24 +39,25 @@ namespace adgraph::grid {
 //               array's owned origin; a scalar input's one value
 //   in_strides  [inputs][1 + ndim] element strides (batch stride 0 for a
 //               field without batch axes)
-//   out, out_strides  the output likewise (batch stride 0 when the output
-//               sums over the batch)
+//   out[m], out_strides  output m likewise ([outputs][1 + ndim]; batch
+//               stride 0 for an output summed over the batch)
 //   lo, hi      the box of points to compute, [1 + ndim] each
 //   gpos, gext  the global index of local point 0 and the global extents
-//   accumulate  add into out for batch entries after lo[0] (a sum over
-//               the batch, in batch order)
-//   k           the expression's numbers (kernel_constants): the source
+//   k           the expressions' numbers (kernel_constants): the source
 //               names them k[0], k[1], …, so expressions that differ only
 //               in their numbers (dt, h) share one compiled kernel
+// Every output is written in the same loop nest (one pass over memory).
+// An output summed over the batch is written at batch entry lo[0] and
+// added to at the later ones, in batch order; an output with an initial
+// input starts from it: y = init + value (then += value).
 using KernelFn = void (*)(const double* const* in,
                           const int64_t* in_strides,
-                          double* out,
+                          double* const* out,
                           const int64_t* out_strides,
                           const int64_t* lo,
                           const int64_t* hi,
                           const int64_t* gpos,
                           const int64_t* gext,
-                          int accumulate,
                           const double* k);
 
 struct CompiledStencil {
@@ -68,7 +69,11 @@ struct CompiledStencil {
 };
 
 struct StencilSource {
-  ExprPtr expr;
+  // One expression per output, and per output whether it is summed over
+  // the batch and the input it starts from (-1: none).
+  std::vector<ExprPtr> outputs;
+  std::vector<bool> summed;
+  std::vector<int> init;
   int ndim = 0;
   int num_inputs = 0;
   std::vector<bool> scalar;    // per input: a scalar, read once
@@ -77,9 +82,15 @@ struct StencilSource {
 
 // The C++ source of the two kernels.
 std::string kernel_source(const StencilSource& s);
-// The numbers of `expr` in the order its kernel reads them (k[i]): each
-// distinct bit pattern once, in the order of a depth-first walk.
-std::vector<double> kernel_constants(const ExprPtr& expr);
+// The numbers of the outputs' expressions in the order the kernel reads
+// them (k[i]): each distinct bit pattern once, depth first, output by
+// output.
+std::vector<double> kernel_constants(const std::vector<ExprPtr>& outputs);
+// The outputs and their initial inputs' reads as one tree, for the
+// functions of grid/stencil_expr.h that walk an expression (reads_of,
+// insides_of): a node "tuple" (no operation of the language).
+ExprPtr tuple_of(const std::vector<ExprPtr>& outputs,
+                 const std::vector<int>& init);
 
 // Compiles (or finds in the cache) and loads the kernels of `s`. Thread
 // safe. Throws adgraph::Error as described above.

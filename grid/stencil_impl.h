@@ -24,14 +24,27 @@ struct StencilInput {
   }
 };
 
-// A stencil node, understood.
+// A stencil node, understood. Attributes: "expr" holds one expression per
+// output, separated by ';'; "sum_batch" one 0/1 per output (empty: none
+// summed), "init" one input index per output (-1 or empty: none).
 struct StencilPlan {
   GridLayout layout;
-  ExprPtr expr;
+  std::vector<ExprPtr> outputs;
+  std::vector<bool> summed;
+  std::vector<int> init;
+  ExprPtr expr;  // tuple_of(outputs, init): every read and inside[]
   std::vector<StencilInput> inputs;
   Shape batch;  // of the batched inputs (empty: none)
-  bool sum_batch = false;
+  // Output m's shape on a rank with this patch.
+  Shape output_shape(int m, const Shape& patch) const {
+    Shape out = summed[m] ? Shape{} : batch;
+    out.insert(out.end(), patch.begin(), patch.end());
+    return out;
+  }
 };
+
+// The texts of "expr", split at ';'.
+std::vector<std::string> split_outputs(const std::string& text);
 
 // Reads and checks a node's attributes against its input shapes, failing
 // through `fail(field, detail)`; `rank` is this process's on the grid.

@@ -47,6 +47,50 @@ void check_reads(const StencilPlan& p,
 
 }  // namespace
 
+std::vector<std::string> split_outputs(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = text.find(';', start);
+    out.push_back(
+        text.substr(start, end == std::string::npos ? end : end - start));
+    if (end == std::string::npos) return out;
+    start = end + 1;
+  }
+}
+
+namespace {
+
+// The per-output attributes "sum_batch" and "init", checked.
+void plan_outputs(StencilPlan& p,
+                  const nlohmann::json& attrs,
+                  int num_inputs,
+                  const Fail& fail) {
+  const std::size_t n = p.outputs.size();
+  std::vector<int64_t> sum = attrs.value("sum_batch", std::vector<int64_t>{});
+  std::vector<int64_t> init = attrs.value("init", std::vector<int64_t>{});
+  if (sum.empty()) sum.assign(n, 0);
+  if (init.empty()) init.assign(n, -1);
+  if (sum.size() != n)
+    fail("attribute \"sum_batch\"",
+         std::to_string(sum.size()) + " entries for " + std::to_string(n) +
+             " outputs");
+  if (init.size() != n)
+    fail("attribute \"init\"",
+         std::to_string(init.size()) + " entries for " + std::to_string(n) +
+             " outputs");
+  for (std::size_t m = 0; m < n; ++m) {
+    if (init[m] < -1 || init[m] >= num_inputs)
+      fail("attribute \"init\"",
+           "output " + std::to_string(m) + " starts from input " +
+               std::to_string(init[m]) + " of " + std::to_string(num_inputs));
+    p.summed.push_back(sum[m] != 0);
+    p.init.push_back(static_cast<int>(init[m]));
+  }
+}
+
+}  // namespace
+
 StencilPlan plan_stencil(const nlohmann::json& attrs,
                          const std::vector<Shape>& shapes,
                          int comm_size,
@@ -59,11 +103,14 @@ StencilPlan plan_stencil(const nlohmann::json& attrs,
   p.layout = GridLayout::from_attrs(a);
   (void)comm_size;
   try {
-    p.expr = parse(attrs.at("expr").get<std::string>());
+    for (const std::string& text :
+         split_outputs(attrs.at("expr").get<std::string>()))
+      p.outputs.push_back(parse(text));
   } catch (const Error& e) {
     fail("attribute \"expr\"", e.detail());
   }
-  p.sum_batch = attrs.value("sum_batch", false);
+  plan_outputs(p, attrs, static_cast<int>(shapes.size()), fail);
+  p.expr = tuple_of(p.outputs, p.init);
   check_reads(p, shapes, fail);
   const int nd = p.layout.ndim();
   const Shape patch = p.layout.local_shape(rank);
@@ -210,13 +257,15 @@ class Runner {
  public:
   explicit Runner(StencilPlan plan) : p_(std::move(plan)) {
     StencilSource s;
-    s.expr = p_.expr;
+    s.outputs = p_.outputs;
+    s.summed = p_.summed;
+    s.init = p_.init;
     s.ndim = p_.layout.ndim();
     s.num_inputs = static_cast<int>(p_.inputs.size());
     for (const StencilInput& in : p_.inputs) s.scalar.push_back(in.scalar);
     s.periodic = p_.layout.periodic;
     kernel_ = compile_stencil(s);
-    constants_ = kernel_constants(p_.expr);
+    constants_ = kernel_constants(p_.outputs);
     depth_ = edge_depth(p_);
     ring_ = depth_;
     for (int64_t& r : ring_) r *= 2;
@@ -246,10 +295,14 @@ class Runner {
       ops.outer_strides.insert(
           ops.outer_strides.end(), edge.strides.begin(), edge.strides.end());
     }
-    Tensor& y = c.output(0);
-    Operand out = operand_of(y, nd, nullptr);
-    if (p_.sum_batch) out.strides[0] = 0;
-    loop(ops, y.data(), out.strides, comm.rank());
+    std::vector<double*> out;
+    std::vector<int64_t> out_strides;
+    for (std::size_t m = 0; m < p_.outputs.size(); ++m) {
+      Operand o = operand_of(c.output(static_cast<int>(m)), nd, nullptr);
+      out.push_back(c.output(static_cast<int>(m)).data());
+      out_strides.insert(out_strides.end(), o.strides.begin(), o.strides.end());
+    }
+    loop(ops, out, out_strides, comm.rank());
     for (int k = 0; k < n; ++k)
       if (p_.inputs[k].exchanged())
         comm.keep_spare(std::move(padded[k]).take_storage());
@@ -257,7 +310,7 @@ class Runner {
 
  private:
   void loop(const Operands& ops,
-            double* out,
+            const std::vector<double*>& out,
             const std::vector<int64_t>& out_strides,
             int rank) {
     const int nd = p_.layout.ndim();
@@ -277,29 +330,26 @@ class Runner {
                      inner.lo[a + 1],
                      box.hi[a + 1]);
     }
-    const int acc = p_.sum_batch ? 1 : 0;
     // Batch outermost in every call, so a summed batch adds in batch order
     // at every point whichever region the point is in.
     kernel_.fast(ops.inner.data(),
                  ops.inner_strides.data(),
-                 out,
+                 out.data(),
                  out_strides.data(),
                  inner.lo.data(),
                  inner.hi.data(),
                  gpos.data(),
                  p_.layout.shape.data(),
-                 acc,
                  constants_.data());
     for (const Region& r : border(box, inner)) {
       kernel_.checked(ops.outer.data(),
                       ops.outer_strides.data(),
-                      out,
+                      out.data(),
                       out_strides.data(),
                       r.lo.data(),
                       r.hi.data(),
                       gpos.data(),
                       p_.layout.shape.data(),
-                      acc,
                       constants_.data());
     }
   }

@@ -238,8 +238,33 @@ void BodyRunner::move_outputs(int first, std::vector<Tensor>& into) {
       copied_[k] = alias;
     }
   }
+  // An output that passes body input i through (a leapfrog's c_{t−1} =
+  // c_t) takes into[i]'s buffer instead of a copy when the body read input
+  // i from into[i] itself and into[i] is about to be replaced by output i.
+  std::vector<int> stolen_from(count, -1);
+  std::vector<char> taken(count, 0);
   for (int k = 0; k < count; ++k) {
-    if (copied_[k]) scratch_[k] = *views_[output_slot_[first + k]];
+    const int slot = output_slot_[first + k];
+    if (!copied_[k] || first != 0 || !is_input_slot_[slot]) continue;
+    for (int i = 0; i < count; ++i) {
+      if (input_slot_[i] == slot && views_[slot] == &into[i] && !copied_[i] &&
+          !taken[i]) {
+        stolen_from[k] = i;
+        taken[i] = 1;
+        break;
+      }
+    }
+  }
+  for (int k = 0; k < count; ++k) {
+    if (copied_[k] && stolen_from[k] < 0)
+      scratch_[k] = *views_[output_slot_[first + k]];
+  }
+  for (int k = 0; k < count; ++k) {
+    const int i = stolen_from[k];
+    if (i < 0) continue;
+    if (scratch_[k].size() != into[i].size())
+      scratch_[k] = Tensor(into[i].shape());
+    scratch_[k].swap(into[i]);
   }
   for (int k = 0; k < count; ++k) {
     if (!copied_[k]) slots_[output_slot_[first + k]].swap(into[k]);

@@ -16,7 +16,9 @@ namespace {
 
 StencilSource source_of(const std::string& text) {
   StencilSource s;
-  s.expr = parse(text);
+  s.outputs = {parse(text)};
+  s.summed = {false};
+  s.init = {-1};
   s.ndim = 2;
   s.num_inputs = 2;
   s.scalar = {false, true};
@@ -27,7 +29,7 @@ StencilSource source_of(const std::string& text) {
 TEST(StencilCodegen, SourceStatesTheExpressionAndBothKernels) {
   const std::string src =
       kernel_source(source_of("add(in0[0,1],mul(in1,inside[-1,0]))"));
-  EXPECT_NE(src.find("// add(in0[0,1],mul(in1,inside[-1,0]))"),
+  EXPECT_NE(src.find("// output 0 add(in0[0,1],mul(in1,inside[-1,0]))"),
             std::string::npos);
   EXPECT_NE(src.find("adgraph_stencil_fast"), std::string::npos);
   EXPECT_NE(src.find("adgraph_stencil_checked"), std::string::npos);
@@ -60,9 +62,37 @@ TEST(StencilCodegen, RunsTheKernelItLoaded) {
   const int64_t lo[3] = {0, 0, 0}, hi[3] = {1, 2, 3}, gpos[2] = {0, 0},
                 gext[2] = {2, 4};
   const double constants[1] = {2.5};
-  k.fast(in, st, y, ost, lo, hi, gpos, gext, 0, constants);
+  double* out[1] = {y};
+  k.fast(in, st, out, ost, lo, hi, gpos, gext, constants);
   const double want[6] = {5, 7.5, 10, 15, 17.5, 20};
   for (int i = 0; i < 6; ++i) EXPECT_EQ(y[i], want[i]) << i;
+}
+
+TEST(StencilCodegen, WritesEveryOutputInOnePassSummedAndInitialised) {
+  // Two batch entries of a 1-D field u (3 points) and c (no batch):
+  //   y0[b, i] = 3·u[b, i] (per entry);  y1[i] = c[i] + Σ_b u[b, i]·u[b, i].
+  StencilSource s;
+  s.outputs = {parse("mul(3,in0)"), parse("mul(in0,in0)")};
+  s.summed = {false, true};
+  s.init = {-1, 1};
+  s.ndim = 1;
+  s.num_inputs = 2;
+  s.scalar = {false, false};
+  s.periodic = {false};
+  const CompiledStencil k = compile_stencil(s);
+  double u[6] = {1, 2, 3, 4, 5, 6}, c[3] = {10, 20, 30}, y0[6] = {}, y1[3] = {};
+  const double* in[2] = {u, c};
+  double* out[2] = {y0, y1};
+  const int64_t st[4] = {3, 1, 0, 1}, ost[4] = {3, 1, 0, 1};
+  const int64_t lo[2] = {0, 0}, hi[2] = {2, 3}, gpos[1] = {0}, gext[1] = {3};
+  const std::vector<double> constants = kernel_constants(s.outputs);
+  k.fast(in, st, out, ost, lo, hi, gpos, gext, constants.data());
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(y0[i], 3 * u[i]) << i;
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(y1[i], c[i] + u[i] * u[i] + u[3 + i] * u[3 + i]) << i;
+  EXPECT_NE(kernel_source(s).find(
+                "// output 1 (summed over the batch) = in1 + mul(in0,in0)"),
+            std::string::npos);
 }
 
 TEST(StencilCodegen, AMissingCompilerIsAClearError) {
