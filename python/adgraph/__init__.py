@@ -206,3 +206,53 @@ _ops.generate(globals())
 
 
 __all__ = [name for name in globals() if not name.startswith("_")]
+
+
+# Issue #56 (kept at the end of the file): exit paths and borrowed
+# communicators.
+def _exit_ending_the_job(status=None):
+    """``sys.exit`` that, with a failure status on a job of several ranks,
+    ends the whole job at once (SystemExit bypasses the excepthook, and the
+    other ranks would wait for this one until their deadline)."""
+    if status is not None and status != 0 and communicator().size > 1:
+        rank, size = communicator().rank, communicator().size
+        _sys.stderr.write(f"adgraph: rank {rank} of {size}: sys.exit({status!r}), "
+                          "ending the job\n")
+        _sys.stderr.flush()
+        _adgraph.abort_job(status if isinstance(status, int) and 0 < status < 256 else 1)
+    _previous_exit(status)
+
+
+_previous_exit = _sys.exit
+_sys.exit = _exit_ending_the_job
+
+
+def _borrowed_mpi4py(self):
+    """This communicator as an ``mpi4py.MPI.Intracomm`` (the same MPI
+    communicator, adgraph's duplicate: valid while this object lives). It is
+    borrowed: ``Free()`` raises ``adgraph.Error`` (``Dup()`` gives one of
+    your own), since freeing it would leave its graphs on a dead
+    communicator."""
+    from mpi4py import MPI
+
+    class BorrowedIntracomm(MPI.Intracomm):
+        """adgraph's communicator, lent to mpi4py: do not free it."""
+
+        def Free(self):
+            raise Error("Communicator.to_mpi4py(): this communicator is adgraph's "
+                        "own (its graphs use it) and cannot be freed; Dup() it for "
+                        "one of your own")
+
+        def Disconnect(self):
+            self.Free()
+
+    # What it makes is the caller's own (a plain Intracomm, freeable).
+    for maker in ("Dup", "Clone", "Split", "Split_type", "Create", "Create_group"):
+        def make(self, *args, _maker=getattr(MPI.Intracomm, maker), **kwargs):
+            return MPI.Intracomm(_maker(self, *args, **kwargs))
+        setattr(BorrowedIntracomm, maker, make)
+
+    return BorrowedIntracomm(MPI.Comm.f2py(self.fortran_handle()))
+
+
+Communicator.to_mpi4py = _borrowed_mpi4py

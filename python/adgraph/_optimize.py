@@ -5,6 +5,7 @@ import types
 import numpy as np
 
 from . import _adgraph
+from ._errors import OptionsError
 
 
 def minimize(loss, variables, initial_values, bounds=None, layout="replicated",
@@ -48,7 +49,7 @@ def minimize(loss, variables, initial_values, bounds=None, layout="replicated",
         ``gradient_norm_history``, ``resumed_at``) and ``x``, the minimiser
         (one array per variable).
     """
-    variables = list(variables)
+    variables = _checked_variables("minimize", variables)
     lower = upper = None
     bounded = bounds is not None
     if bounded:
@@ -58,17 +59,49 @@ def minimize(loss, variables, initial_values, bounds=None, layout="replicated",
     return types.SimpleNamespace(**summary)
 
 
+def _checked_variables(function, variables):
+    """``variables`` as a list of Values, at least one."""
+    if isinstance(variables, _adgraph.Value):
+        variables = [variables]
+    variables = list(variables)
+    if not variables:
+        raise OptionsError(f"variables: {function}: no variables to optimise; give "
+                           "the placeholders the loss is minimised over")
+    for k, v in enumerate(variables):
+        if not isinstance(v, _adgraph.Value):
+            raise OptionsError(f"variables: {function}: variable {k} is "
+                               f"{type(v).__name__} {v!r}; expected a placeholder Value")
+    return variables
+
+
 def _bound_sides(bounds, variables):
-    def side(values):
+    def side(values, name):
         if values is None:
             return []
-        return [np.broadcast_to(np.asarray(b, dtype=np.float64), v.shape).copy()
-                for b, v in zip(values, variables)]
+        if len(values) != len(variables):
+            raise OptionsError(f"bounds: minimize: {len(values)} {name} bounds for "
+                               f"{len(variables)} variables; give one per variable "
+                               "(a number, or an array of the variable's shape)")
+        out = []
+        for k, (b, v) in enumerate(zip(values, variables)):
+            if b is None:
+                b = -np.inf if name == "lower" else np.inf
+            try:
+                a = np.asarray(b, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise OptionsError(f"bounds: minimize: the {name} bound of variable {k} "
+                                   f"({v.name}) is {b!r}; expected a number or an "
+                                   "array of numbers") from None
+            if a.shape not in ((), tuple(v.shape)):
+                raise OptionsError(f"bounds: minimize: the {name} bound of variable {k} "
+                                   f"({v.name}) has shape {a.shape}; expected () or "
+                                   f"the variable's shape {tuple(v.shape)}")
+            out.append(np.broadcast_to(a, v.shape).copy())
+        return out
 
     if isinstance(bounds, dict):
         unknown = set(bounds) - {"lower", "upper"}
         if unknown:
-            from ._errors import OptionsError
             raise OptionsError(f"bounds: unknown key {sorted(unknown)[0]!r} "
                                "(expected 'lower' and 'upper')")
         lo, up = bounds.get("lower"), bounds.get("upper")
@@ -76,11 +109,16 @@ def _bound_sides(bounds, variables):
             lo = [lo] * len(variables)
         if up is not None and not isinstance(up, (list, tuple)):
             up = [up] * len(variables)
-        return side(lo), side(up)
+        return side(lo, "lower"), side(up, "upper")
     pairs = list(bounds)
-    lo = [(-np.inf if p[0] is None else p[0]) for p in pairs]
-    up = [(np.inf if p[1] is None else p[1]) for p in pairs]
-    return side(lo), side(up)
+    if len(pairs) != len(variables):
+        raise OptionsError(f"bounds: minimize: {len(pairs)} (lower, upper) pairs for "
+                           f"{len(variables)} variables; give one pair per variable")
+    for k, p in enumerate(pairs):
+        if not isinstance(p, (list, tuple)) or len(p) != 2:
+            raise OptionsError(f"bounds: minimize: bound {k} is {p!r}; expected a "
+                               "(lower, upper) pair")
+    return side([p[0] for p in pairs], "lower"), side([p[1] for p in pairs], "upper")
 
 
 def scipy_objective(loss, variables, feeds=None):
@@ -94,7 +132,7 @@ def scipy_objective(loss, variables, feeds=None):
     on every rank. ``fun.size`` is the length of x; ``fun.unflatten(x)``
     splits x into one array per variable.
     """
-    variables = list(variables)
+    variables = _checked_variables("scipy_objective", variables)
     evaluator = _adgraph._Evaluator(loss, variables, feeds)
 
     def fun(x):

@@ -9,9 +9,11 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "adgraph.h"
@@ -25,26 +27,118 @@ namespace py = pybind11;
 // own; any other name throws OptionsError naming the key, with the names
 // in the order given, e.g. "unknown option (LbfgsOptions has history,
 // ...)".
+namespace option_checks {
+
+// "str 'yes'", "int 9223372036854775808": a refused option value.
+inline std::string shown(py::handle v) {
+  std::string repr = py::repr(v).cast<std::string>();
+  if (repr.size() > 60) repr = repr.substr(0, 57) + "...";
+  return py::str(py::type::of(v).attr("__name__")).cast<std::string>() + " " +
+         repr;
+}
+
+[[noreturn]] inline void bad_option(const std::string& function,
+                                    const std::string& name,
+                                    const std::string& accepts,
+                                    py::handle v) {
+  throw OptionsError(
+      function + ": expected " + accepts + ", got " + shown(v), {}, {}, name);
+}
+
+inline bool is_numpy(py::handle v, const char* kind) {
+  py::module_ np = py::module_::import("numpy");
+  return py::isinstance(v, np.attr(kind));
+}
+
+// `v` as an option of type T, strictly: a bool is only True or False, an
+// integer only an int in T's range (never a bool or a float), a number an
+// int or a float, a string only a str; anything else (lists of those, for
+// vectors) through pybind11. Throws OptionsError naming `name`, what it
+// got and what it accepts.
+template <class T>
+T option_value(py::handle v,
+               const std::string& function,
+               const std::string& name) {
+  if constexpr (std::is_same_v<T, bool>) {
+    if (PyBool_Check(v.ptr()) || is_numpy(v, "bool_")) return v.cast<bool>();
+    bad_option(function, name, "True or False", v);
+  } else if constexpr (std::is_integral_v<T>) {
+    const std::string range =
+        "an integer in [" + std::to_string(std::numeric_limits<T>::min()) +
+        ", " + std::to_string(std::numeric_limits<T>::max()) + "]";
+    if (PyBool_Check(v.ptr()) ||
+        !(PyLong_Check(v.ptr()) || is_numpy(v, "integer")))
+      bad_option(function, name, range, v);
+    if constexpr (std::is_unsigned_v<T>) {
+      const unsigned long long x = PyLong_AsUnsignedLongLong(
+          py::int_(py::reinterpret_borrow<py::object>(v)).ptr());
+      if (PyErr_Occurred()) {
+        PyErr_Clear();
+        bad_option(function, name, range, v);
+      }
+      if (x > std::numeric_limits<T>::max())
+        bad_option(function, name, range, v);
+      return static_cast<T>(x);
+    } else {
+      int overflow = 0;
+      const long long x = PyLong_AsLongLongAndOverflow(
+          py::int_(py::reinterpret_borrow<py::object>(v)).ptr(), &overflow);
+      if (overflow != 0 ||
+          x < static_cast<long long>(std::numeric_limits<T>::min()) ||
+          x > static_cast<long long>(std::numeric_limits<T>::max()))
+        bad_option(function, name, range, v);
+      return static_cast<T>(x);
+    }
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (PyBool_Check(v.ptr()) ||
+        !(PyFloat_Check(v.ptr()) || PyLong_Check(v.ptr()) ||
+          is_numpy(v, "floating") || is_numpy(v, "integer")))
+      bad_option(function, name, "a real number (int or float)", v);
+    const double x = PyFloat_AsDouble(v.ptr());
+    if (x == -1.0 && PyErr_Occurred()) {
+      PyErr_Clear();
+      bad_option(function, name, "a real number that fits a float64", v);
+    }
+    return static_cast<T>(x);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (PyUnicode_Check(v.ptr())) return v.cast<std::string>();
+    bad_option(function, name, "a string", v);
+  } else {
+    try {
+      return v.cast<T>();
+    } catch (py::cast_error&) {
+      bad_option(function, name, "a list of the field's values", v);
+    }
+  }
+}
+
+}  // namespace option_checks
+
 template <class Options>
 class OptionTable {
  public:
   using Setter = std::function<void(Options&, py::handle)>;
 
-  // `what` opens the list of names: "LbfgsOptions has", "a solve takes".
-  explicit OptionTable(std::string what) : what_(std::move(what)) {}
+  // `what` opens the list of names: "LbfgsOptions has", "a solve takes";
+  // `function` opens the messages of values refused: "sparse.solve".
+  OptionTable(std::string what, std::string function)
+      : what_(std::move(what)), function_(std::move(function)) {}
   template <class T>
   OptionTable& field(const char* name, T Options::*member) {
-    return setter(
-        name, [member](Options& o, py::handle v) { o.*member = v.cast<T>(); });
+    return setter(name,
+                  [member, name, f = function_](Options& o, py::handle v) {
+                    o.*member = option_checks::option_value<T>(v, f, name);
+                  });
   }
   // A field of a struct inside Options (HeatInverseOptions::config).
   template <class Inner, class T>
   OptionTable& field(const char* name,
                      Inner Options::*inner,
                      T Inner::*member) {
-    return setter(name, [inner, member](Options& o, py::handle v) {
-      (o.*inner).*member = v.cast<T>();
-    });
+    return setter(
+        name, [inner, member, name, f = function_](Options& o, py::handle v) {
+          (o.*inner).*member = option_checks::option_value<T>(v, f, name);
+        });
   }
   OptionTable& setter(const char* name, Setter set) {
     names_.push_back(name);
@@ -67,7 +161,7 @@ class OptionTable {
   }
 
  private:
-  std::string what_;
+  std::string what_, function_;
   std::vector<std::string> names_;
   std::vector<Setter> setters_;
 };
@@ -80,6 +174,25 @@ struct PyValue {
   std::shared_ptr<Graph> owner;
   Value value;
 };
+
+// A loop body's graph as Python sees it: a shared_ptr that does not own
+// the graph (the loop node does) and whose deleter holds the body's scope,
+// closed when the body function returns. Every Value and Graph object of
+// the body shares it, so using one afterwards is a GraphError, not a
+// dangling pointer.
+struct BodyScope {
+  bool open = true;
+  std::string loop;
+};
+struct BodyGraphRef {
+  std::shared_ptr<BodyScope> scope;
+  void operator()(Graph*) const {}
+};
+// Throws GraphError naming `function` when `owner` is a closed body's.
+void check_alive(const std::shared_ptr<Graph>& owner,
+                 const std::string& function);
+// `v` after check_alive.
+const PyValue& live(const PyValue& v, const std::string& function);
 
 // Values of `owner` for `values`.
 std::vector<PyValue> wrap(const std::shared_ptr<Graph>& owner,
@@ -150,22 +263,57 @@ FeedMap feeds_in_place(const std::shared_ptr<Graph>& graph,
                        py::handle feeds,
                        std::vector<py::object>& keep);
 
-// Python exceptions raised inside callbacks the runtime makes (a custom
-// op's kernel, shape rule, a loop body) cannot cross the runtime's C++
-// frames with the interpreter released. The callback keeps the first one
-// here and throws a RunError; entry points call rethrow_kept_python_error()
-// (with the GIL held) so Python sees the original exception, with its type
-// and traceback.
+// Python exceptions raised inside callbacks the runtime makes cannot cross
+// the runtime's C++ frames with the interpreter released.
+//
+// A kernel (a custom op's forward, vjp or jvp, run on the calling thread or
+// on an OpenMP worker) throws a PythonKernelError: a RunError naming the
+// node that carries the Python exception itself, so each run gets back its
+// own exception whichever thread raised it. without_gil() raises it in
+// place of the RunError, with its type and traceback.
+//
+// A graph-building callback (a shape rule, a loop body: called on the
+// building thread with the GIL held) keeps its exception in a slot of that
+// thread and throws a GraphError; entry points call
+// rethrow_kept_python_error() so Python sees the original.
+class PythonKernelError : public RunError {
+ public:
+  PythonKernelError(py::error_already_set& error,
+                    std::string detail,
+                    std::string node,
+                    std::string op)
+      : RunError(std::move(detail), std::move(node), std::move(op)),
+        python(std::make_shared<py::error_already_set>(std::move(error))) {}
+  std::shared_ptr<py::error_already_set> python;
+};
 void keep_python_error(py::error_already_set& error);
 void rethrow_kept_python_error();
 
+// While the runtime runs with the GIL released, Python cannot act on
+// Ctrl-C (SIGINT). On a job of several ranks this watch ends the whole job
+// at once (abort_job(130), naming the rank) when SIGINT arrives during a
+// run, instead of leaving the other ranks to their deadline. With one rank
+// the signal is handed back to Python when the run ends (KeyboardInterrupt
+// then); stopping between nodes needs a hook in the executor (issue #56).
+// Nested watches (a custom op's own run) share the outermost one.
+class InterruptWatch {
+ public:
+  InterruptWatch();
+  ~InterruptWatch();
+  InterruptWatch(const InterruptWatch&) = delete;
+  InterruptWatch& operator=(const InterruptWatch&) = delete;
+};
+
 // Runs `f` with the GIL released, then raises any Python exception a
-// callback kept (in place of the C++ exception it caused).
+// callback raised (in place of the C++ exception it caused).
 template <class F>
 auto without_gil(F&& f) -> decltype(f()) {
   try {
+    InterruptWatch watch;
     py::gil_scoped_release release;
     return f();
+  } catch (const PythonKernelError& e) {
+    throw py::error_already_set(*e.python);
   } catch (...) {
     rethrow_kept_python_error();
     throw;
@@ -177,11 +325,40 @@ template <class F>
 auto with_python_errors(F&& f) -> decltype(f()) {
   try {
     return f();
+  } catch (const PythonKernelError& e) {
+    throw py::error_already_set(*e.python);
   } catch (...) {
     rethrow_kept_python_error();
     throw;
   }
 }
+
+// Held while a thread runs graphs on a job of several ranks (Session.run,
+// check_gradients, minimize, ...). adgraph's MPI calls are ordered within
+// one thread (MPI_THREAD_SERIALIZED, ghost dependencies): runs from two
+// threads at once would cross their messages between the ranks, so a
+// second thread is refused with a RunError naming `function` (nested runs
+// on the same thread, from a custom op, are allowed). A no-op with one
+// rank.
+class MpiRunGuard {
+ public:
+  explicit MpiRunGuard(const std::string& function);
+  ~MpiRunGuard();
+  MpiRunGuard(const MpiRunGuard&) = delete;
+  MpiRunGuard& operator=(const MpiRunGuard&) = delete;
+
+ private:
+  bool held_ = false;
+};
+
+// Set on a thread while it runs a Python kernel (a custom op's forward,
+// vjp or jvp), so that a call back into the session running it is refused
+// instead of deadlocking or emptying the running node's buffers.
+struct InKernel {
+  InKernel() { ++depth(); }
+  ~InKernel() { --depth(); }
+  static int& depth();
+};
 
 // Makes the communicator of graphs built without one (collective: at
 // import, on every rank).

@@ -28,34 +28,38 @@ std::vector<std::string> input_names(const std::string& prefix, int n) {
   return out;
 }
 
-// `result` (array-like) copied into `out`, whose shape it must have.
+// `result` (array-like of real numbers) copied into `out`, whose shape it
+// must have exactly (a flat or reshaped array of the right size is
+// refused, as is None unless `none_is_zero`: a vjp's zero cotangent).
 void store(py::handle result,
            Tensor& out,
            const KernelContext& c,
-           const std::string& what) {
-  if (result.is_none()) {
+           const std::string& what,
+           bool none_is_zero = false) {
+  if (result.is_none() && none_is_zero) {
     out.array().setZero();
     return;
   }
-  auto array =
-      py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(
-          result);
-  if (!array) {
-    PyErr_Clear();
-    throw RunError(what + " returned " +
-                       py::str(py::type::of(result)).cast<std::string>() +
-                       ", not an array of numbers",
+  Tensor got;
+  try {
+    got = to_tensor(result, what);
+  } catch (const Error& e) {
+    throw RunError(what +
+                       " returned something that is not an array of "
+                       "real numbers: " +
+                       e.detail(),
                    c.node().name,
                    c.node().op_name());
   }
-  Shape shape(array.shape(), array.shape() + array.ndim());
-  if (checked_num_elements(shape) != out.size()) {
-    throw RunError(what + " returned shape " + shape_string(shape) +
-                       ", expected " + shape_string(out.shape()),
+  if (got.shape() != out.shape()) {
+    throw RunError(what + " returned shape " + shape_string(got.shape()) +
+                       ", expected " + shape_string(out.shape()) +
+                       " (exactly: an array of the right size but another "
+                       "shape is not reshaped)",
                    c.node().name,
                    c.node().op_name());
   }
-  if (out.size() > 0) std::memcpy(out.data(), array.data(), out.bytes());
+  if (out.size() > 0) std::memcpy(out.data(), got.data(), out.bytes());
 }
 
 // Calls Python for a kernel: the GIL taken, a Python exception kept for the
@@ -63,13 +67,13 @@ void store(py::handle result,
 template <class F>
 void call_python(const KernelContext& c, const std::string& what, F&& f) {
   py::gil_scoped_acquire gil;
+  InKernel in_kernel;
   try {
     f();
   } catch (py::error_already_set& e) {
     const std::string message = e.what();
-    keep_python_error(e);
-    throw RunError(
-        what + " raised " + message, c.node().name, c.node().op_name());
+    throw PythonKernelError(
+        e, what + " raised " + message, c.node().name, c.node().op_name());
   }
 }
 
@@ -167,10 +171,20 @@ OpDef vjp_def(const PyOp* op) {
                                   view_of(c.input(n + 1), py::none()));
       py::sequence seq;
       if (n == 1 && !py::isinstance<py::list>(result) &&
-          !py::isinstance<py::tuple>(result))
+          !py::isinstance<py::tuple>(result)) {
         seq = py::make_tuple(result);
-      else
+      } else if (py::isinstance<py::list>(result) ||
+                 py::isinstance<py::tuple>(result)) {
         seq = result.cast<py::sequence>();
+      } else {
+        throw RunError("vjp returned " +
+                           py::str(py::type::of(result).attr("__name__"))
+                               .cast<std::string>() +
+                           "; expected a list or tuple of " +
+                           std::to_string(n) + " cotangents (None for zero)",
+                       c.node().name,
+                       c.node().op_name());
+      }
       if (static_cast<int>(py::len(seq)) != n) {
         throw RunError("vjp returned " + std::to_string(py::len(seq)) +
                            " cotangents for " + std::to_string(n) + " inputs",
@@ -181,7 +195,8 @@ OpDef vjp_def(const PyOp* op) {
         store(seq[i],
               c.output(i),
               c,
-              "vjp (cotangent " + std::to_string(i) + ")");
+              "vjp (cotangent " + std::to_string(i) + ")",
+              true);
     });
   };
   return def;
@@ -207,6 +222,52 @@ OpDef jvp_def(const PyOp* op) {
   return def;
 }
 
+// custom_op's arguments, checked before anything is registered: a name
+// that is a Python identifier and does not shadow the adgraph module's own
+// API (ag.gradient, ag.Graph, ...), a count >= 0, and callables.
+void check_registration(const std::string& name,
+                        int num_inputs,
+                        py::handle forward,
+                        py::handle vjp,
+                        py::handle jvp,
+                        py::handle shape) {
+  auto fail = [&](const std::string& field, const std::string& why) {
+    throw OptionsError("custom_op(\"" + name + "\"): " + why, {}, {}, field);
+  };
+  if (!py::str(name).attr("isidentifier")().cast<bool>()) {
+    fail("name",
+         "an op name must be a Python identifier (letters, digits and '_', "
+         "not starting with a digit): it becomes adgraph." +
+             name);
+  }
+  if (OpRegistry::global().find(name) == nullptr) {
+    py::module_ module = py::module_::import("adgraph");
+    for (const std::string& taken : {name, name + "_vjp", name + "_jvp"}) {
+      if (py::hasattr(module, taken.c_str())) {
+        fail("name",
+             "\"" + taken +
+                 "\" is a name of the adgraph module's own API; an op may "
+                 "not replace it (choose another name)");
+      }
+    }
+  }
+  if (num_inputs < 0) {
+    fail("num_inputs", "must be >= 0, got " + std::to_string(num_inputs));
+  }
+  auto callable = [&](const char* field, py::handle f, bool optional) {
+    if (optional && f.is_none()) return;
+    if (!PyCallable_Check(f.ptr())) {
+      fail(field,
+           std::string("expected a callable") + (optional ? " or None" : "") +
+               ", got " + py::repr(f).cast<std::string>());
+    }
+  };
+  callable("forward", forward, false);
+  callable("vjp", vjp, false);
+  callable("jvp", jvp, true);
+  callable("shape", shape, true);
+}
+
 }  // namespace
 
 void bind_custom_op(py::module_& m) {
@@ -219,8 +280,7 @@ void bind_custom_op(py::module_& m) {
          py::object jvp,
          py::object shape,
          const std::string& doc) {
-        if (num_inputs < 0)
-          throw OptionsError("must be >= 0", name, {}, "num_inputs");
+        check_registration(name, num_inputs, forward, vjp, jvp, shape);
         OpRegistry& registry = OpRegistry::global();
         for (const std::string& taken : {name, name + "_vjp", name + "_jvp"}) {
           if (registry.find(taken) != nullptr) {

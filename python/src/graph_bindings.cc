@@ -47,15 +47,34 @@ std::shared_ptr<Communicator> communicator_from(py::handle comm) {
   if (comm.is_none()) return python_world();
   if (py::isinstance<Communicator>(comm))
     return comm.cast<std::shared_ptr<Communicator>>();
-  if (!py::hasattr(comm, "py2f")) {
+  auto refuse = [&](const std::string& why) {
     throw OptionsError(
-        "expected an mpi4py communicator or an "
-        "adgraph.Communicator, got " +
-            py::str(py::type::of(comm)).cast<std::string>(),
+        "Graph(comm=)/communicator(): expected an mpi4py intracommunicator "
+        "(mpi4py.MPI.Intracomm, e.g. "
+        "MPI.COMM_WORLD or a Split/Dup of it), an adgraph.Communicator or "
+        "None, got " +
+            py::repr(comm).cast<std::string>() + why,
         {},
         {},
         "comm");
+  };
+  // Checked before any MPI call: a Request, Group, Datatype or an
+  // intercommunicator reaching MPI_Comm_dup ends the job in MPI's abort.
+  py::module_ mpi;
+  try {
+    mpi = py::module_::import("mpi4py.MPI");
+  } catch (py::error_already_set&) {
+    refuse(" (and mpi4py cannot be imported)");
   }
+  if (comm.equal(mpi.attr("COMM_NULL")))
+    refuse(
+        " (MPI_COMM_NULL: a freed communicator, or a split this rank is "
+        "not in)");
+  if (!py::isinstance(comm, mpi.attr("Comm"))) refuse("");
+  if (py::isinstance(comm, mpi.attr("Intercomm")))
+    refuse(" (an intercommunicator: adgraph's ops need one group of ranks)");
+  if (!py::isinstance(comm, mpi.attr("Intracomm")))
+    refuse(" (not an intracommunicator)");
   return with_program_deadline(Communicator::duplicate(
       comm.attr("py2f")().cast<int64_t>(), "mpi4py communicator"));
 }
@@ -64,16 +83,19 @@ CheckpointSchedule schedule_from(py::handle spec) {
   if (spec.is_none()) return CheckpointSchedule::graph_default();
   if (PyUnicode_Check(spec.ptr()) && spec.cast<std::string>() == "all")
     return CheckpointSchedule::store_all();
-  if (PyLong_Check(spec.ptr()))
-    return CheckpointSchedule::binomial(spec.cast<int64_t>());
+  auto count = [](py::handle v, const char* name) {
+    return option_checks::option_value<int64_t>(v, "checkpoints", name);
+  };
+  if (PyLong_Check(spec.ptr()) && !PyBool_Check(spec.ptr()))
+    return CheckpointSchedule::binomial(count(spec, "checkpoints"));
   if (py::isinstance<py::dict>(spec)) {
     auto d = spec.cast<py::dict>();
     if (d.size() == 1 && d.contains("every"))
-      return CheckpointSchedule::every(d["every"].cast<int64_t>());
+      return CheckpointSchedule::every(count(d["every"], "every"));
     if (d.size() == 1 && d.contains("binomial"))
-      return CheckpointSchedule::binomial(d["binomial"].cast<int64_t>());
+      return CheckpointSchedule::binomial(count(d["binomial"], "binomial"));
     if (d.size() == 1 && d.contains("budget"))
-      return CheckpointSchedule::memory_budget(d["budget"].cast<int64_t>());
+      return CheckpointSchedule::memory_budget(count(d["budget"], "budget"));
   }
   throw OptionsError(
       "expected \"all\", a number of snapshots (binomial), {\"every\": k} or "
@@ -84,12 +106,27 @@ CheckpointSchedule schedule_from(py::handle spec) {
       "checkpoints");
 }
 
+// Node names may not hold ':' ("pe:1" is output 1 of node "pe" in
+// Graph.get, fetches and feeds).
+void check_node_name(const std::string& name, const std::string& function) {
+  if (name.find(':') != std::string::npos) {
+    throw GraphError(function + ": node name \"" + name +
+                         "\" holds ':', which names a node's outputs "
+                         "(\"name:k\"); choose a name without ':'",
+                     {},
+                     {},
+                     "name");
+  }
+}
+
 std::vector<PyValue> add_node(const std::shared_ptr<Graph>& graph,
                               const std::string& op,
                               const py::list& inputs,
                               const py::dict& attrs,
                               const std::string& name,
                               const py::list& after) {
+  check_alive(graph, op);
+  check_node_name(name, op);
   const OpDef& def = graph->registry().get(op);
   std::vector<Value> values;
   for (py::handle input : inputs)
@@ -148,6 +185,7 @@ PyValue binary(const PyValue& a,
                py::handle b,
                Value (*f)(Value, Value),
                bool reflected) {
+  live(a, "Value arithmetic");
   PyValue other = as_value(b, a.owner);
   return {a.owner,
           reflected ? f(other.value, a.value) : f(a.value, other.value)};
@@ -175,29 +213,37 @@ void bind_value(py::module_& m) {
       .def_property_readonly(
           "shape",
           [](const PyValue& v) {
-            const Shape& s = v.value.shape();
+            const Shape& s = live(v, "Value.shape").value.shape();
             return py::tuple(
                 py::cast(std::vector<int64_t>(s.begin(), s.end())));
           },
           "The value's shape, a tuple (() for a scalar).")
       .def_property_readonly(
           "name",
-          [](const PyValue& v) { return v.value.name(); },
+          [](const PyValue& v) { return live(v, "Value.name").value.name(); },
           "The node's name (outputs after the first: \"name:k\").")
       .def_property_readonly(
           "op",
-          [](const PyValue& v) { return v.value.node().op_name(); },
+          [](const PyValue& v) {
+            return live(v, "Value.op").value.node().op_name();
+          },
           "The node's op name.")
       .def_property_readonly(
           "output",
-          [](const PyValue& v) { return v.value.output(); },
+          [](const PyValue& v) {
+            return live(v, "Value.output").value.output();
+          },
           "Which output of its node this value is.")
       .def_property_readonly(
           "graph",
-          [](const PyValue& v) { return v.owner; },
+          [](const PyValue& v) { return live(v, "Value.graph").owner; },
           "The value's graph.")
       .def("__repr__",
            [](const PyValue& v) {
+             const auto* ref = std::get_deleter<BodyGraphRef>(v.owner);
+             if (ref != nullptr && !ref->scope->open)
+               return std::string("<adgraph.Value of loop \"") +
+                      ref->scope->loop + "\"'s body (no longer valid)>";
              return "<adgraph.Value \"" + v.value.name() + "\" (" +
                     v.value.node().op_name() + ") shape " +
                     shape_string(v.value.shape()) + ">";
@@ -223,13 +269,17 @@ void bind_value(py::module_& m) {
       .def("__rtruediv__", &arithmetic<div_f, true>)
       .def("__pow__",
            [](const PyValue& a, py::handle b) {
-             if (PyFloat_Check(b.ptr()) || PyLong_Check(b.ptr()))
-               return PyValue{a.owner, pow(a.value, b.cast<double>())};
+             live(a, "Value.__pow__");
+             if (!PyBool_Check(b.ptr()) &&
+                 (PyFloat_Check(b.ptr()) || PyLong_Check(b.ptr()))) {
+               const Tensor e = to_tensor(b, "exponent");
+               return PyValue{a.owner, pow(a.value, e.item())};
+             }
              return binary(a, b, pow_f, false);
            })
       .def("__rpow__", &arithmetic<pow_f, true>)
       .def("__neg__", [](const PyValue& a) {
-        return PyValue{a.owner, neg(a.value)};
+        return PyValue{a.owner, neg(live(a, "Value.__neg__").value)};
       });
 }
 
@@ -254,6 +304,8 @@ void bind_graph_class(py::module_& m) {
           [](const std::shared_ptr<Graph>& g,
              const std::string& name,
              std::vector<int64_t> shape) {
+            check_alive(g, "Graph.placeholder");
+            check_node_name(name, "Graph.placeholder");
             return PyValue{
                 g, g->placeholder(name, Shape(shape.begin(), shape.end()))};
           },
@@ -266,7 +318,11 @@ void bind_graph_class(py::module_& m) {
           [](const std::shared_ptr<Graph>& g,
              py::handle value,
              const std::string& name) {
-            return PyValue{g, g->constant(to_tensor(value, "constant"), name)};
+            check_alive(g, "Graph.constant");
+            check_node_name(name, "Graph.constant");
+            return PyValue{
+                g,
+                g->constant(to_tensor(value, "Graph.constant: value"), name)};
           },
           py::arg("value"),
           py::arg("name") = "",
@@ -274,15 +330,23 @@ void bind_graph_class(py::module_& m) {
       .def(
           "get",
           [](const std::shared_ptr<Graph>& g, const std::string& name) {
+            check_alive(g, "Graph.get");
             return PyValue{g, g->get(name)};
           },
           py::arg("name"),
           "The first output of the node named `name` (GraphError if none).")
-      .def_property_readonly("num_nodes", &Graph::num_nodes, "Number of nodes.")
+      .def_property_readonly(
+          "num_nodes",
+          [](const std::shared_ptr<Graph>& g) {
+            check_alive(g, "Graph.num_nodes");
+            return g->num_nodes();
+          },
+          "Number of nodes.")
       .def_property_readonly(
           "comm",
-          [](const Graph& g) {
-            return std::dynamic_pointer_cast<Communicator>(g.shared_comm());
+          [](const std::shared_ptr<Graph>& g) {
+            check_alive(g, "Graph.comm");
+            return std::dynamic_pointer_cast<Communicator>(g->shared_comm());
           },
           "The graph's communicator (an adgraph.Communicator).")
       .def_property(
@@ -342,12 +406,36 @@ struct PyLoopArgs {
   std::shared_ptr<Graph> graph;
 };
 
+// A loop body's carries or outputs: a Value, or a list or tuple of Values
+// (numbers and arrays become constants of the body).
 std::vector<Value> values_from(py::handle object,
-                               const std::shared_ptr<Graph>& g) {
+                               const std::shared_ptr<Graph>& g,
+                               const std::string& loop,
+                               const std::string& what) {
+  auto fail = [&](const std::string& got) {
+    throw GraphError("the body of loop \"" + loop + "\" returned " + got +
+                         " as its " + what +
+                         "; expected a Value or a list of Values (or a pair "
+                         "(carries, outputs))",
+                     {},
+                     {},
+                     "body");
+  };
   std::vector<Value> out;
-  if (py::isinstance<PyValue>(object)) return {object.cast<PyValue&>().value};
-  for (py::handle item : object.cast<py::sequence>())
-    out.push_back(as_value(item, g).value);
+  if (py::isinstance<PyValue>(object)) return {as_value(object, g).value};
+  if (!py::isinstance<py::list>(object) && !py::isinstance<py::tuple>(object))
+    fail(py::repr(object).cast<std::string>());
+  for (py::handle item : object) {
+    if (py::isinstance<PyValue>(item)) {
+      out.push_back(as_value(item, g).value);
+      continue;
+    }
+    try {
+      out.push_back(as_value(item, g).value);  // a number or an array
+    } catch (const ShapeError&) {
+      fail("a list holding " + py::repr(item).cast<std::string>());
+    }
+  }
   return out;
 }
 
@@ -372,15 +460,24 @@ void bind_loop(py::module_& m) {
          const std::string& name) {
         if (init.empty() && invariants.empty())
           throw GraphError("a loop needs at least one carry or invariant");
+        check_node_name(name, "loop");
         std::shared_ptr<Graph> owner =
             init.empty() ? invariants[0].owner : init[0].owner;
         LoopOptions options;
         options.name = name;
         options.checkpoints = schedule_from(checkpoints);
         options.output_steps = output_steps;
-        auto build = [body](const LoopArgs& a) {
-          // Values of the body graph do not own it: valid inside the body only.
-          std::shared_ptr<Graph> g(std::shared_ptr<Graph>(), a.graph);
+        const std::string label = name.empty() ? "loop" : name;
+        auto build = [body, label](const LoopArgs& a) {
+          // Values of the body graph do not own it (the loop node does):
+          // they share a scope that closes when the body returns.
+          auto scope = std::make_shared<BodyScope>();
+          scope->loop = label;
+          std::shared_ptr<Graph> g(a.graph, BodyGraphRef{scope});
+          struct Close {
+            std::shared_ptr<BodyScope> scope;
+            ~Close() { scope->open = false; }
+          } close{scope};
           PyLoopArgs args{
               wrap(g, a.carries), wrap(g, a.invariants), {g, a.step}, g};
           try {
@@ -389,16 +486,17 @@ void bind_loop(py::module_& m) {
             if (py::isinstance<py::tuple>(result) && py::len(result) == 2 &&
                 !py::isinstance<PyValue>(result.cast<py::tuple>()[0])) {
               auto pair = result.cast<py::tuple>();
-              step.carries = values_from(pair[0], g);
-              step.outputs = values_from(pair[1], g);
+              step.carries = values_from(pair[0], g, label, "carries");
+              step.outputs = values_from(pair[1], g, label, "outputs");
             } else {
-              step.carries = values_from(result, g);
+              step.carries = values_from(result, g, label, "carries");
             }
             return step;
           } catch (py::error_already_set& e) {
             const std::string what = e.what();
             keep_python_error(e);
-            throw GraphError("the loop body raised " + what);
+            throw GraphError("the body of loop \"" + label + "\" raised " +
+                             what);
           }
         };
         return with_python_errors([&] {
@@ -430,6 +528,29 @@ void bind_loop(py::module_& m) {
       "The loop_adjoint nodes gradients() built for a loop.");
 }
 
+// rows x cols must be positive and cover the communicator's ranks.
+void check_patch_grid(const Communicator& c,
+                      int rows,
+                      int cols,
+                      const std::string& function) {
+  const std::string grid = std::to_string(rows) + " x " + std::to_string(cols);
+  if (rows < 1 || cols < 1) {
+    throw OptionsError(function + ": rows and cols must be >= 1, got " + grid,
+                       {},
+                       {},
+                       rows < 1 ? "rows" : "cols");
+  }
+  if (static_cast<int64_t>(rows) * cols != c.size()) {
+    throw OptionsError(function + ": a " + grid + " patch grid needs " +
+                           std::to_string(static_cast<int64_t>(rows) * cols) +
+                           " ranks, the communicator has " +
+                           std::to_string(c.size()),
+                       {},
+                       {},
+                       "rows");
+  }
+}
+
 }  // namespace
 
 void bind_communicator(py::module_& m) {
@@ -446,16 +567,24 @@ void bind_communicator(py::module_& m) {
            py::arg("color"),
            py::arg("key") = 0,
            "Ranks passing the same color (>= 0), ordered by key. Collective.")
-      .def("row_communicator",
-           &Communicator::row_communicator,
-           py::arg("rows"),
-           py::arg("cols"),
-           "This rank's row of a rows x cols patch grid. Collective.")
-      .def("column_communicator",
-           &Communicator::column_communicator,
-           py::arg("rows"),
-           py::arg("cols"),
-           "This rank's column of a rows x cols patch grid. Collective.")
+      .def(
+          "row_communicator",
+          [](Communicator& c, int rows, int cols) {
+            check_patch_grid(c, rows, cols, "Communicator.row_communicator");
+            return c.row_communicator(rows, cols);
+          },
+          py::arg("rows"),
+          py::arg("cols"),
+          "This rank's row of a rows x cols patch grid. Collective.")
+      .def(
+          "column_communicator",
+          [](Communicator& c, int rows, int cols) {
+            check_patch_grid(c, rows, cols, "Communicator.column_communicator");
+            return c.column_communicator(rows, cols);
+          },
+          py::arg("rows"),
+          py::arg("cols"),
+          "This rank's column of a rows x cols patch grid. Collective.")
       .def_property("deadline",
                     &Communicator::deadline,
                     &Communicator::set_deadline,

@@ -7,7 +7,7 @@ namespace adgraph::python {
 optim::LbfgsOptions lbfgs_options(const py::dict& options) {
   using optim::LbfgsOptions;
   optim::LbfgsOptions o;
-  OptionTable<LbfgsOptions>("LbfgsOptions has")
+  OptionTable<LbfgsOptions>("LbfgsOptions has", "LbfgsOptions")
       .field("history", &LbfgsOptions::history)
       .field("tolerance_gradient", &LbfgsOptions::tolerance_gradient)
       .field("tolerance_function", &LbfgsOptions::tolerance_function)
@@ -60,6 +60,15 @@ optim::Layout layout_of(const std::string& layout) {
 std::vector<Tensor> tensors_of(py::handle list, const std::string& what) {
   std::vector<Tensor> out;
   if (list.is_none()) return out;
+  if (!py::isinstance<py::list>(list) && !py::isinstance<py::tuple>(list)) {
+    throw OptionsError(
+        "minimize: expected a list of arrays, one per "
+        "variable, got " +
+            py::repr(list).cast<std::string>(),
+        {},
+        {},
+        what);
+  }
   int k = 0;
   for (py::handle item : list.cast<py::sequence>())
     out.push_back(to_tensor(item, what + " " + std::to_string(k++)));
@@ -89,7 +98,8 @@ class Evaluator final {
   int64_t size() const { return size_; }
 
   py::tuple operator()(py::handle x_object) {
-    Tensor x = to_tensor(x_object, "x");
+    MpiRunGuard mpi("scipy_objective");
+    Tensor x = to_tensor(x_object, "scipy_objective: x");
     if (x.size() != size_) {
       throw ShapeError("expected " + std::to_string(size_) + " values, got " +
                            std::to_string(x.size()),
@@ -146,6 +156,7 @@ void bind_optim(py::module_& m) {
          const std::string& layout,
          py::handle feeds,
          const py::dict& options) {
+        MpiRunGuard mpi("minimize");
         std::vector<Tensor> values = tensors_of(initial, "initial value");
         FeedMap feed_map = feeds_of(loss.owner, feeds);
         optim::LbfgsOptions o = lbfgs_options(options);

@@ -1,6 +1,10 @@
 // Session (run, run_into) and the gradient checker.
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "python/src/bindings.h"
 
@@ -15,7 +19,7 @@ Value fetch_of(const std::shared_ptr<Graph>& g, py::handle fetch) {
                    {},
                    "fetches");
   }
-  const PyValue& v = fetch.cast<PyValue&>();
+  const PyValue& v = live(fetch.cast<PyValue&>(), "Session.run");
   if (&v.value.graph() != g.get())
     throw RunError("a value of another graph", v.value.name(), {}, "fetches");
   return v.value;
@@ -29,6 +33,13 @@ FeedMap feed_map_of(const std::shared_ptr<Graph>& g,
                     std::vector<py::object>* keep) {
   FeedMap out;
   if (feeds.is_none()) return out;
+  if (!py::isinstance<py::dict>(feeds)) {
+    throw RunError("expected a dict {Value or node name: array} or None, got " +
+                       py::repr(feeds).cast<std::string>().substr(0, 60),
+                   {},
+                   {},
+                   "feeds");
+  }
   for (auto item : feeds.cast<py::dict>()) {
     Value target = fetch_of(g, item.first);
     const std::string what = "feed of \"" + target.name() + "\"";
@@ -52,10 +63,17 @@ FeedMap feeds_in_place(const std::shared_ptr<Graph>& g,
 
 namespace {
 
+// Who runs a session: one thread at a time.
+struct SessionState {
+  std::mutex mutex;
+  std::atomic<std::thread::id> owner{};
+};
+
 // A Session with a reference to its graph.
 struct PySession {
   std::shared_ptr<Graph> graph;
   std::unique_ptr<Session> session;
+  std::shared_ptr<SessionState> state = std::make_shared<SessionState>();
   // Where dropped results of run() wait for the next run.
   std::shared_ptr<ReturnBin> bin = std::make_shared<ReturnBin>();
   // run_into outputs the last run wrote after the fact (a copy), because
@@ -63,11 +81,51 @@ struct PySession {
   int64_t outputs_copied = 0;
 };
 
+// Holds a session for one call: a second thread waits (with the GIL
+// released) until the first one's run ends, so runs of one session are
+// serialised; a call from inside the session's own run (a custom op
+// calling run() or release_buffers() on it) is a RunError naming
+// `function`, since that run is using the session's buffers.
+class SessionLock {
+ public:
+  SessionLock(PySession& s, const std::string& function) : state_(*s.state) {
+    const bool mine = state_.owner.load() == std::this_thread::get_id();
+    if (mine || (InKernel::depth() > 0 && !state_.mutex.try_lock())) {
+      throw RunError(function +
+                     ": called from inside a run of the same session (a "
+                     "custom op's callback?); the running nodes use the "
+                     "session's buffers. Use another Session, or call it "
+                     "after run() returns");
+    }
+    if (InKernel::depth() == 0 && !state_.mutex.try_lock()) {
+      py::gil_scoped_release release;
+      state_.mutex.lock();
+    }
+    state_.owner = std::this_thread::get_id();
+  }
+  ~SessionLock() {
+    state_.owner = std::thread::id();
+    state_.mutex.unlock();
+  }
+  SessionLock(const SessionLock&) = delete;
+  SessionLock& operator=(const SessionLock&) = delete;
+
+ private:
+  SessionState& state_;
+};
+
 std::vector<Value> fetches_of(const std::shared_ptr<Graph>& g,
                               py::handle fetches) {
+  if (!py::isinstance<py::list>(fetches) &&
+      !py::isinstance<py::tuple>(fetches)) {
+    throw RunError("expected a Value, a node name or a list of them, got " +
+                       py::repr(fetches).cast<std::string>().substr(0, 60),
+                   {},
+                   {},
+                   "fetches");
+  }
   std::vector<Value> out;
-  for (py::handle f : fetches.cast<py::sequence>())
-    out.push_back(fetch_of(g, f));
+  for (py::handle f : fetches) out.push_back(fetch_of(g, f));
   return out;
 }
 
@@ -136,6 +194,8 @@ void run_into(PySession& s,
               py::handle fetches,
               py::handle feeds,
               py::handle outs) {
+  MpiRunGuard mpi("Session.run_into");
+  SessionLock lock(s, "Session.run_into");
   const bool single = is_single(fetches);
   std::vector<Value> values =
       single ? std::vector<Value>{fetch_of(s.graph, fetches)}
@@ -144,6 +204,11 @@ void run_into(PySession& s,
   if (single) {
     arrays.push_back(checked_output(outs, values[0]));
   } else {
+    if (!py::isinstance<py::list>(outs) && !py::isinstance<py::tuple>(outs))
+      throw py::value_error(
+          "run_into: outs must be a list of arrays, one per "
+          "fetch, got " +
+          py::repr(outs).cast<std::string>().substr(0, 60));
     auto seq = outs.cast<py::sequence>();
     if (py::len(seq) != values.size()) {
       throw py::value_error("run_into: " + std::to_string(values.size()) +
@@ -179,6 +244,8 @@ void run_into(PySession& s,
 }
 
 py::object run(PySession& s, py::handle fetches, py::handle feeds) {
+  MpiRunGuard mpi("Session.run");
+  SessionLock lock(s, "Session.run");
   const bool single = is_single(fetches);
   std::vector<Value> values =
       single ? std::vector<Value>{fetch_of(s.graph, fetches)}
@@ -197,7 +264,8 @@ py::object run(PySession& s, py::handle fetches, py::handle feeds) {
 
 GradientCheckOptions check_options(const py::dict& options) {
   GradientCheckOptions o;
-  OptionTable<GradientCheckOptions>("GradientCheckOptions has")
+  OptionTable<GradientCheckOptions>("GradientCheckOptions has",
+                                    "check_gradients")
       .field("step", &GradientCheckOptions::step)
       .field("tolerance", &GradientCheckOptions::tolerance)
       .field("directions", &GradientCheckOptions::directions)
@@ -229,6 +297,8 @@ py::dict stats_dict(const PySession& s) {
 // one C++ tensor kept across the runs.
 double time_cpp_runs(
     PySession& s, py::handle fetch, py::handle feeds, int reps, bool into) {
+  MpiRunGuard mpi("Session._time_cpp_runs");
+  SessionLock lock(s, "Session._time_cpp_runs");
   std::vector<Value> values{fetch_of(s.graph, fetch)};
   std::vector<py::object> keep;
   FeedMap feed_map = feeds_in_place(s.graph, feeds, keep);
@@ -308,7 +378,10 @@ void bind_session_class(py::module_& m) {
           "instead of in place; 0 for every built-in op).")
       .def(
           "release_buffers",
-          [](PySession& s) { s.session->release_buffers(); },
+          [](PySession& s) {
+            SessionLock lock(s, "Session.release_buffers");
+            s.session->release_buffers();
+          },
           "Frees the buffers the session keeps between runs.")
       // For bench/python_overhead.py (see time_cpp_runs).
       .def("_time_cpp_runs",
@@ -317,6 +390,14 @@ void bind_session_class(py::module_& m) {
            py::arg("feeds"),
            py::arg("reps"),
            py::arg("into") = false);
+}
+
+// `v` in %g form, as the JSON output prints errors (2.9e-11, not
+// std::to_string's 0.000000).
+std::string format_g(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
 }
 
 // check_gradients and its result.
@@ -335,7 +416,8 @@ void bind_gradient_checker(py::module_& m) {
       .def("__repr__", [](const GradientCheckResult& r) {
         return std::string("<GradientCheckResult ok=") +
                (r.ok ? "True" : "False") +
-               " max_fd_error=" + std::to_string(r.max_fd_error) +
+               " max_fd_error=" + format_g(r.max_fd_error) +
+               " max_jvp_error=" + format_g(r.max_jvp_error) +
                (r.message.empty() ? "" : " message=\"" + r.message + "\"") +
                ">";
       });
@@ -345,8 +427,10 @@ void bind_gradient_checker(py::module_& m) {
          const std::vector<PyValue>& xs,
          py::handle feeds,
          const py::dict& options) {
+        MpiRunGuard mpi("check_gradients");
         std::vector<py::object> keep;
-        FeedMap feed_map = feeds_in_place(y.owner, feeds, keep);
+        FeedMap feed_map =
+            feeds_in_place(live(y, "check_gradients").owner, feeds, keep);
         GradientCheckOptions o = check_options(options);
         std::vector<Value> x = unwrap(xs);
         return without_gil(

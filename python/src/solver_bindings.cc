@@ -1,5 +1,8 @@
 // solvers::HeatInverse (adgraph.solvers.HeatInverse) and the JSON driver's
 // loader (adgraph.load_json) from Python.
+#include <cmath>
+#include <cstdio>
+
 #include "core/exec/plan_checks.h"
 #include "driver/loader.h"
 #include "python/src/bindings.h"
@@ -10,7 +13,8 @@ namespace {
 
 // HeatConfig::scheme from its name.
 void set_scheme(solvers::HeatInverseOptions& o, py::handle v) {
-  if (!solvers::parse_heat_scheme(v.cast<std::string>(), &o.config.scheme)) {
+  if (!PyUnicode_Check(v.ptr()) ||
+      !solvers::parse_heat_scheme(v.cast<std::string>(), &o.config.scheme)) {
     throw OptionsError(
         "expected \"explicit\", \"backward_euler\" or \"crank_nicolson\", "
         "got " +
@@ -29,7 +33,9 @@ void set_checkpoints(solvers::HeatInverseOptions& o, py::handle v) {
     schedule = CheckpointSchedule::store_all();
   } else if (PyUnicode_Check(v.ptr()) && v.cast<std::string>() == "auto") {
     schedule = CheckpointSchedule();
-  } else if (PyLong_Check(v.ptr()) && v.cast<int64_t>() >= 1) {
+  } else if (PyLong_Check(v.ptr()) && !PyBool_Check(v.ptr()) &&
+             option_checks::option_value<int64_t>(
+                 v, "HeatInverse", "checkpoints") >= 1) {
     schedule = CheckpointSchedule::binomial(v.cast<int64_t>());
   } else {
     throw OptionsError(
@@ -41,6 +47,68 @@ void set_checkpoints(solvers::HeatInverseOptions& o, py::handle v) {
   }
 }
 
+std::string format_double(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", v);
+  return text;
+}
+
+// dt finite, and for the explicit scheme within its stability limit
+// h²/(4·max κ), κ the true field the observations come from (the default
+// dt, 0.2 h²/max κ, is 0.8 of it): beyond it the steps grow without bound
+// (a loss of 1e9 and more, not an error).
+void check_explicit_dt(const solvers::HeatConfig& c) {
+  if (!std::isfinite(c.dt)) {
+    throw OptionsError(
+        "HeatInverse: dt must be a finite number >= 0 (0 "
+        "selects the explicit stability rule), got " +
+            format_double(c.dt),
+        {},
+        {},
+        "dt");
+  }
+  if (c.scheme != solvers::HeatScheme::kExplicit || c.dt <= 0) return;
+  if (c.nx < 1 || c.ny < 1) return;  // HeatInverse names those
+  solvers::HeatConfig rule = c;
+  rule.dt = 0;
+  const double limit = solvers::heat_dt(rule) / 0.8;
+  if (c.dt > limit) {
+    throw OptionsError(
+        "HeatInverse: dt = " + format_double(c.dt) +
+            " is beyond the explicit scheme's stability limit h^2 / (4 max "
+            "kappa) = " +
+            format_double(limit) + " for nx = " + std::to_string(c.nx) +
+            ", ny = " + std::to_string(c.ny) +
+            " (the steps would grow without bound); use dt <= the limit, "
+            "dt = 0 (the default rule), or an implicit scheme",
+        {},
+        {},
+        "dt");
+  }
+}
+
+// κ given to a HeatInverse method: exactly the variable's shape (this
+// rank's patch, or the whole grid when replicated).
+Tensor kappa_of(const solvers::HeatInverse& h,
+                py::handle kappa,
+                const std::string& function) {
+  Tensor k = to_tensor(kappa, "HeatInverse." + function + ": kappa");
+  const Shape expected = h.kappa_start().shape();
+  if (k.shape() != expected) {
+    throw ShapeError(
+        "HeatInverse." + function + ": kappa has shape " +
+            shape_string(k.shape()) + ", expected " + shape_string(expected) +
+            " (" +
+            (h.layout() == optim::Layout::kSharded ? "this rank's patch"
+                                                   : "the whole grid") +
+            ")",
+        {},
+        {},
+        "kappa");
+  }
+  return k;
+}
+
 // HeatInverseOptions from the keyword arguments of HeatInverse(), by their
 // C++ names (HeatConfig's fields at the top level).
 solvers::HeatInverseOptions heat_options(const py::dict& options) {
@@ -48,7 +116,7 @@ solvers::HeatInverseOptions heat_options(const py::dict& options) {
   using solvers::HeatInverseOptions;
   constexpr auto config = &HeatInverseOptions::config;
   HeatInverseOptions o;
-  OptionTable<HeatInverseOptions>("HeatInverse takes")
+  OptionTable<HeatInverseOptions>("HeatInverse takes", "HeatInverse")
       .field("nx", config, &HeatConfig::nx)
       .field("ny", config, &HeatConfig::ny)
       .field("px", config, &HeatConfig::px)
@@ -70,6 +138,7 @@ solvers::HeatInverseOptions heat_options(const py::dict& options) {
       .field("kappa_max", &HeatInverseOptions::kappa_max)
       .apply(options, o);
   HeatConfig& c = o.config;
+  check_explicit_dt(c);
   if (c.checkpoints.kind == CheckpointSchedule::Kind::kDefault)
     c.checkpoints = CheckpointSchedule::binomial(
         binomial_two_sweep_snapshots(std::max(1, c.nt)));
@@ -147,19 +216,22 @@ void bind_solvers(py::module_& m) {
            [](const HeatInverse& h) { return solvers::heat_dt(h.config()); })
       .def("loss_and_gradient",
            [](HeatInverse& h, py::handle kappa) {
-             const Tensor k = to_tensor(kappa, "kappa");
+             MpiRunGuard mpi("HeatInverse.loss_and_gradient");
+             const Tensor k = kappa_of(h, kappa, "loss_and_gradient");
              std::pair<double, Tensor> r =
                  without_gil([&] { return h.loss_and_gradient(k); });
              return py::make_tuple(r.first, to_array(std::move(r.second)));
            })
       .def("loss",
            [](HeatInverse& h, py::handle kappa) {
-             const Tensor k = to_tensor(kappa, "kappa");
+             MpiRunGuard mpi("HeatInverse.loss");
+             const Tensor k = kappa_of(h, kappa, "loss");
              return without_gil([&] { return h.loss(k); });
            })
       .def("terms",
            [](HeatInverse& h, py::handle kappa) {
-             const Tensor k = to_tensor(kappa, "kappa");
+             MpiRunGuard mpi("HeatInverse.terms");
+             const Tensor k = kappa_of(h, kappa, "terms");
              const solvers::HeatLossTerms t =
                  without_gil([&] { return h.terms(k); });
              py::dict d;
@@ -169,7 +241,8 @@ void bind_solvers(py::module_& m) {
            })
       .def("relative_kappa_error",
            [](HeatInverse& h, py::handle kappa) {
-             const Tensor k = to_tensor(kappa, "kappa");
+             MpiRunGuard mpi("HeatInverse.relative_kappa_error");
+             const Tensor k = kappa_of(h, kappa, "relative_kappa_error");
              return without_gil([&] { return h.relative_kappa_error(k); });
            })
       .def("loop_forward_stats",
@@ -182,13 +255,23 @@ void bind_solvers(py::module_& m) {
            })
       .def("problem_description", &HeatInverse::problem_description)
       .def("fit", [](HeatInverse& h, py::handle kappa, py::dict options) {
+        MpiRunGuard mpi("HeatInverse.fit");
         const optim::LbfgsOptions o = lbfgs_options(options);
-        std::vector<Tensor> values = {to_tensor(kappa, "kappa")};
+        std::vector<Tensor> values = {kappa_of(h, kappa, "fit")};
         const optim::LbfgsSummary s =
             without_gil([&] { return h.fit(values[0], o); });
         return summary_dict(s, values);
       });
   m.def("_load_json", &load_json, py::arg("text"), py::arg("file"));
+  m.def(
+      "_read_document",
+      [](const std::string& file) {
+        return py::bytes(driver::read_document(file));
+      },
+      py::arg("file"),
+      "The bytes of a graph document file, at most _max_document_bytes "
+      "(adgraph-run's bound); JsonError naming the file otherwise.");
+  m.attr("_max_document_bytes") = driver::kMaxDocumentBytes;
 }
 
 }  // namespace adgraph::python

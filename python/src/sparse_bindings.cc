@@ -11,7 +11,7 @@ namespace {
 sparse::SolverOptions solver_options(const py::dict& options) {
   using sparse::SolverOptions;
   SolverOptions o;
-  OptionTable<SolverOptions>("a solve takes")
+  OptionTable<SolverOptions>("a solve takes", "sparse.solve")
       .field("ksp", &SolverOptions::ksp)
       .field("pc", &SolverOptions::pc)
       .field("rtol", &SolverOptions::rtol)
@@ -28,11 +28,35 @@ sparse::SolverOptions solver_options(const py::dict& options) {
   return o;
 }
 
-solvers::HeatConfig grid_of(int nx, int ny, int px, int py) {
+// The patch grid of `function`'s arguments, and `rank` checked against it.
+solvers::HeatConfig grid_of(
+    const char* function, int nx, int ny, int px, int py, int rank) {
   solvers::HeatConfig c;
   c.nx = nx, c.ny = ny, c.px = px, c.py = py;
+  if (px < 1 || py < 1) {
+    throw OptionsError(std::string(function) +
+                           ": px and py must be >= 1, got " +
+                           std::to_string(px) + " x " + std::to_string(py),
+                       {},
+                       {},
+                       px < 1 ? "px" : "py");
+  }
+  const int64_t ranks = static_cast<int64_t>(px) * py;
   std::string error;
-  if (!c.is_valid(px * py, &error)) throw OptionsError(error);
+  if (ranks > (int64_t{1} << 30) ||
+      !c.is_valid(static_cast<int>(ranks), &error)) {
+    throw OptionsError(std::string(function) + ": " +
+                       (error.empty() ? "px x py is too large" : error));
+  }
+  if (rank < 0 || rank >= ranks) {
+    throw OptionsError(std::string(function) + ": rank must be in [0, " +
+                           std::to_string(ranks) + ") for a " +
+                           std::to_string(px) + " x " + std::to_string(py) +
+                           " patch grid, got " + std::to_string(rank),
+                       {},
+                       {},
+                       "rank");
+  }
   return c;
 }
 
@@ -93,16 +117,19 @@ void bind_sparse(py::module_& m) {
       });
   m.def("_sparse_op", &sparse_op);
   m.def("_five_point_matrix", [](int nx, int ny, int px, int py, int rank) {
-    return sparse::SparseMatrix(
-        solvers::five_point_pattern(grid_of(nx, ny, px, py), rank));
+    return sparse::SparseMatrix(solvers::five_point_pattern(
+        grid_of("five_point_matrix", nx, ny, px, py, rank), rank));
   });
   m.def("_conservative_values",
         [](py::handle kappa, int nx, int ny, int px, int py, int rank) {
           PyValue k = as_value(kappa, graph_of(kappa));
           return with_python_errors([&] {
-            return PyValue{k.owner,
-                           solvers::conservative_values(
-                               grid_of(nx, ny, px, py), rank, k.value)};
+            return PyValue{
+                k.owner,
+                solvers::conservative_values(
+                    grid_of("conservative_values", nx, ny, px, py, rank),
+                    rank,
+                    k.value)};
           });
         });
   m.def(
@@ -110,9 +137,13 @@ void bind_sparse(py::module_& m) {
       [](py::handle kappa, double s, int nx, int ny, int px, int py, int rank) {
         PyValue k = as_value(kappa, graph_of(kappa));
         return with_python_errors([&] {
-          return PyValue{k.owner,
-                         solvers::heat_matrix_values(
-                             grid_of(nx, ny, px, py), rank, k.value, s)};
+          return PyValue{
+              k.owner,
+              solvers::heat_matrix_values(
+                  grid_of("heat_matrix_values", nx, ny, px, py, rank),
+                  rank,
+                  k.value,
+                  s)};
         });
       });
 }
