@@ -1,0 +1,657 @@
+"""Hostile inputs, round three (issue #56): each test feeds one mechanism's
+bad input and checks the message or the right value. Run at 1 and 2 ranks.
+Expected values are by hand or from NumPy."""
+
+import os
+import resource
+import threading
+
+# Read when PETSc starts (the first sparse node of this process): options
+# under the prefix "h56" only, for the preonly test below.
+os.environ["PETSC_OPTIONS"] = "-h56_ksp_type preonly -h56_pc_type jacobi"
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from mpi4py import MPI  # noqa: E402
+
+import adgraph as ag  # noqa: E402
+
+RANK, SIZE = MPI.COMM_WORLD.rank, MPI.COMM_WORLD.size
+
+
+# 1. Lifetimes and threads in the Python layer.
+
+def test_a_body_value_used_after_its_body_returned_is_refused():
+    g = ag.Graph()
+    x = g.placeholder("x", (2,))
+    kept = []
+
+    def body(a):
+        kept.append((a.carries[0], a.graph))
+        return [a.carries[0] * 2]
+
+    r = ag.loop(3, [x], [], body, name="doubling")
+    assert np.array_equal(ag.Session(g).run(r.carries[0], {x: [1.0, 2.0]}), [8.0, 16.0])
+    value, body_graph = kept[0]
+    session = ag.Session(g)
+    for use in (lambda: value + 1, lambda: value.shape, lambda: ag.square(value),
+                lambda: body_graph.constant(1.0), lambda: session.run(value)):
+        with pytest.raises(ag.GraphError, match=r'body of loop "doubling" was used after'):
+            use()
+    del g, r
+    with pytest.raises(ag.GraphError, match="doubling"):
+        value * 3
+    assert "no longer valid" in repr(value)
+
+
+def test_a_loop_built_inside_another_loops_body():
+    g = ag.Graph()
+    x = g.placeholder("x", (2,))
+
+    def outer(a):
+        inner = ag.loop(2, [a.carries[0]], [], lambda b: [b.carries[0] + 1])
+        return [inner.carries[0]]
+
+    r = ag.loop(3, [x], [], outer)
+    # Each outer step adds 2.
+    assert np.array_equal(ag.Session(g).run(r.carries[0], {x: [0.0, 1.0]}), [6.0, 7.0])
+
+
+def test_a_freed_to_mpi4py_communicator_is_refused_and_the_graph_still_runs():
+    g = ag.Graph()
+    lent = g.comm.to_mpi4py()
+    with pytest.raises(ag.Error, match=r"to_mpi4py\(\).*cannot be freed; Dup\(\)"):
+        lent.Free()
+    x = g.placeholder("x", ())
+    assert ag.Session(g).run(ag.mpi_allreduce(x), {x: 1.0}) == SIZE
+    own = lent.Dup()
+    own.Free()
+
+
+slow_calls = []
+
+
+def slow_identity(x):
+    slow_calls.append(threading.get_ident())
+    threading.Event().wait(0.002)
+    return np.array(x)
+
+
+ag.custom_op("py_hostile_slow", forward=slow_identity, vjp=lambda xs, y, ybar: [ybar])
+
+
+def test_one_session_from_two_threads_is_serialised():
+    g = ag.Graph()
+    x = g.placeholder("x", (3,))
+    y = ag.py_hostile_slow(x) * 2.0
+    session = ag.Session(g)
+    results, errors = {}, []
+
+    def work(k):
+        try:
+            for _ in range(30):
+                out = session.run(y, {x: np.full(3, float(k))})
+                assert np.array_equal(out, np.full(3, 2.0 * k))
+            results[k] = True
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    if SIZE == 1:
+        threads = [threading.Thread(target=work, args=(k,)) for k in (1, 2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors and results == {1: True, 2: True}
+    else:
+        work(1)
+        assert results == {1: True}
+
+
+def raise_named(x):
+    raise ValueError(f"from {threading.current_thread().name}")
+
+
+ag.custom_op("py_hostile_raise", forward=raise_named, vjp=lambda xs, y, ybar: [ybar])
+
+
+def test_each_thread_gets_its_own_custom_op_exception():
+    if SIZE > 1:
+        pytest.skip("two threads running graphs are refused on several ranks")
+    g = ag.Graph()
+    x = g.placeholder("x", ())
+    y = ag.py_hostile_raise(x)
+    mixed = []
+
+    def work(name):
+        session = ag.Session(g)
+        for _ in range(100):
+            try:
+                session.run(y, {x: 1.0})
+            except ValueError as e:
+                if str(e) != f"from {name}":
+                    mixed.append((name, str(e)))
+
+    threads = [threading.Thread(target=work, args=(n,), name=n) for n in "AB"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert mixed == []
+
+
+def test_two_threads_running_graphs_on_several_ranks_are_refused():
+    if SIZE == 1:
+        pytest.skip("one rank: no messages to cross")
+    g = ag.Graph()
+    x = g.placeholder("x", ())
+    y = ag.mpi_allreduce(ag.py_hostile_slow(x))
+    started, errors = threading.Event(), []
+
+    def inner(x):
+        started.set()
+        threading.Event().wait(0.5)
+        return np.array(x)
+
+    ag.custom_op("py_hostile_wait", forward=inner, vjp=lambda xs, y, ybar: [ybar])
+    h = ag.Graph()
+    z = h.placeholder("z", ())
+    held = ag.py_hostile_wait(z)
+
+    def other():
+        started.wait()
+        try:
+            ag.Session(g).run(y, {x: 1.0})
+        except ag.RunError as e:
+            errors.append(str(e))
+
+    t = threading.Thread(target=other)
+    t.start()
+    ag.Session(h).run(held, {z: 1.0})
+    t.join()
+    assert len(errors) == 1 and "Session.run: another thread" in errors[0]
+    assert ag.Session(g).run(y, {x: 1.0}) == SIZE
+
+
+def test_release_buffers_from_inside_a_run_is_refused():
+    g = ag.Graph()
+    x = g.placeholder("x", (600,))
+    sessions = []
+
+    def release(x):
+        sessions[0].release_buffers()
+        return np.array(x)
+
+    ag.custom_op("py_hostile_release", forward=release, vjp=lambda xs, y, ybar: [ybar])
+    y = ag.py_hostile_release(x * 2.0) + 1.0
+    sessions.append(ag.Session(g))
+    with pytest.raises(ag.RunError, match=r"Session.release_buffers: called from inside a run "
+                                          r"of the same session"):
+        sessions[0].run(y, {x: np.ones(600)})
+
+
+# 2. Conversion at the Python boundary.
+
+needs_petsc_early = pytest.mark.skipif(not ag.petsc_available(), reason="built without PETSc")
+
+
+@pytest.mark.parametrize("bad, got", [
+    (None, "got None"), ("3", "got str '3'"), (1 + 2j, "got complex"),
+    (True, "got bool True"), ([1.0, None], "NoneType None at flat index 1"),
+    (np.array(["1", "2"]), "an array of <U1"), (np.array([1 + 1j, 2]), "complex128"),
+    (np.array([True, False]), "an array of bool")])
+def test_feeds_refuse_what_is_not_real_numbers(bad, got):
+    g = ag.Graph()
+    x = g.placeholder("x", (2,))
+    with pytest.raises(ag.ShapeError, match=r'feed of "x": expected a real number.*' + got):
+        ag.Session(g).run(x + 1.0, {x: bad})
+
+
+@pytest.mark.parametrize("bad", [None, "3", 2j, True])
+def test_operands_and_constants_refuse_what_is_not_real_numbers(bad):
+    g = ag.Graph()
+    x = g.placeholder("x", ())
+    with pytest.raises(ag.ShapeError, match="operand: expected a real number"):
+        x + bad
+    with pytest.raises(ag.ShapeError, match="Graph.constant: value: expected a real number"):
+        g.constant(bad)
+
+
+def test_numbers_of_every_real_kind_are_taken():
+    g = ag.Graph()
+    x = g.placeholder("x", (2,))
+    s = ag.Session(g)
+    for feed in ([1, 2], np.array([1, 2], dtype=np.int32), np.array([1, 2], dtype=np.float32),
+                 np.array([1.0, 2.0], dtype=object)):
+        assert np.array_equal(s.run(x * 2, {x: feed}), [2.0, 4.0])
+    assert s.run(x ** 2 + np.float32(1), {x: [3, 4]}).tolist() == [10.0, 17.0]
+
+
+def test_fetches_and_feeds_of_the_wrong_kind_are_named():
+    g = ag.Graph()
+    x = g.placeholder("x", ())
+    s = ag.Session(g)
+    with pytest.raises(ag.RunError, match="fetches: expected a Value, a node name or a list of "
+                                          "them, got 5"):
+        s.run(5, {x: 1.0})
+    with pytest.raises(ag.RunError, match=r"feeds: expected a dict \{Value or node name: array\} "
+                                          r"or None, got \[1\.0\]"):
+        s.run(x, [1.0])
+
+
+@pytest.mark.parametrize("result, message", [
+    (lambda x: np.ravel(np.outer(x, x)),
+     r"forward returned shape \[4\], expected \[2, 2\] \(exactly"),
+    (lambda x: np.outer(x, x).T.reshape(4, 1), r"returned shape \[4, 1\]"),
+    (lambda x: None, "not an array of real numbers: .*got None"),
+    (lambda x: "1", "got str")])
+def test_a_custom_ops_result_must_have_its_declared_shape(result, message):
+    name = f"py_hostile_shape_{abs(hash(message)) % 10**8}"
+    op = ag.custom_op(name, forward=result, vjp=lambda xs, y, ybar: [None],
+                      shape=lambda shapes: (2, 2))
+    g = ag.Graph()
+    x = g.placeholder("x", (2,))
+    with pytest.raises(ag.RunError, match=message):
+        ag.Session(g).run(op(x), {x: [1.0, 2.0]})
+
+
+def test_a_vjp_returning_a_number_for_two_inputs_is_named():
+    op = ag.custom_op("py_hostile_vjp_int", forward=lambda a, b: a + b,
+                      vjp=lambda xs, y, ybar: 3)
+    g = ag.Graph()
+    x = g.placeholder("x", ())
+    grad = ag.gradient(op(x, x), x)
+    with pytest.raises(ag.RunError, match="vjp returned int; expected a list or tuple of 2"):
+        ag.Session(g).run(grad, {x: 1.0})
+
+
+@pytest.mark.parametrize("field, kwargs", [
+    ("vjp", dict(vjp=3)), ("shape", dict(shape="(2,)")), ("jvp", dict(jvp=1.5))])
+def test_custom_op_refuses_what_cannot_be_called_when_registered(field, kwargs):
+    args = dict(forward=lambda x: x, vjp=lambda xs, y, ybar: [ybar])
+    args.update(kwargs)
+    expected = field + r": custom_op\(\"py_hostile_call.*expected a callable"
+    with pytest.raises(ag.OptionsError, match=expected):
+        ag.custom_op("py_hostile_call_" + field, **args)
+    assert not hasattr(ag, "py_hostile_call_" + field)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda loss, x: ag.minimize(loss, [x], [np.zeros(2)], history=2 ** 63),
+     r"history: LbfgsOptions: expected an integer in \[-2147483648, 2147483647\], "
+     r"got int 9223372036854775808"),
+    (lambda loss, x: ag.minimize(loss, [x], [np.zeros(2)], max_iterations=2 ** 40),
+     r"max_iterations: LbfgsOptions: expected an integer .*got int 1099511627776"),
+    (lambda loss, x: ag.minimize(loss, [x], [np.zeros(2)], trace="yes"),
+     r"trace: LbfgsOptions: expected True or False, got str 'yes'"),
+    (lambda loss, x: ag.minimize(loss, [x], [np.zeros(2)], tolerance_gradient="1e-3"),
+     r"tolerance_gradient: LbfgsOptions: expected a real number \(int or float\), got str"),
+    (lambda loss, x: ag.minimize(loss, [x], [np.zeros(2)], history=2.5),
+     r"history: LbfgsOptions: expected an integer .*got float 2.5"),
+    (lambda loss, x: ag.check_gradients(loss, [x], {x: np.zeros(2)}, directions=True),
+     r"directions: check_gradients: expected an integer .*got bool True"),
+    (lambda loss, x: ag.loop(2, [x], [], lambda a: [a.carries[0]], checkpoints=True),
+     r"checkpoints: expected \"all\""),
+    (lambda loss, x: ag.loop(2, [x], [], lambda a: [a.carries[0]],
+                             checkpoints={"every": "2"}),
+     r"every: checkpoints: expected an integer .*got str '2'"),
+    (lambda loss, x: ag.solvers.HeatInverse(nx=8, ny=8, px=SIZE, py=1, nt=2 ** 40),
+     r"nt: HeatInverse: expected an integer .*got int 1099511627776"),
+    (lambda loss, x: ag.solvers.HeatInverse(nx=8, ny=8, px=SIZE, py=1, checkpoints=True),
+     r"checkpoints: expected \"all\", \"auto\" or a number of snapshots >= 1, got True")])
+def test_options_of_the_wrong_type_or_range_are_named(call, message):
+    g = ag.Graph()
+    x = g.placeholder("x", (2,))
+    loss = ag.sum(ag.square(x))
+    with pytest.raises(ag.OptionsError, match=message):
+        call(loss, x)
+
+
+@needs_petsc_early
+@pytest.mark.parametrize("options, message", [
+    (dict(symmetric="yes"), r"symmetric: sparse.solve: expected True or False, got str 'yes'"),
+    (dict(ksp=3), r"ksp: sparse.solve: expected a string, got int 3"),
+    (dict(max_it=2 ** 63), r"max_it: sparse.solve: expected an integer in")])
+def test_solver_options_of_the_wrong_type_are_named(options, message):
+    g = ag.Graph(MPI.COMM_SELF)
+    a = ag.sparse.SparseMatrix(0, [0, 1], [0])
+    v = g.placeholder("v", (1,))
+    with pytest.raises(ag.OptionsError, match=message):
+        ag.sparse.solve(a, v, v, **options)
+
+
+# 3. Sparse patterns and solves.
+
+needs_petsc = pytest.mark.skipif(not ag.petsc_available(), reason="built without PETSc")
+
+
+def own_matrix(first_row, row_offsets, columns):
+    """A matrix of this rank alone (a graph on MPI.COMM_SELF)."""
+    g = ag.Graph(MPI.COMM_SELF)
+    return g, ag.sparse.SparseMatrix(first_row, row_offsets, columns)
+
+
+@needs_petsc
+@pytest.mark.parametrize("offsets, columns, message", [
+    ([0, 5, 3], [0, 1, 1], r"row 0: row_offsets 5 is past the 3 columns given"),
+    ([0, 3, 1, 3], [0, 1, 2], r"row 1: row_offsets decrease \(3 then 1\)"),
+    ([0, 1, 2], [0, 7], r"row 1: column 7 is outside \[0, 2\)")])
+def test_row_offsets_are_checked_before_any_column_is_read(offsets, columns, message):
+    g, a = own_matrix(0, offsets, columns)
+    n = len(offsets) - 1
+    v = g.placeholder("v", (len(columns),))
+    x = g.placeholder("x", (n,))
+    with pytest.raises(ag.ShapeError, match=message):
+        ag.sparse.matvec(a, v, x)
+
+
+@needs_petsc
+@pytest.mark.parametrize("function", [
+    lambda: ag.solvers.five_point_matrix(4, 4, 1, 1, 5),
+    lambda: ag.solvers.five_point_matrix(4, 4, 2, 1, -1)])
+def test_five_point_matrix_checks_the_rank(function):
+    with pytest.raises(ag.OptionsError, match=r"five_point_matrix: rank must be in \[0, [12]\) "
+                                              r"for a [12] x 1 patch grid, got (5|-1)"):
+        function()
+
+
+@needs_petsc
+def test_a_matrix_used_on_a_second_communicator_is_refused():
+    # Each rank owns row `RANK` of the identity.
+    a = ag.sparse.SparseMatrix(RANK, [0, 1], [RANK])
+    first = ag.Graph(MPI.COMM_WORLD)
+    v = first.placeholder("v", (1,))
+    x = ag.Session(first).run(ag.sparse.solve(a, v, v * 2.0), {v: [4.0]})
+    np.testing.assert_allclose(x, [2.0], rtol=1e-9)
+    mine = MPI.COMM_WORLD.Split(RANK, 0)
+    for other in (ag.Graph(), ag.Graph(mine)):
+        w = other.placeholder("w", (1,))
+        with pytest.raises(ag.ShapeError, match=r"comm: the matrix's nodes must all use one "
+                                                rf"communicator .*: {SIZE} ranks\), but this "
+                                                r"node's graph or CommScope has another"):
+            ag.sparse.solve(a, w, w)
+    mine.Free()
+
+
+@needs_petsc
+def test_symmetric_true_for_a_nonsymmetric_matrix_is_refused():
+    # [[4, 1], [0, 3]]: A != A^T, so the adjoint may not solve with A.
+    g, a = own_matrix(0, [0, 2, 4], [0, 1, 0, 1])
+    v = g.placeholder("v", (4,))
+    b = g.placeholder("b", (2,))
+    x = ag.sparse.solve(a, v, b, ksp="gmres", pc="jacobi", symmetric=True)
+    loss = ag.sum(ag.square(x))
+    grad = ag.gradient(loss, b)
+    with pytest.raises(ag.RunError, match="symmetric=True, but the matrix is not symmetric"):
+        ag.Session(g).run([loss, grad], {v: [4.0, 1.0, 0.0, 3.0], b: [1.0, 2.0]})
+    # Symmetric values pass, and the gradient is 2 A^-1 A^-T b (NumPy).
+    values = np.array([4.0, 1.0, 1.0, 3.0])
+    got_x, got_grad = ag.Session(g).run([x, grad], {v: values, b: [1.0, 2.0]})
+    dense = values.reshape(2, 2)
+    want_x = np.linalg.solve(dense, [1.0, 2.0])
+    np.testing.assert_allclose(got_x, want_x, rtol=1e-9)
+    np.testing.assert_allclose(got_grad, 2 * np.linalg.solve(dense.T, want_x), rtol=1e-9)
+
+
+@needs_petsc
+def test_a_solve_stopped_by_its_count_needs_a_true_solution():
+    # PETSC_OPTIONS makes prefix h56 preonly + jacobi: x = D^-1 b, not A^-1 b.
+    g, a = own_matrix(0, [0, 2, 4], [0, 1, 0, 1])
+    v = g.placeholder("v", (4,))
+    b = g.placeholder("b", (2,))
+    x = ag.sparse.solve(a, v, b, ksp="gmres", pc="jacobi", prefix="h56")
+    # By hand: A = [[2, 1], [1, 2]], b = (1, 1): D^-1 b = (0.5, 0.5), A x = (1.5, 1.5),
+    # |b - A x| / |b| = 0.5.
+    with pytest.raises(ag.RunError, match=r"without a convergence test, and its true residual "
+                                          r"\|b - A x\| / \|b\| is 0\.5, above"):
+        ag.Session(g).run(x, {v: [2.0, 1.0, 1.0, 2.0], b: [1.0, 1.0]})
+
+
+# 4. The heat solver's Python surface.
+
+def explicit_limit(nx, ny):
+    """h^2 / (4 max kappa_true) on the interior grid (by hand, with NumPy)."""
+    h = 1.0 / (nx + 1)
+    x = (np.arange(nx) + 1) * h
+    y = (np.arange(ny) + 1) * h
+    kappa = 1 + 0.5 * np.exp(-((x[:, None] - 0.5) ** 2 + (y[None, :] - 0.5) ** 2) / 0.05)
+    return h * h / (4 * kappa.max())
+
+
+def heat(**options):
+    base = dict(nx=8, ny=8, px=SIZE, py=1, nt=4)
+    base.update(options)
+    return ag.solvers.HeatInverse(**base)
+
+
+def test_an_explicit_dt_beyond_the_stability_limit_is_refused():
+    limit = explicit_limit(8, 8)
+    expected = (r"dt: HeatInverse: dt = 0\.01 is beyond the explicit scheme's stability "
+                r"limit .* = " + f"{limit:.6g}".replace(".", r"\."))
+    with pytest.raises(ag.OptionsError, match=expected):
+        heat(dt=0.01)
+    problem = heat(dt=0.99 * limit)
+    assert np.isfinite(problem.loss(problem.kappa_start()))
+
+
+@pytest.mark.parametrize("dt", [np.inf, np.nan, -1.0])
+def test_dt_must_be_finite_and_is_named(dt):
+    with pytest.raises(ag.OptionsError, match=r"dt: HeatInverse: dt must be a finite number|dt "
+                                              r"must be a finite number"):
+        heat(dt=dt, scheme="backward_euler")
+
+
+@pytest.mark.parametrize("size", [1, 9, 15, 1000])
+def test_relative_kappa_error_refuses_kappa_of_the_wrong_size(size):
+    problem = heat(nx=4, ny=4)
+    shape = problem.kappa_start().shape
+    with pytest.raises(ag.ShapeError, match=r"HeatInverse.relative_kappa_error: kappa has shape "
+                                            rf"\[{size}\], expected \[{shape[0]}, {shape[1]}\]"):
+        problem.relative_kappa_error(np.ones(size))
+    assert problem.relative_kappa_error(problem.kappa_true()) == 0.0
+
+
+# 5. mpi4py interop.
+
+@pytest.mark.parametrize("make, why", [
+    (lambda: MPI.COMM_WORLD.Irecv(bytearray(1), source=MPI.PROC_NULL), "Request"),
+    (lambda: MPI.COMM_WORLD.Get_group(), "Group"),
+    (lambda: MPI.DOUBLE, "Datatype"),
+    (lambda: MPI.COMM_NULL, "MPI_COMM_NULL"),
+    (lambda: 7, "got 7")])
+def test_only_intracommunicators_are_taken(make, why):
+    expected = r"comm: Graph\(comm=\)/communicator\(\): expected an mpi4py intracommunicator"
+    with pytest.raises(ag.OptionsError, match=expected + ".*" + why):
+        ag.Graph(make())
+
+
+def test_an_intercommunicator_is_refused():
+    if SIZE < 2:
+        pytest.skip("an intercommunicator needs two groups")
+    local = MPI.COMM_WORLD.Split(RANK % 2, RANK)
+    inter = local.Create_intercomm(0, MPI.COMM_WORLD, 1 - RANK % 2, tag=7)
+    with pytest.raises(ag.OptionsError, match="an intercommunicator"):
+        ag.Graph(inter)
+    inter.Free()
+    local.Free()
+
+
+@pytest.mark.parametrize("rows, cols, message", [
+    (-1, -2, "rows and cols must be >= 1, got -1 x -2"),
+    (0, 5, "rows and cols must be >= 1, got 0 x 5"),
+    (SIZE, 2, f"a {SIZE} x 2 patch grid needs {2 * SIZE} ranks, the communicator has {SIZE}")])
+def test_patch_grid_communicators_check_the_grid(rows, cols, message):
+    comm = ag.communicator()
+    with pytest.raises(ag.OptionsError, match="Communicator.row_communicator: " + message):
+        comm.row_communicator(rows, cols)
+
+
+# 6. Optimisers.
+
+def quadratic():
+    g = ag.Graph()
+    x = g.placeholder("x", (2,))
+    loss = ag.sum(ag.square(x - np.array([1.0, -2.0])))
+    return g, x, loss
+
+
+def test_replicated_starts_that_differ_between_ranks_are_refused():
+    g, x, loss = quadratic()
+    if SIZE == 1:
+        r = ag.minimize(loss, [x], [np.zeros(2)], layout="replicated")
+        np.testing.assert_allclose(r.x[0], [1.0, -2.0], atol=1e-6)
+        return
+    with pytest.raises(ag.OptionsError, match=r'layout: layout "replicated": the start values '
+                                              r"differ between ranks \(entry 0 ranges from 0"):
+        ag.minimize(loss, [x], [np.array([float(RANK), 0.0])], layout="replicated")
+
+
+@pytest.mark.parametrize("bounds, message", [
+    ([(0, 1), (0, 1), (0, 1)], r"3 \(lower, upper\) pairs for 1 variables"),
+    ([(np.zeros(3), 1)], r"lower bound of variable 0 \(x\) has shape \(3,\); expected \(\) "
+                         r"or the variable's shape \(2,\)"),
+    ({"lower": [0, 0]}, "2 lower bounds for 1 variables"),
+    ([(0, "a")], r"upper bound of variable 0 \(x\) is 'a'")])
+def test_bounds_of_the_wrong_number_or_shape_are_named(bounds, message):
+    g, x, loss = quadratic()
+    with pytest.raises(ag.OptionsError, match="bounds: minimize: .*" + message):
+        ag.minimize(loss, [x], [np.zeros(2)], bounds=bounds)
+
+
+def test_bounds_that_fit_give_the_projected_minimum():
+    g, x, loss = quadratic()
+    r = ag.minimize(loss, [x], [np.zeros(2)], bounds=[(0.0, 0.5)])
+    np.testing.assert_allclose(r.x[0], [0.5, 0.0], atol=1e-8)
+
+
+def test_no_variables_is_named():
+    g, x, loss = quadratic()
+    with pytest.raises(ag.OptionsError, match="variables: minimize: no variables to optimise"):
+        ag.minimize(loss, [], [])
+    with pytest.raises(ag.OptionsError, match="variables: scipy_objective: no variables"):
+        ag.scipy_objective(loss, [])
+
+
+# 7. Loops.
+
+def test_a_store_all_loop_beyond_ulimit_v_is_refused_before_it_runs():
+    g = ag.Graph()
+    x = g.placeholder("x", (1 << 20,))
+    r = ag.loop(300, [x], [], lambda a: [a.carries[0] * 1.0001], checkpoints="all",
+                name="big")
+    grad = ag.gradient(ag.sum(r.carries[0]), x)
+    with open("/proc/self/status") as status:
+        vm = next(int(line.split()[1]) for line in status if line.startswith("VmSize:"))
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    # 300 snapshots of 8 MiB (2.3 GiB) against 1 GiB of room.
+    resource.setrlimit(resource.RLIMIT_AS, (vm * 1024 + (1 << 30), hard))
+    try:
+        with pytest.raises(ag.RunError, match=r'snapshots of loop node "big".*more than the '
+                                              r".* this process can allocate \(MemAvailable, or "
+                                              r"what ulimit -v/-d leave"):
+            ag.Session(g).run(grad, {x: np.ones(1 << 20)})
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+@pytest.mark.parametrize("result, shown", [(3, "3"), (None, "None"), ("c", "'c'"),
+                                           ([None], r"a list holding None")])
+def test_a_body_returning_what_is_not_values_names_the_loop(result, shown):
+    g = ag.Graph()
+    x = g.placeholder("x", ())
+    with pytest.raises(ag.GraphError, match=rf'body: the body of loop "stepper" returned {shown} '
+                                            "as its carries; expected a Value"):
+        ag.loop(2, [x], [], lambda a: result, name="stepper")
+
+
+# 8. Names.
+
+@pytest.mark.parametrize("name", ["gradient", "Graph", "check_gradients", "minimize", "sparse"])
+def test_custom_op_names_may_not_replace_the_modules_api(name):
+    before = getattr(ag, name)
+    with pytest.raises(ag.OptionsError, match=f'"{name}" is a name of the adgraph module'):
+        ag.custom_op(name, forward=lambda x: x, vjp=lambda xs, y, ybar: [ybar])
+    assert getattr(ag, name) is before
+
+
+def test_custom_op_names_must_be_identifiers():
+    with pytest.raises(ag.OptionsError, match="must be a Python identifier"):
+        ag.custom_op("my op", forward=lambda x: x, vjp=lambda xs, y, ybar: [ybar])
+
+
+def test_node_names_may_not_hold_a_colon():
+    g = ag.Graph()
+    x = g.placeholder("pe", (2,))
+    with pytest.raises(ag.GraphError, match=r'square: node name "pe:1" holds \':\''):
+        ag.square(x, name="pe:1")
+    with pytest.raises(ag.GraphError, match="Graph.placeholder: node name"):
+        g.placeholder("q:0", ())
+    with pytest.raises(ag.GraphError, match="Graph.constant: node name"):
+        g.constant(1.0, name="c:2")
+    with pytest.raises(ag.GraphError, match='loop: node name "l:1"'):
+        ag.loop(2, [x], [], lambda a: [a.carries[0]], name="l:1")
+
+
+# 9. load_json input.
+
+DOCUMENT = '{"adgraph": 1, "nodes": [{"name": "a", "op": "constant", "attrs": {"value": 2.5}}], ' \
+           '"fetch": ["a"]}'
+
+
+@pytest.mark.parametrize("document", [DOCUMENT.encode(), "\ufeff" + DOCUMENT,
+                                      b"\xef\xbb\xbf" + DOCUMENT.encode()])
+def test_load_json_takes_bytes_and_a_byte_order_mark(document):
+    loaded = ag.load_json(document)
+    assert ag.Session(loaded.graph).run(loaded.fetch_values[0]) == 2.5
+
+
+def test_load_json_names_a_file_that_is_not_utf8(tmp_path):
+    path = tmp_path / f"latin1_{RANK}.json"
+    path.write_bytes('{"adgraph": 1, "nodes": [], "fetch": [], "x": "caf\xe9"}'.encode("latin-1"))
+    with pytest.raises(ag.JsonError, match=r"latin1_\d\.json: load_json: the document is not "
+                                           r"UTF-8 text \(byte 0xe9 at offset 50"):
+        ag.load_json(path)
+
+
+def test_load_json_stops_at_the_document_bound():
+    with pytest.raises(ag.JsonError, match=r"/dev/zero: the document is larger than 64 MiB"):
+        ag.load_json("/dev/zero")
+    with pytest.raises(ag.JsonError, match="larger than 64 MiB"):
+        ag.load_json(b" " * (64 * 2 ** 20 + 1))
+
+
+def test_load_json_refuses_what_is_not_a_document():
+    with pytest.raises(ag.JsonError, match="load_json: document: expected a file name"):
+        ag.load_json(42)
+
+
+# 10. Interrupts (the job-ending path at several ranks:
+# tests/python/interrupt_on_one_rank.py).
+
+def test_ctrl_c_during_a_run_reaches_python_as_keyboard_interrupt():
+    if SIZE > 1:
+        pytest.skip("on several ranks an interrupt ends the job")
+    import signal
+    g = ag.Graph()
+    x = g.placeholder("x", (1 << 14,))
+    r = ag.loop(2000, [x], [], lambda a: [ag.sin(a.carries[0])])
+    timer = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        ag.Session(g).run(ag.sum(r.carries[0]), {x: np.ones(1 << 14)})
+        for _ in range(100):  # the interrupt is raised at the next bytecode
+            pass
+    timer.join()
+
+
+# 11. Printing.
+
+def test_gradient_check_results_print_small_errors_in_g_form():
+    g = ag.Graph()
+    x = g.placeholder("x", (3,))
+    result = ag.check_gradients(ag.sum(ag.square(x)), [x], {x: np.array([1.0, -2.0, 0.5])})
+    assert result.ok
+    text = repr(result)
+    shown = float(text.split("max_fd_error=")[1].split()[0])
+    assert shown == pytest.approx(result.max_fd_error, rel=1e-5)
+    assert "0.000000" not in text
