@@ -73,7 +73,7 @@ def gradient(y, x, grad_y=None):
     return gradients(y, [x], grad_y)[0]
 
 
-def loop(n, init, invariants, body, checkpoints=None, output_steps=(), name=""):
+def loop(n, init, invariants, body, checkpoints=None, output_steps=(), name="", xs=()):
     """A loop node: ``n`` steps of ``body`` (a Python function building the
     step once, into a graph of its own).
 
@@ -97,6 +97,10 @@ def loop(n, init, invariants, body, checkpoints=None, output_steps=(), name=""):
         graph's default (store all).
     output_steps : sequence of int
         Steps whose outputs are kept (default: every step).
+    xs : list of Value
+        Per-step inputs, as ``jax.lax.scan``'s: each has a first axis of
+        ``n`` rows, and step t reads row t as ``args.xs[k]``; the cotangent
+        of row t is step t's, under every schedule.
 
     Returns
     -------
@@ -104,7 +108,23 @@ def loop(n, init, invariants, body, checkpoints=None, output_steps=(), name=""):
         ``carries`` (c_n), ``outputs`` (per-step outputs stacked along a new
         first axis), ``node`` (the loop node, for ``loop_stats``).
     """
-    carries, outputs, node = _adgraph._loop(n, list(init), list(invariants), body,
+    xs = list(xs)
+    for k, x in enumerate(xs):
+        if not isinstance(x, Value) or len(x.shape) == 0 or x.shape[0] != n:
+            shape = tuple(x.shape) if isinstance(x, Value) else type(x).__name__
+            raise GraphError(f"loop: xs[{k}] must be a Value with a first axis of {n} "
+                             f"rows (one a step), got {shape}")
+    step_body = body
+    if xs:
+        count = len(list(invariants))
+
+        def step_body(args):
+            view = _types.SimpleNamespace(
+                carries=args.carries, invariants=args.invariants[:count], step=args.step,
+                graph=args.graph,
+                xs=[globals()["step_row"](x, args.step) for x in args.invariants[count:]])
+            return body(view)
+    carries, outputs, node = _adgraph._loop(n, list(init), list(invariants) + xs, step_body,
                                             checkpoints, list(output_steps), name)
     return _types.SimpleNamespace(carries=carries, outputs=outputs, node=node)
 

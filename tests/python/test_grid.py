@@ -215,3 +215,31 @@ def test_bad_stencils_name_what_is_wrong():
         grid.field(u) + "3"
     with pytest.raises(ag.OptionsError, match="procs"):
         agg.Grid((8, 8), procs=(SIZE + 1, 1))
+
+
+def test_loop_hands_each_step_its_row_of_xs():
+    # c_{t+1} = 2 c_t + x_t: c_T = 2^T c_0 + sum_t 2^(T-1-t) x_t, and
+    # d(w . c_T)/dx_t = 2^(T-1-t) w, by hand; the same under every schedule.
+    steps = 5
+    xs_value = np.arange(2.0 * steps).reshape(steps, 2)
+    grads = []
+    for checkpoints in ["all", 2, {"every": 2}]:
+        g = ag.Graph()
+        c0 = g.placeholder("c0", (2,))
+        xs = g.placeholder("xs", (steps, 2))
+        r = ag.loop(steps, [c0], [], lambda a: [2.0 * a.carries[0] + a.xs[0]],
+                    checkpoints=checkpoints, xs=[xs])
+        w = g.constant(np.array([3.0, -1.0]))
+        loss = ag.sum(r.carries[0] * w)
+        c, grad = ag.Session(g).run([r.carries[0], ag.gradient(loss, xs)],
+                                    {c0: [1.0, 2.0], xs: xs_value})
+        powers = 2.0 ** np.arange(steps - 1, -1, -1)
+        np.testing.assert_array_equal(c, 2.0 ** steps * np.array([1.0, 2.0]) + powers @ xs_value)
+        np.testing.assert_array_equal(grad, np.outer(powers, [3.0, -1.0]))
+        grads.append(grad)
+    np.testing.assert_array_equal(grads[1], grads[0])
+    np.testing.assert_array_equal(grads[2], grads[0])
+    g = ag.Graph()
+    with pytest.raises(ag.GraphError, match=r"xs\[0\] must be a Value with a first axis of 5"):
+        ag.loop(5, [g.placeholder("c", (2,))], [], lambda a: [a.carries[0]],
+                xs=[g.placeholder("x", (4, 2))])
