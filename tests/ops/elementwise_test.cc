@@ -290,6 +290,13 @@ TEST(Elementwise, PowSecondDerivativesAndItsZeroSafeBaseDerivative) {
     EXPECT_NEAR(
         h[i], p * (p - 1) * std::pow(x, p - 2), 1e-12 * (1 + std::fabs(h[i])));
   }
+  // Broadcast ([3, 1] with [2]), it and its gradient pass the checker too.
+  Value c = g.placeholder("c", {3, 1});
+  Value e = g.placeholder("e", {2});
+  Value dc = g.add_node("pow_base_derivative", {c, e});
+  ASSERT_EQ(dc.shape(), (Shape{3, 2}));
+  FeedMap fc{{c, Tensor({3, 1}, {0.7, 1.3, 2.1})}, {e, Tensor({1.5, -0.5})}};
+  expect_gradients_ok(dot(dc, g.constant(weights({3, 2}))), {c, e}, fc);
 }
 
 TEST(Elementwise, ScalarOperandsOnEitherSide) {
