@@ -354,7 +354,8 @@ std::vector<AttrSpec> stencil_attrs() {
 
 void register_stencil_ops() {
   // y[i] = f(x_k[i + s]…) over the patch, halos exchanged as needed;
-  // x̄_k[j] = Σ_s inside(j − s)·(ȳ·∂f/∂r_s)(j − s), a stencil again
+  // x̄_k[j] = Σ_m Σ_s inside(j − s)·(ȳ_m·∂f_m/∂r_s)(j − s): one stencil node
+  // with an output per field input (grid/stencil.h)
   OpDef def = every_rank_op(
       "stencil", "y = a fused stencil expression over grid fields and scalars");
   def.inputs = {"x"};

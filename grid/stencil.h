@@ -19,15 +19,23 @@
 // Derivatives (the loss is the sum of per-rank losses). For a field
 // input u read at offsets s_k, with y = f(reads):
 //   ū[j] = Σ_k inside(j − s_k) · (ȳ · ∂f/∂r_k)(j − s_k)      (gather form)
-// summed in the order of the offsets, each term evaluated at j by one
-// generated stencil node over ȳ and the inputs (which exchanges its own,
-// wider halos). Every point of ū is written once by the rank that owns
-// it, from the same terms in the same order on every decomposition, so
-// loss and gradient are bitwise the same whatever the process grid. A
-// field without batch axes sums its terms over the batch (in batch
-// order); a scalar's cotangent is the exact sum of its terms over this
-// rank's points. The tangent is the stencil Σ_k ∂f/∂r_k · ṙ_k; both are
-// stencils again, so Hessian-vector products work through them.
+// summed in the order of the offsets. gradients() builds one stencil node
+// for the whole node's adjoint: one output per field input (for the wave
+// step, ū, ū⁻ and c̄ in one loop nest), over ȳ and the inputs (it exchanges
+// its own, wider halos), each output starting from the cotangent already
+// summed for its input by later users (no separate add pass). Every point
+// of ū is written once by the rank that owns it, from the same terms in the
+// same order on every decomposition, so loss and gradient are bitwise the
+// same whatever the process grid. A field without batch axes sums its
+// terms over the batch (in batch order); a scalar's cotangent is the exact
+// sum of its terms over this rank's points. The tangent is the stencil
+// Σ_k ∂f/∂r_k · ṙ_k, one node for all outputs; both are stencils again, so
+// Hessian-vector products work through them.
+//
+// A node may have several outputs (the derivative builders make such
+// nodes): the attribute "expr" holds one expression per output separated by
+// ';', "sum_batch" one 0/1 per output, "init" the input each output starts
+// from (-1: none).
 #pragma once
 
 #include <string>

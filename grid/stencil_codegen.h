@@ -19,9 +19,12 @@
 // in-process table), and processes share the folder (a lock file per
 // kernel: ranks that need the same kernel wait for the first one's
 // compile, then load its object). The source stays beside the object
-// (<hash>.cc), so a kernel can be read. $ADGRAPH_CXX names another
-// compiler. A missing compiler or a failed compile throws adgraph::Error
-// with the command, the compiler's output and the source's path.
+// (stencil_<hash>.cc beside stencil_<hash>.so and its .lock), so a kernel
+// can be read. Numbers are compared by bit pattern: an expression whose
+// numbers coincide differently (4 → 2 beside another 2) is another kernel.
+// $ADGRAPH_CXX names another compiler. A missing compiler or a failed compile
+// throws adgraph::Error with the command, the compiler's output and the
+// source's path.
 #pragma once
 
 #include <cstdint>
@@ -96,8 +99,10 @@ ExprPtr tuple_of(const std::vector<ExprPtr>& outputs,
 // safe. Throws adgraph::Error as described above.
 CompiledStencil compile_stencil(const StencilSource& s);
 
-// What compile_stencil has done in this process: kernels compiled,
-// kernels loaded from the folder, and the seconds spent compiling.
+// What compile_stencil has done in this process: kernels it compiled,
+// kernels it loaded into the process (those it compiled included), and the
+// seconds this process spent compiling (not waiting for another process's
+// compile of the same kernel).
 struct KernelCacheStats {
   int64_t compiled = 0;
   int64_t loaded = 0;
