@@ -103,6 +103,11 @@ void bind_expression(py::module_& m) {
     });
   }
   e.def("__neg__", [](py::object a) { return apply_op("neg", {a}); });
+}
+
+// adgraph.stencil_exp … stencil_where, stencil_field: the language's
+// functions over expressions, Values and numbers.
+void bind_stencil_functions(py::module_& m) {
   for (const char* f : {"exp", "log", "sin", "cos", "tanh", "abs", "sqrt"}) {
     const std::string name = f;
     m.def((std::string("stencil_") + f).c_str(),
@@ -145,21 +150,20 @@ void bind_expression(py::module_& m) {
       "A field [batch..., patch...] or scalar [] read at offset 0.");
 }
 
-void bind_grid_class(py::module_& m) {
-  py::class_<grid::Grid>(m, "Grid")
-      .def(py::init([](Shape shape,
-                       std::vector<int> procs,
-                       std::vector<bool> periodic,
-                       std::shared_ptr<Communicator> comm) {
-             return grid::Grid(std::move(shape),
-                               std::move(procs),
-                               std::move(periodic),
-                               std::move(comm));
-           }),
-           py::arg("shape"),
-           py::arg("procs"),
-           py::arg("periodic"),
-           py::arg("comm"))
+void bind_grid_layout(py::class_<grid::Grid>& cls) {
+  cls.def(py::init([](Shape shape,
+                      std::vector<int> procs,
+                      std::vector<bool> periodic,
+                      std::shared_ptr<Communicator> comm) {
+            return grid::Grid(std::move(shape),
+                              std::move(procs),
+                              std::move(periodic),
+                              std::move(comm));
+          }),
+          py::arg("shape"),
+          py::arg("procs"),
+          py::arg("periodic"),
+          py::arg("comm"))
       .def_property_readonly("ndim", &grid::Grid::ndim)
       .def_property_readonly("shape",
                              [](const grid::Grid& g) { return g.shape(); })
@@ -191,7 +195,9 @@ void bind_grid_class(py::module_& m) {
             return to_array(std::move(local));
           },
           py::arg("global_array"),
-          py::arg("root") = 0)
+          py::arg("root") = 0,
+          "Collective: `global_array` (shape (*batch, *shape) on `root`; "
+          "ignored elsewhere) cut into patches; returns this rank's patch.")
       .def(
           "gather",
           [](const grid::Grid& g, py::object local, int root) -> py::object {
@@ -205,25 +211,36 @@ void bind_grid_class(py::module_& m) {
             return to_array(std::move(global));
           },
           py::arg("local_array"),
-          py::arg("root") = 0)
-      .def(
-          "halo",
-          [](const grid::Grid& g,
-             const PyValue& x,
-             std::vector<int64_t> width,
-             bool corners,
-             const std::string& boundary) {
-            const PyValue& v = live(x, "Grid.halo");
-            grid::HaloOptions o;
-            o.corners = corners;
-            o.boundary = boundary;
-            return PyValue{v.owner,
-                           grid::halo(g, v.value, std::move(width), o)};
-          },
-          py::arg("x"),
-          py::arg("width"),
-          py::arg("corners") = true,
-          py::arg("boundary") = "zero")
+          py::arg("root") = 0,
+          "Collective: every rank's patch joined into the global array on "
+          "`root` (None elsewhere).");
+}
+
+// Grid.halo and Grid.stencil: the nodes a grid adds to a graph.
+void bind_grid_nodes(py::class_<grid::Grid>& cls) {
+  cls.def(
+         "halo",
+         [](const grid::Grid& g,
+            const PyValue& x,
+            std::vector<int64_t> width,
+            bool corners,
+            const std::string& boundary) {
+           const PyValue& v = live(x, "Grid.halo");
+           grid::HaloOptions o;
+           o.corners = corners;
+           o.boundary = boundary;
+           return PyValue{v.owner, grid::halo(g, v.value, std::move(width), o)};
+         },
+         py::arg("x"),
+         py::arg("width"),
+         py::arg("corners") = true,
+         py::arg("boundary") = "zero",
+         "A node padding `x` (shape (*batch, *local_shape())) with `width` "
+         "ghost layers per spatial axis (one int per axis) from the "
+         "neighbouring patches. `corners` fills edge and corner ghosts too; "
+         "`boundary` is what lies past a non-periodic edge: \"zero\", "
+         "\"mirror\" (numpy.pad's reflect) or \"copy\" (numpy.pad's edge). "
+         "Its adjoint sends the ghosts' cotangents back and adds them.")
       .def(
           "stencil",
           [](const grid::Grid& g, py::object expr, const std::string& name) {
@@ -242,7 +259,12 @@ void bind_grid_class(py::module_& m) {
             return PyValue{e.owner, grid::stencil(g, e.expr, name)};
           },
           py::arg("expr"),
-          py::arg("name") = "");
+          py::arg("name") = "",
+          "The fused stencil node of `expr` (a StencilExpr): output "
+          "(*batch, *local_shape()), its gradient and tangent generated.");
+}
+
+void bind_kernel_cache(py::module_& m) {
   m.def(
       "kernel_cache_stats",
       [] {
@@ -262,7 +284,11 @@ void bind_grid_class(py::module_& m) {
 
 void bind_grid(py::module_& m) {
   bind_expression(m);
-  bind_grid_class(m);
+  bind_stencil_functions(m);
+  py::class_<grid::Grid> cls(m, "Grid");
+  bind_grid_layout(cls);
+  bind_grid_nodes(cls);
+  bind_kernel_cache(m);
 }
 
 }  // namespace adgraph::python
