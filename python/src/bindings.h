@@ -368,7 +368,16 @@ void start_python_world();
 // never match the program's own calls on MPI.COMM_WORLD.
 std::shared_ptr<Communicator> python_world();
 
+// A checkpoint schedule from its Python forms: None (the graph's default),
+// "all", a number of snapshots, {"every": k}, {"binomial": s} or
+// {"budget": bytes}; OptionsError naming "checkpoints" otherwise
+// (graph_bindings.cc).
+CheckpointSchedule schedule_from(py::handle spec);
+// Refuses a node name holding ':' (GraphError naming `function`).
+void check_node_name(const std::string& name, const std::string& function);
+
 void bind_graph(py::module_& m);
+void bind_loop(py::module_& m);  // loop_bindings.cc
 void bind_communicator(py::module_& m);
 void bind_session(py::module_& m);
 void bind_custom_op(py::module_& m);

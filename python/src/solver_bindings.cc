@@ -186,6 +186,8 @@ py::dict load_json(const std::string& text, const std::string& file) {
 
 }  // namespace
 
+void bind_documents(py::module_& m);
+
 void bind_solvers(py::module_& m) {
   using solvers::HeatInverse;
   py::class_<HeatInverse>(m, "_HeatInverse")
@@ -262,6 +264,11 @@ void bind_solvers(py::module_& m) {
             without_gil([&] { return h.fit(values[0], o); });
         return summary_dict(s, values);
       });
+  bind_documents(m);
+}
+
+// adgraph.load_json's C++ side: the loader and the document bound.
+void bind_documents(py::module_& m) {
   m.def("_load_json", &load_json, py::arg("text"), py::arg("file"));
   m.def(
       "_read_document",
