@@ -45,6 +45,22 @@ StencilExpr laplacian(const StencilExpr& u,
   return sum - 2.0 * ndim * u;
 }
 
+// ½Σ(u_T − d)² summed over the grid's ranks exactly, and its gradient
+// with respect to the placeholder x fed `value` (gathered on rank 0).
+Result misfit_and_gradient(
+    const Grid& grid, Value u_final, Value d, Value x, const Tensor& value) {
+  Graph& g = x.graph();
+  Value misfit = u_final - d, loss;
+  {
+    CommScope scope(g, grid.comm());
+    loss = 0.5 * mpi_total(misfit * misfit);
+  }
+  Value grad = gradient(loss, x);
+  Session s(g);
+  auto out = s.run({loss, grad}, {{x, value}});
+  return {out[0][0], grid.gather(out[1], 0)};
+}
+
 // Leapfrog: u⁺ = 2u − u⁻ + c²·lap(u) + a source at one point of a batch of
 // two shots; loss ½Σ(u_T − d)² over both shots; gradient wrt c².
 Result wave_loop(const Grid& grid,
@@ -88,17 +104,12 @@ Result wave_loop(const Grid& grid,
         return LoopStep{{next, a.carries[0]}, {}};
       },
       options);
-  Value misfit = r.carries[0] - d, loss;
-  {
-    CommScope scope(g, grid.comm());
-    loss = 0.5 * mpi_total(misfit * misfit);
-  }
-  Value grad = gradient(loss, c2);
-  Session s(g);
-  auto out = s.run(
-      {loss, grad},
-      {{c2, patch_of(global_field(shape, 23, 0.05, 0.2), shape, procs, rank)}});
-  return {out[0][0], grid.gather(out[1], 0)};
+  return misfit_and_gradient(
+      grid,
+      r.carries[0],
+      d,
+      c2,
+      patch_of(global_field(shape, 23, 0.05, 0.2), shape, procs, rank));
 }
 
 // u⁺ = u + dt·κ·lap(u) in 3-D, periodic on axis 2; gradient wrt κ.
@@ -129,18 +140,12 @@ Result diffusion_loop(const Grid& grid,
         return LoopStep{{next}, {}};
       },
       options);
-  Value misfit = r.carries[0] - d, loss;
-  {
-    CommScope scope(g, grid.comm());
-    loss = 0.5 * mpi_total(misfit * misfit);
-  }
-  Value grad = gradient(loss, kappa);
-  Session s(g);
-  auto out = s.run(
-      {loss, grad},
-      {{kappa,
-        patch_of(global_field(shape, 26, 0.5, 1.0), shape, procs, rank)}});
-  return {out[0][0], grid.gather(out[1], 0)};
+  return misfit_and_gradient(
+      grid,
+      r.carries[0],
+      d,
+      kappa,
+      patch_of(global_field(shape, 26, 0.5, 1.0), shape, procs, rank));
 }
 
 template <class Run>
