@@ -228,6 +228,17 @@ struct OpDef {
   std::vector<std::string> inputs;
   // When true the last input may repeat (zero or more times), as in concat.
   bool variadic = false;
+  // Optional, for help() (Python's docstrings): one line per input, in
+  // `inputs` order (a variadic op's last line covers every repeat), saying
+  // what it holds and its shape; one line per output, in order (an op with
+  // num_outputs 0: one line per kind of output, in order). Every
+  // communication op has both.
+  std::vector<std::string> input_docs;
+  std::vector<std::string> output_docs;
+  // Communication ops: which rank sends what to which, and what a rank
+  // without a partner gets (no neighbour on that side, not the root,
+  // neither src nor dest). Empty for the others.
+  std::string ranks_doc;
   std::vector<AttrSpec> attrs;
   // 0: the shape rule decides per node (a loop's outputs follow its body).
   int num_outputs = 1;

@@ -84,6 +84,20 @@ void register_grid_halo_op() {
   // x̄ = grid_halo_transpose(ȳ)
   OpDef def = halo_def(
       "grid_halo", "pads a grid field with ghost layers from its neighbours");
+  def.input_docs = {
+      "a field of the grid: [batch..., patch...] (this rank's patch, "
+      "local_shape; leading batch axes ride along)"};
+  def.output_docs = {
+      "x with width[a] ghost layers on both sides of each spatial axis a: "
+      "[batch..., patch[a] + 2 width[a]...]; the interior is x"};
+  def.ranks_doc =
+      "Every rank of the grid's communicator runs it. Ghosts come from the "
+      "face neighbours (and edge and corner ones when corners is true; "
+      "otherwise those ghosts are zeros). Where there is no neighbour, past "
+      "a non-periodic edge of the grid, ghosts follow the boundary rule: "
+      "zeros (zero), x[k] mirrored across the edge (mirror, numpy.pad's "
+      "reflect) or the edge layer repeated (copy, numpy.pad's edge); a "
+      "periodic axis wraps instead. Adjoint: grid_halo_transpose.";
   def.shape = [](const ShapeContext& c) {
     const GridLayout g = detail::checked_layout(c);
     const HaloSpec s = checked_spec(c, g);
@@ -108,6 +122,18 @@ void register_grid_halo_transpose_op() {
   OpDef def =
       halo_def("grid_halo_transpose",
                "the transpose of grid_halo: ghost cotangents added back");
+  def.input_docs = {
+      "a cotangent of grid_halo's output: [batch..., patch[a] + 2 "
+      "width[a]...]"};
+  def.output_docs = {
+      "[batch..., patch...]: the interior plus each ghost's value sent back "
+      "to the rank it came from and added, in a fixed order, where it was "
+      "read"};
+  def.ranks_doc =
+      "Every rank of the grid's communicator runs it: the reverse of "
+      "grid_halo's messages. Ghosts past a non-periodic edge go back to the "
+      "layer their boundary rule read (mirror, copy) or are dropped (zero). "
+      "Adjoint: grid_halo.";
   def.shape = [](const ShapeContext& c) {
     const GridLayout g = detail::checked_layout(c);
     const HaloSpec s = checked_spec(c, g);

@@ -361,6 +361,20 @@ void register_stencil_ops() {
   def.inputs = {"x"};
   def.variadic = true;
   def.attrs = stencil_attrs();
+  def.input_docs = {
+      "the fields ([batch..., patch...], this rank's patch; one without the "
+      "batch axes is broadcast over them) and scalars ([]) the expression "
+      "reads, in the order of its input numbers"};
+  def.output_docs = {
+      "one Value per expression of expr, in order: [batch..., patch...] (the "
+      "batch summed away where sum_batch says 1)"};
+  def.ranks_doc =
+      "Every rank of the grid's communicator runs it. A read at an offset "
+      "that falls in a neighbour's patch comes from that neighbour (the "
+      "node exchanges halos as wide as the largest offset, with corners "
+      "when a read moves on two axes); a read past a non-periodic edge of "
+      "the grid gives 0, and a periodic axis wraps. Adjoint: one stencil "
+      "node in gather form, bitwise the same on every decomposition.";
   def.num_outputs = 0;  // one per expression
   def.shapes_differ_by_rank = true;
   def.shape = [](const ShapeContext& c) {

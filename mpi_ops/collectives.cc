@@ -140,6 +140,13 @@ void register_mpi_sum_op() {
   // y = Σ_r x_r on root, 0 elsewhere;  x̄_r = bcast(ȳ, root)
   OpDef sum = collective(
       "mpi_sum", "y = sum over ranks of x on root, zeros elsewhere", true);
+  sum.input_docs = {"this rank's term (any shape, the same on every rank)"};
+  sum.output_docs = {
+      "on root: the sum over ranks of x (x's shape); zeros on other ranks"};
+  sum.ranks_doc =
+      "A reduce to root over the graph's communicator: every rank runs it and "
+      "sends its x; ranks other than root get zeros. Adjoint: x̄ = "
+      "mpi_bcast(ȳ, root) (the loss is the sum of the per-rank losses).";
   sum.attrs.push_back(kExactAttr);
   sum.shape = [](const ShapeContext& c) {
     check_root(c);
@@ -170,6 +177,14 @@ void register_mpi_allreduce_op() {
   // y = ⊕_r x_r;  x̄_r = Σ_q ȳ_q (sum), masked (max/min), · Π_{q≠r} x_q (prod)
   OpDef all = collective(
       "mpi_allreduce", "y = sum/max/min/prod over ranks of x", false);
+  all.input_docs = {"this rank's x (any shape, the same on every rank)"};
+  all.output_docs = {
+      "x reduced over ranks element by element (x's shape), on every rank"};
+  all.ranks_doc =
+      "Every rank of the graph's communicator runs it, sends its x and gets "
+      "the same result; no rank lacks a partner. Adjoint: the sum over ranks "
+      "of ȳ (max/min: on the lowest rank holding the extreme; prod: times "
+      "the other ranks' product).";
   all.attrs = {{"op", AttrType::kString, "sum", "sum, max, min or prod"},
                kExactAttr};
   all.shape = [](const ShapeContext& c) {
@@ -237,6 +252,14 @@ void register_mpi_allreduce_owner_op() {
       "mpi_allreduce_owner",
       "mask of the elements where this rank is the lowest rank with x == y",
       false);
+  owner.input_docs = {"this rank's x (any shape)",
+                      "the reduced value (mpi_allreduce max/min of x)"};
+  owner.output_docs = {
+      "1 where this rank is the lowest one whose x equals y, else 0 (x's "
+      "shape)"};
+  owner.ranks_doc =
+      "Every rank runs it (an allreduce-min of rank numbers); each element "
+      "has exactly one owning rank.";
   owner.inputs = {"x", "y"};
   owner.shape = [](const ShapeContext& c) {
     return Shapes{equal_input_shapes(c, "input \"y\"")};
@@ -266,6 +289,11 @@ void register_mpi_allreduce_prod_others_op() {
       collective("mpi_allreduce_prod_others",
                  "y = product over the other ranks of x (no division)",
                  false);
+  others.input_docs = {"this rank's x (any shape, the same on every rank)"};
+  others.output_docs = {
+      "the product over every other rank of x, in rank order (x's shape)"};
+  others.ranks_doc =
+      "Every rank runs it (an allgather); with one rank the product is 1.";
   others.shape = [](const ShapeContext& c) { return Shapes{c.input_shape(0)}; };
   others.compute = comm_kernel([](KernelContext& c, Communicator& comm) {
     const Tensor& x = c.input(0);
@@ -287,6 +315,13 @@ void register_mpi_allreduce_prod_others_op() {
 void register_mpi_bcast_op() {
   // y = x_root;  x̄_r = mpi_sum(ȳ, root)
   OpDef bcast = collective("mpi_bcast", "y = x of root on every rank", true);
+  bcast.input_docs = {
+      "the value to share: root's is sent, other ranks' values are not read "
+      "(their shape must match)"};
+  bcast.output_docs = {"root's x, on every rank (x's shape)"};
+  bcast.ranks_doc =
+      "Every rank of the graph's communicator runs it and gets root's x. "
+      "Adjoint: the sum over ranks of ȳ on root, zeros on the other ranks.";
   bcast.shape = [](const ShapeContext& c) {
     check_root(c);
     return Shapes{c.input_shape(0)};
@@ -318,6 +353,13 @@ void register_mpi_gather_op() {
       collective("mpi_gather",
                  "y = x of every rank stacked on root, zeros elsewhere",
                  true);
+  gather.input_docs = {"this rank's block (any shape, the same everywhere)"};
+  gather.output_docs = {
+      "on root: [x of rank 0; x of rank 1; ...], shape [P, x's shape...]; "
+      "zeros of that shape on other ranks"};
+  gather.ranks_doc =
+      "Every rank runs it and sends x to root; ranks other than root get "
+      "zeros. Adjoint: x̄ = mpi_scatter(ȳ, root).";
   gather.shape = [](const ShapeContext& c) {
     check_root(c);
     return Shapes{stacked(c, c.input_shape(0))};
@@ -341,6 +383,13 @@ void register_mpi_scatter_op() {
   // y_r = x_root[r];  x̄ = gather(ȳ, root) (zeros off root)
   OpDef scatter =
       collective("mpi_scatter", "y = slice r of root's x on rank r", true);
+  scatter.input_docs = {
+      "shape [P, ...]: root's row r goes to rank r; other ranks' values are "
+      "not read"};
+  scatter.output_docs = {"row r of root's x on rank r (shape x.shape[1:])"};
+  scatter.ranks_doc =
+      "Every rank runs it and gets its row of root's x. Adjoint: x̄ = "
+      "mpi_gather(ȳ, root) (zeros off root).";
   scatter.shape = [](const ShapeContext& c) {
     check_root(c);
     return Shapes{unstacked(c, c.input_shape(0))};
@@ -363,6 +412,13 @@ void register_mpi_allgather_op() {
   // y = [x_0; …; x_{P−1}];  x̄_r = reduce_scatter(ȳ)
   OpDef allgather = collective(
       "mpi_allgather", "y = x of every rank stacked, on every rank", false);
+  allgather.input_docs = {"this rank's block (any shape, the same everywhere)"};
+  allgather.output_docs = {
+      "[x of rank 0; x of rank 1; ...], shape [P, x's shape...], on every "
+      "rank"};
+  allgather.ranks_doc =
+      "Every rank runs it and gets every rank's x. Adjoint: x̄ = "
+      "mpi_reduce_scatter(ȳ).";
   allgather.shape = [](const ShapeContext& c) {
     return Shapes{stacked(c, c.input_shape(0))};
   };
@@ -382,6 +438,12 @@ void register_mpi_reduce_scatter_op() {
       collective("mpi_reduce_scatter",
                  "y = slice r of the sum over ranks of x, on rank r",
                  false);
+  reduce_scatter.input_docs = {
+      "shape [P, ...]: row q is this rank's term for rank q"};
+  reduce_scatter.output_docs = {
+      "on rank r: the sum over ranks of their row r (shape x.shape[1:])"};
+  reduce_scatter.ranks_doc =
+      "Every rank runs it. Adjoint: x̄ = mpi_allgather(ȳ).";
   reduce_scatter.shape = [](const ShapeContext& c) {
     return Shapes{unstacked(c, c.input_shape(0))};
   };
@@ -401,6 +463,12 @@ void register_mpi_alltoall_op() {
   // y_r[q] = x_q[r];  x̄ = alltoall(ȳ)
   OpDef alltoall =
       collective("mpi_alltoall", "y[q] on rank r = x[r] of rank q", false);
+  alltoall.input_docs = {"shape [P, ...]: row q goes to rank q"};
+  alltoall.output_docs = {
+      "shape x's: row q is what rank q sent to this rank (its row r)"};
+  alltoall.ranks_doc =
+      "Every rank runs it and sends one row to each rank (itself too). "
+      "Adjoint: x̄ = mpi_alltoall(ȳ).";
   alltoall.shape = [](const ShapeContext& c) {
     unstacked(c, c.input_shape(0));
     return Shapes{c.input_shape(0)};

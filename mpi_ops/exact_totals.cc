@@ -28,6 +28,13 @@ void register_total_op() {
                            "exact and rounded once, on root; 0 elsewhere",
                            true);
   total.shapes_differ_by_rank = true;
+  total.input_docs = {"this rank's terms (any shape; it may differ by rank)"};
+  total.output_docs = {
+      "a scalar: on root, the sum of every element of every rank's x; 0 on "
+      "other ranks"};
+  total.ranks_doc =
+      "Every rank runs it and sends its terms; ranks other than root get 0. "
+      "Adjoint: every element of x̄ on every rank is root's ȳ.";
   total.shape = [](const ShapeContext& c) {
     check_root(c);
     return Shapes{Shape{}};
@@ -56,6 +63,14 @@ void register_dot_op() {
                          "rank, exact and rounded once, on root; 0 elsewhere",
                          true);
   dot.inputs = {"a", "b"};
+  dot.input_docs = {"this rank's a (any shape; it may differ by rank)",
+                    "this rank's b (a's shape)"};
+  dot.output_docs = {
+      "a scalar: on root, the sum of a * b over every element of every rank; "
+      "0 on other ranks"};
+  dot.ranks_doc =
+      "Every rank runs it; ranks other than root get 0. Adjoint: with s = "
+      "root's ȳ on every rank, ā = s * b and b̄ = s * a.";
   dot.shapes_differ_by_rank = true;
   dot.shape = [](const ShapeContext& c) {
     check_root(c);
@@ -93,6 +108,15 @@ void register_total_rows_op() {
                            "rounded once per entry, on root; 0 elsewhere",
                            true);
   total.shapes_differ_by_rank = true;
+  total.input_docs = {
+      "[rows, ...]: this rank's rows (their number may differ by rank; the "
+      "trailing shape may not)"};
+  total.output_docs = {
+      "on root: the sum of every rank's rows (shape x.shape[1:]); zeros on "
+      "other ranks"};
+  total.ranks_doc =
+      "Every rank runs it; ranks other than root get zeros. Adjoint: every "
+      "row of x̄ on every rank is root's ȳ.";
   total.shape = [](const ShapeContext& c) {
     check_root(c);
     const Shape& x = c.input_shape(0);

@@ -59,6 +59,37 @@ OpDef exchange_def(const char* name, const char* doc) {
   return def;
 }
 
+// What help() says of the strips the three ops take and give.
+std::vector<std::string> strip_input_docs() {
+  return {
+      "the strip this rank sends to its left neighbour (patch (I, J-1)), "
+      "e.g. its first column; any shape, right's too",
+      "the strip sent to the right neighbour (I, J+1); left's shape",
+      "the strip sent to the upper neighbour (I-1, J), e.g. the first "
+      "row; any shape, down's too",
+      "the strip sent to the lower neighbour (I+1, J); up's shape"};
+}
+std::vector<std::string> strip_output_docs() {
+  return {
+      "from_left: what the left neighbour sent as its `right` strip "
+      "(left's shape); zeros when J = 0 (no left neighbour)",
+      "from_right: the right neighbour's `left` strip (right's shape); "
+      "zeros when J = cols-1",
+      "from_up: the upper neighbour's `down` strip (up's shape); zeros "
+      "when I = 0",
+      "from_down: the lower neighbour's `up` strip (down's shape); zeros "
+      "when I = rows-1"};
+}
+constexpr const char* kStripRanks =
+    "Rank r owns patch (I, J) = (r / cols, r % cols) of a rows x cols patch "
+    "grid (not periodic; rows * cols = the number of ranks); its neighbours "
+    "are left (I, J-1), right (I, J+1), up (I-1, J) and down (I+1, J). Every "
+    "rank runs the node. A missing neighbour (a patch on the grid's edge) "
+    "sends nothing, and the strip from it is zeros. A received strip must "
+    "have as many elements as the one this rank sends back that way. "
+    "Adjoint: the same swap of the output cotangents (data_exchange is its "
+    "own transpose).";
+
 std::vector<AttrSpec> grid_attrs() {
   return {{"rows", AttrType::kInt, nlohmann::json(), "patch rows N", 1},
           {"cols", AttrType::kInt, nlohmann::json(), "patch columns M", 1}};
@@ -138,6 +169,9 @@ void register_data_exchange_op() {
       "data_exchange",
       "halo swap with the four neighbours of a rows x cols patch grid");
   def.inputs = {"left", "right", "up", "down"};
+  def.input_docs = strip_input_docs();
+  def.output_docs = strip_output_docs();
+  def.ranks_doc = kStripRanks;
   def.attrs = grid_attrs();
   def.num_outputs = 4;
   def.shape = check_strips;
@@ -177,6 +211,11 @@ void register_data_exchange_start_op() {
                    "starts the halo swap of data_exchange; y = request for "
                    "data_exchange_finish");
   start.inputs = {"left", "right", "up", "down"};
+  start.input_docs = strip_input_docs();
+  start.output_docs = {
+      "a request (a scalar handle) that exactly one data_exchange_finish "
+      "must complete; work that does not need the strips runs meanwhile"};
+  start.ranks_doc = kStripRanks;
   start.attrs = grid_attrs();
   start.request = true;
   start.shape = [](const ShapeContext& c) {
@@ -224,6 +263,9 @@ void register_data_exchange_finish_op() {
       "finishes a halo swap data_exchange_start began; y_k = the strip from "
       "direction k (zeros where there is no neighbour)");
   finish.inputs = {"request"};
+  finish.input_docs = {"the request of a data_exchange_start"};
+  finish.output_docs = strip_output_docs();
+  finish.ranks_doc = kStripRanks;
   finish.num_outputs = 4;
   finish.shape = [](const ShapeContext& c) {
     const Node& start = c.node().inputs[0].node();

@@ -100,6 +100,13 @@ void register_isend_op() {
   OpDef isend =
       start_def(kIsend, "starts sending x to dest; y = request", "dest");
   isend.inputs = {"x"};
+  isend.input_docs = {"the tensor sent to dest"};
+  isend.output_docs = {
+      "a request (a scalar handle) that exactly one mpi_wait or mpi_waitall "
+      "must complete"};
+  isend.ranks_doc =
+      "Only this rank runs it: dest must receive with src = this rank and "
+      "the same tag. Adjoint: its wait receives x̄ back from dest.";
   isend.shape = [](const ShapeContext& c) {
     check_peer(c, "dest");
     return Shapes{Shape{}};
@@ -130,6 +137,14 @@ void register_irecv_op() {
       "starts receiving a tensor of like's shape from src; y = request",
       "src");
   irecv.inputs = {"like"};
+  irecv.input_docs = {
+      "any value of the message's shape (only its shape is used)"};
+  irecv.output_docs = {
+      "a request (a scalar handle); its mpi_wait gives the tensor received"};
+  irecv.ranks_doc =
+      "Only this rank runs it: src must send to this rank with the same tag; "
+      "without a sender the wait waits until the communication deadline. "
+      "Adjoint: the cotangent of the received tensor goes back to src.";
   irecv.shape_only = {0};  // like is not read: it need not stay alive
   irecv.shape = [](const ShapeContext& c) {
     check_peer(c, "src");
@@ -186,6 +201,17 @@ ComputeFn bind_wait(const Node& node) {
 OpDef wait_def(const char* name, const char* doc, bool all) {
   OpDef def(name, doc, {"request"});
   def.variadic = all;
+  def.input_docs = {
+      all ? "the requests of mpi_isend / mpi_irecv nodes, one output each"
+          : "the request of an mpi_isend or mpi_irecv node"};
+  def.output_docs = {
+      std::string(all ? "for each request, in order: " : "") +
+      "the tensor received (like's shape) for an mpi_irecv's request, an "
+      "empty tensor of shape [0] for an mpi_isend's"};
+  def.ranks_doc =
+      "Only this rank runs it; it blocks until its messages complete (no "
+      "longer than the communication deadline). Adjoint: the reverse "
+      "messages of its requests, posted here.";
   def.num_outputs = all ? 0 : 1;
   def.communication = true;
   def.communicator = world_communicator;

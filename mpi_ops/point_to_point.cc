@@ -18,6 +18,23 @@ using namespace mpi_detail;  // mpi_ops/peer_attrs.h
 OpDef sendrecv_def(std::string name, std::string doc, bool transpose) {
   OpDef def = every_rank_op(std::move(name), std::move(doc));
   def.inputs = {"x"};
+  def.input_docs = {
+      transpose ? "on dest: the value sent back to src; on src: its own term; "
+                  "other ranks: passed through"
+                : "on src: the value sent to dest; on every rank: what it "
+                  "returns unless it is dest"};
+  def.output_docs = {
+      transpose ? "on src: x + dest's x; on dest: zeros; on other ranks: x"
+                : "on dest: src's x; on src and other ranks: their own x"};
+  def.ranks_doc =
+      transpose
+          ? "Every rank runs it; only dest sends and only src receives. "
+            "Ranks other than src and dest return x. src == dest returns x. "
+            "Adjoint: mpi_sendrecv."
+          : "Every rank runs it; only src sends and only dest receives. "
+            "Ranks other than src and dest return x. src == dest returns x. "
+            "Adjoint: mpi_sendrecv_adjoint (dest's cotangent goes back to "
+            "src).";
   def.attrs = {peer_attr("src", "sending rank"),
                peer_attr("dest", "receiving rank"),
                tag_attr()};
@@ -81,10 +98,18 @@ Value mpi_sendrecv_adjoint(Value x, int src, int dest, int tag) {
                             {{"src", src}, {"dest", dest}, {"tag", tag}});
 }
 
-void register_point_to_point_ops() {
+namespace {
+
+void register_mpi_send_op() {
   // y = x, and x goes to dest;  x̄ = ȳ + recv(from dest)
   OpDef send("mpi_send", "sends x to dest; y = x", {"x"});
   send.attrs = {peer_attr("dest", "receiving rank"), tag_attr()};
+  send.input_docs = {"the tensor sent to dest"};
+  send.output_docs = {"x itself (so later nodes may depend on the send)"};
+  send.ranks_doc =
+      "Only this rank runs it: dest must run an mpi_recv (or mpi_irecv) with "
+      "src = this rank and the same tag. Adjoint: x̄ = ȳ + the cotangent "
+      "received back from dest.";
   send.communication = true;
   send.communicator = world_communicator;
   send.shape = [](const ShapeContext& c) {
@@ -115,12 +140,22 @@ void register_point_to_point_ops() {
   };
   send.tangent = linear_tangent;
   register_op(std::move(send));
+}
 
+void register_mpi_recv_op() {
   // y = message from src;  ȳ goes back to src, like gets nothing
   OpDef recv("mpi_recv",
              "y = the tensor (of like's shape) received from src",
              {"like"});
   recv.attrs = {peer_attr("src", "sending rank"), tag_attr()};
+  recv.input_docs = {
+      "any value of the message's shape (only its shape is used)"};
+  recv.output_docs = {"the tensor src sent (like's shape)"};
+  recv.ranks_doc =
+      "Only this rank runs it: src must run an mpi_send (or mpi_isend) to "
+      "this rank with the same tag; without one the receive waits until "
+      "the communication deadline. Adjoint: ȳ is sent back to src; like "
+      "gets no cotangent.";
   recv.shape_only = {0};  // like is not read: it need not stay alive
   recv.communication = true;
   recv.communicator = world_communicator;
@@ -143,7 +178,13 @@ void register_point_to_point_ops() {
   };
   recv.tangent = linear_tangent;
   register_op(std::move(recv));
+}
 
+}  // namespace
+
+void register_point_to_point_ops() {
+  register_mpi_send_op();
+  register_mpi_recv_op();
   // src: y = x (and sends x);  dest: y = x_src;  others: y = x
   // x̄ = mpi_sendrecv_adjoint(ȳ)
   register_op(sendrecv_def(

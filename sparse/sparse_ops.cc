@@ -124,6 +124,17 @@ void register_matvec(bool transpose) {
       transpose ? "y = Aᵀ·x for a distributed sparse A given by its values"
                 : "y = A·x for a distributed sparse A given by its values");
   def.inputs = {"values", "x"};
+  def.input_docs = {
+      "this rank's stored entries of A, one per entry of its rows' pattern "
+      "in CSR order",
+      "this rank's entries of x (any shape with as many elements as its "
+      "rows)"};
+  def.output_docs = {transpose ? "this rank's entries of A^T x (x's shape)"
+                               : "this rank's entries of A x (x's shape)"};
+  def.ranks_doc =
+      "Every rank of the matrix's communicator runs it; the entries of x a "
+      "rank's rows need from other ranks come from them (none needed: "
+      "nothing is sent). Adjoint: the transpose product and sparse_outer.";
   def.shape = [](const ShapeContext& c) { return check(c, true, 1); };
   def.bind = sparse_kernel([transpose](KernelContext& c, SparseEngine& e) {
     e.multiply(c.input(0), c.input(1).data(), c.output(0).data(), transpose);
@@ -155,6 +166,14 @@ void register_outer() {
                          "w_k = u_i·v_j for each entry k = (i, j) of the "
                          "matrix's pattern (v gathered from other ranks)");
   def.inputs = {"u", "v"};
+  def.input_docs = {"this rank's entries of u (its rows)",
+                    "this rank's entries of v (laid out like u)"};
+  def.output_docs = {
+      "one value per stored entry of this rank's rows, in CSR order: u_i v_j "
+      "for entry (i, j)"};
+  def.ranks_doc =
+      "Every rank of the matrix's communicator runs it; the v_j a rank's "
+      "pattern reads from other ranks come from them.";
   def.shape = [](const ShapeContext& c) { return check(c, false, -1); };
   def.bind = sparse_kernel([](KernelContext& c, SparseEngine& e) {
     e.outer(c.input(0).data(), c.input(1).data(), c.output(0).data());
@@ -178,12 +197,31 @@ void register_outer() {
   register_op(std::move(def));
 }
 
+// What help() says of sparse_solve (and of sparse_solve_transpose).
+void document_solve(OpDef& def, bool transpose) {
+  def.input_docs = {
+      "this rank's stored entries of A, one per entry of its rows' pattern "
+      "in CSR order",
+      "this rank's entries of the right-hand side (any shape with as many "
+      "elements as its rows)"};
+  def.output_docs = {
+      transpose ? "this rank's entries of the solution of A^T x = b (b's "
+                  "shape)"
+                : "this rank's entries of the solution of A x = b (b's "
+                  "shape)"};
+  def.ranks_doc =
+      "Every rank of the matrix's communicator runs it (one PETSc solve "
+      "over all of them); a solve that does not converge throws the same "
+      "RunError on every rank. Adjoint: a transpose solve.";
+}
+
 void register_solve(bool transpose) {
   OpDef def = sparse_def(
       transpose ? "sparse_solve_transpose" : "sparse_solve",
       transpose ? "x = A⁻ᵀ·b by a PETSc Krylov solve (zero initial guess)"
                 : "x = A⁻¹·b by a PETSc Krylov solve (zero initial guess)");
   def.inputs = {"values", "b"};
+  document_solve(def, transpose);
   def.attrs = solver_attrs();
   def.shape = [](const ShapeContext& c) {
     std::string error;

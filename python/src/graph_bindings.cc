@@ -176,6 +176,9 @@ py::dict describe_op(const OpDef& def) {
   d["name"] = def.name;
   d["doc"] = def.doc;
   d["inputs"] = def.inputs;
+  d["input_docs"] = def.input_docs;
+  d["output_docs"] = def.output_docs;
+  d["ranks_doc"] = def.ranks_doc;
   d["variadic"] = def.variadic;
   d["attrs"] = attrs;
   d["num_outputs"] = def.num_outputs;
