@@ -53,9 +53,11 @@ from ._documents import load_json  # noqa: E402
 from . import solvers  # noqa: E402
 from . import sparse  # noqa: E402
 from . import _ops  # noqa: E402
+from . import _indexing  # noqa: E402
 
 # numpy defers to Value's reflected operators (array + value, array * value).
 Value.__array_ufunc__ = None
+Value.__getitem__ = _indexing.getitem
 
 
 def _to_mpi4py(self):

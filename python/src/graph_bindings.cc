@@ -210,13 +210,99 @@ PyValue arithmetic(const PyValue& a, py::handle b) {
   return binary(a, b, f, reflected);
 }
 
+Value less_f(Value a, Value b) { return less(a, b); }
+Value less_equal_f(Value a, Value b) { return less_equal(a, b); }
+Value greater_f(Value a, Value b) { return greater(a, b); }
+Value greater_equal_f(Value a, Value b) { return greater_equal(a, b); }
+
+// Whether `v` may still be used (a loop body's values die with the body).
+bool usable(const PyValue& v) {
+  const auto* ref = std::get_deleter<BodyGraphRef>(v.owner);
+  return ref == nullptr || ref->scope->open;
+}
+
+// a == b (or a != b when `negate`): an `equal` (`not_equal`) node, as in
+// NumPy. Its truth value, which Python's `in`, list.index and dict lookups
+// ask, is whether a and b are the same output, so containers of Values keep
+// finding them by identity. NotImplemented (Python then compares identity)
+// for what no node can compare: a Value of another graph or of a closed
+// loop body, or an operand that is no number or array (None, a string).
+py::object equality(const PyValue& a, py::handle b, bool negate) {
+  const py::object not_implemented =
+      py::reinterpret_borrow<py::object>(Py_NotImplemented);
+  if (!usable(a)) return not_implemented;
+  PyValue other;
+  if (py::isinstance<PyValue>(b)) {
+    other = b.cast<PyValue>();
+    if (!usable(other) || &other.value.graph() != &a.value.graph())
+      return not_implemented;
+  } else {
+    try {
+      other = as_value(b, a.owner);
+    } catch (const ShapeError&) {
+      return not_implemented;
+    }
+  }
+  const bool same = a.value == other.value;
+  py::object out = py::cast(PyValue{
+      a.owner,
+      negate ? not_equal(a.value, other.value) : equal(a.value, other.value)});
+  out.attr("_truth") = py::bool_(negate ? !same : same);
+  return out;
+}
+
+// Value's hashing, comparisons and truth value. Hashing is by identity (the
+// graph, node and output), as `==`'s truth value is: Values are dict keys
+// (feeds) and set members.
+void bind_value_comparisons(py::class_<PyValue>& value) {
+  value
+      .def("__hash__",
+           [](const PyValue& v) {
+             return std::hash<const void*>()(&v.value.graph()) ^
+                    (static_cast<std::size_t>(v.value.node_id()) << 8) ^
+                    static_cast<std::size_t>(v.value.output());
+           })
+      .def("__eq__",
+           [](const PyValue& a, py::handle b) { return equality(a, b, false); })
+      .def("__ne__",
+           [](const PyValue& a, py::handle b) { return equality(a, b, true); })
+      .def("__lt__", &arithmetic<less_f, false>)
+      .def("__le__", &arithmetic<less_equal_f, false>)
+      .def("__gt__", &arithmetic<greater_f, false>)
+      .def("__ge__", &arithmetic<greater_equal_f, false>)
+      .def("__bool__",
+           [](const py::object& self) {
+             const py::object truth = py::getattr(self, "_truth", py::none());
+             if (!truth.is_none()) return truth.cast<bool>();
+             throw py::type_error(
+                 "the truth value of an adgraph.Value is not known while the "
+                 "graph is built (a Value is symbolic; comparisons build "
+                 "nodes): fetch it with Session.run, or compare identity "
+                 "with `is`");
+           })
+      .def("__iter__", [](const PyValue& v) -> py::object {
+        throw py::type_error(
+            "an adgraph.Value is not iterable (shape " +
+            shape_string(live(v, "Value.__iter__").value.shape()) +
+            "): index it, x[i], for its rows");
+      });
+}
+
 void bind_value(py::module_& m) {
-  py::class_<PyValue>(
+  py::class_<PyValue> value(
       m,
       "Value",
+      py::dynamic_attr(),
       "One output of one node of a graph: a symbolic handle. "
-      "Arithmetic (+ - * / ** and unary -) with Values, numbers and "
-      "numpy arrays adds nodes. It keeps its graph alive.")
+      "Arithmetic (+ - * / ** and unary -) and comparisons (< <= > >= == "
+      "!=) with Values, numbers and numpy arrays add nodes, with NumPy's "
+      "broadcasting; a comparison gives 1.0 where it holds, else 0.0 (zero "
+      "derivative). `a == b` builds an `equal` node too: its truth value "
+      "(bool, `in`, dict lookups) is whether a and b are the same output, "
+      "and hashing is by that identity. Indexing x[...] takes ints, slices "
+      "(any step), ... and None, as NumPy's basic indexing, from slice, "
+      "pad, reshape and concat nodes. It keeps its graph alive.");
+  value
       .def_property_readonly(
           "shape",
           [](const PyValue& v) {
@@ -255,17 +341,6 @@ void bind_value(py::module_& m) {
                     v.value.node().op_name() + ") shape " +
                     shape_string(v.value.shape()) + ">";
            })
-      .def("__hash__",
-           [](const PyValue& v) {
-             return std::hash<const void*>()(&v.value.graph()) ^
-                    (static_cast<std::size_t>(v.value.node_id()) << 8) ^
-                    static_cast<std::size_t>(v.value.output());
-           })
-      .def("__eq__",
-           [](const PyValue& a, py::handle b) {
-             return py::isinstance<PyValue>(b) &&
-                    a.value == b.cast<PyValue&>().value;
-           })
       .def("__add__", &arithmetic<add_f, false>)
       .def("__radd__", &arithmetic<add_f, true>)
       .def("__sub__", &arithmetic<sub_f, false>)
@@ -288,6 +363,7 @@ void bind_value(py::module_& m) {
       .def("__neg__", [](const PyValue& a) {
         return PyValue{a.owner, neg(live(a, "Value.__neg__").value)};
       });
+  bind_value_comparisons(value);
 }
 
 void bind_graph_class(py::module_& m) {
