@@ -261,6 +261,18 @@ void infer_output_shapes(const OpDef& def, const Graph& graph, Node& node) {
   }
 }
 
+// "pe:1" names output 1 of node "pe" in fetches, feeds and documents, so
+// no node may be called that.
+void check_name(const std::string& name, const std::string& op) {
+  if (name.find(':') == std::string::npos) return;
+  throw GraphError(
+      "a node name may not hold ':', which names a node's outputs "
+      "(\"name:k\"); choose a name without ':'",
+      name,
+      op,
+      "name");
+}
+
 }  // namespace
 
 std::vector<Value> Graph::add_node_outputs(const std::string& op,
@@ -278,6 +290,7 @@ std::vector<Value> Graph::add_node_outputs(const std::string& op,
       throw GraphError(e.detail(), name, {}, "op");
     }
   }
+  check_name(name, op);
   if (by_name_.count(name)) {
     throw GraphError("duplicate node name", name, op, "name");
   }

@@ -162,8 +162,9 @@ class Graph final {
 
   // Adds a node of registered op `op` and returns its first output.
   // Throws GraphError (unknown op, wrong input count, input from another
-  // graph, bad attribute, duplicate name) or ShapeError (from the op's shape
-  // rule), each naming the node, the op and the field.
+  // graph, bad attribute, duplicate name, a name holding ':', which names
+  // outputs as in "pe:1") or ShapeError (from the op's shape rule), each
+  // naming the node, the op and the field.
   Value add_node(const std::string& op,
                  std::vector<Value> inputs,
                  nlohmann::json attrs = nlohmann::json::object(),

@@ -219,7 +219,7 @@ TangentBody tangent_body(const LoopBody& body,
   for (int i : with_tangent) {
     xs.push_back(t.inputs[i]);
     t.tangents.push_back(t.graph->placeholder(
-        "tangent:" + body.inputs[i].name(), body.inputs[i].shape()));
+        "tangent(" + body.inputs[i].name() + ")", body.inputs[i].shape()));
   }
   t.outputs =
       clone_body(body, *t.graph, t.inputs, take(body.outputs, 0, num_outputs));

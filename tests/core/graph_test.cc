@@ -108,6 +108,24 @@ TEST(Graph, InputErrorsNameTheField) {
             "node \"a\" (neg): name: duplicate node name");
 }
 
+TEST(Graph, NodeNamesMayNotHoldAColon) {
+  Graph g;
+  Value pe = g.placeholder("pe", {2});
+  const std::string refused =
+      "name: a node name may not hold ':', which names a node's outputs "
+      "(\"name:k\"); choose a name without ':'";
+  EXPECT_EQ(error_of([&] { g.add_node("neg", {pe}, {}, {.name = "pe:1"}); }),
+            "node \"pe:1\" (neg): " + refused);
+  EXPECT_EQ(error_of([&] { g.placeholder("q:0", {}); }),
+            "node \"q:0\" (placeholder): " + refused);
+  EXPECT_EQ(error_of([&] { g.constant(Tensor::scalar(1.0), "c:"); }),
+            "node \"c:\" (constant): " + refused);
+  // Nothing was added: "pe" is still the only node, and get() finds it.
+  EXPECT_EQ(g.num_nodes(), 1);
+  EXPECT_EQ(g.get("pe"), pe);
+  EXPECT_EQ(g.find("pe:1"), nullptr);
+}
+
 TEST(Graph, ControlInputsMustBeOlder) {
   Graph g;
   Value a = g.placeholder("a", {});
