@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/exec/plan_checks.h"
 #include "core/exec/session_plan.h"
+#include "core/interrupt.h"
 #include "core/loops/loop.h"
 #include "core/op.h"
 
@@ -128,9 +129,11 @@ class Session::Executor {
   }
 
   // The steps one after another; `reached` is the first that may not
-  // have run (for settle_failure).
+  // have run (for settle_failure). An interrupt request stops the run
+  // before the next step.
   void run_in_order(std::size_t& reached) {
     for (const auto& step : plan_.steps) {
+      detail::check_interrupt();
       allocate(step);
       run_kernel(step);
       account(step);
@@ -139,11 +142,13 @@ class Session::Executor {
     }
   }
 
-  // Level by level, the steps of a level on `threads` threads.
+  // Level by level, the steps of a level on `threads` threads; an
+  // interrupt request stops the run before the next level.
   void run_levels(int threads, std::size_t& reached) {
     for (const auto& level : plan_.levels) {
       reached = static_cast<std::size_t>(
           *std::min_element(level.begin(), level.end()));
+      detail::check_interrupt();
       for (int s : level) allocate(plan_.steps[s]);
       std::exception_ptr failure;
       const int n = static_cast<int>(level.size());

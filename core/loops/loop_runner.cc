@@ -6,6 +6,7 @@
 #include "core/check.h"
 #include "core/comm_context.h"
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "core/loops/loop_impl.h"
 #include "core/op.h"
 
@@ -168,6 +169,9 @@ void BodyRunner::hand_over_buffers(const std::vector<int>& readers) {
 }
 
 void BodyRunner::run(const Tensor* const* inputs, Tensor* const* donated) {
+  // Between steps (a run is one step of its loop), before this step's
+  // messages: an interrupt request stops the loop here.
+  detail::check_interrupt();
   for (std::size_t i = 0; i < input_slot_.size(); ++i)
     views_[input_slot_[i]] = inputs[i];
   for (std::size_t c = 0; c < comms_.size(); ++c)

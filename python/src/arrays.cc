@@ -9,6 +9,7 @@
 #include <optional>
 #include <thread>
 
+#include "core/interrupt.h"
 #include "python/src/bindings.h"
 
 namespace adgraph::python {
@@ -59,16 +60,19 @@ MpiRunGuard::~MpiRunGuard() {
 
 namespace {
 
-// SIGINT during a run: the handler writes a byte to a pipe, which a
-// watcher thread (made at the first watch) reads; it ends the job on
-// several ranks and otherwise leaves the interrupt for Python.
+// SIGINT during a run. With one rank the handler asks the runtime to stop
+// the run at its next node or loop step (adgraph::request_interrupt, which
+// reaches Python as KeyboardInterrupt). On several ranks it writes a byte
+// to a pipe, which a watcher thread (made at the first watch) reads to end
+// the job at once: the other ranks may be waiting for this one in a
+// collective, and a rank blocked in a message checks nothing.
 int interrupt_pipe[2] = {-1, -1};
 std::atomic<int> watch_depth{0};
-std::atomic<bool> interrupted{false};
+std::atomic<bool> several_ranks{false};
 struct sigaction python_sigint {};
 
 void on_sigint(int) {
-  interrupted.store(true);
+  if (!several_ranks.load()) adgraph::request_interrupt();
   const char byte = 1;
   [[maybe_unused]] const auto n = ::write(interrupt_pipe[1], &byte, 1);
 }
@@ -98,7 +102,8 @@ InterruptWatch::InterruptWatch() {
     return true;
   }();
   if (!started) return;
-  interrupted.store(false);
+  adgraph::take_interrupt_request();  // none is pending outside a run
+  several_ranks = python_world()->size() > 1;
   struct sigaction mine {};
   mine.sa_handler = on_sigint;
   sigemptyset(&mine.sa_mask);
@@ -110,8 +115,10 @@ InterruptWatch::InterruptWatch() {
 InterruptWatch::~InterruptWatch() {
   if (watch_depth.fetch_sub(1) > 1 || interrupt_pipe[0] < 0) return;
   sigaction(SIGINT, &python_sigint, nullptr);
-  // One rank: Python raises KeyboardInterrupt at its next bytecode.
-  if (interrupted.exchange(false)) {
+  // A request no check took (the run ended first): Python raises
+  // KeyboardInterrupt at its next bytecode. One a check took is already
+  // on its way as adgraph::Interrupted (KeyboardInterrupt too).
+  if (adgraph::take_interrupt_request()) {
     py::gil_scoped_acquire gil;
     PyErr_SetInterrupt();
   }

@@ -2,6 +2,7 @@
 // is the public face; this module holds the bindings it builds on.
 #include <mpi.h>
 
+#include "core/interrupt.h"
 #include "python/src/bindings.h"
 
 namespace adgraph::python {
@@ -38,6 +39,9 @@ void translate_errors(py::module_& m) {
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
+    } catch (const Interrupted&) {
+      // A run stopped by Ctrl-C (InterruptWatch) ends as Python's own.
+      PyErr_SetNone(PyExc_KeyboardInterrupt);
     } catch (const ShapeError& e) {
       PyErr_SetString(shape_error.ptr(), e.what());
     } catch (const GraphError& e) {

@@ -628,20 +628,56 @@ def test_load_json_refuses_what_is_not_a_document():
 # 10. Interrupts (the job-ending path at several ranks:
 # tests/python/interrupt_on_one_rank.py).
 
-def test_ctrl_c_during_a_run_reaches_python_as_keyboard_interrupt():
-    if SIZE > 1:
-        pytest.skip("on several ranks an interrupt ends the job")
+def time_to_interrupt(run):
+    """Sends SIGINT to this process 0.2 s into ``run()`` and returns how
+    long ``run()`` took to raise KeyboardInterrupt."""
     import signal
-    g = ag.Graph()
-    x = g.placeholder("x", (1 << 14,))
-    r = ag.loop(2000, [x], [], lambda a: [ag.sin(a.carries[0])])
-    timer = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT))
+    import time
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+    start = time.monotonic()
     timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        ag.Session(g).run(ag.sum(r.carries[0]), {x: np.ones(1 << 14)})
-        for _ in range(100):  # the interrupt is raised at the next bytecode
-            pass
-    timer.join()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run()
+    finally:
+        timer.join()
+    return time.monotonic() - start
+
+
+one_rank_only = pytest.mark.skipif(
+    SIZE > 1, reason="on several ranks an interrupt ends the job "
+                     "(tests/python/interrupt_on_one_rank.py)")
+
+
+@one_rank_only
+def test_ctrl_c_stops_a_loop_between_steps():
+    # 1e5 steps of 65536 sines: a minute of work, stopped in its first
+    # second (between two steps), not at its end; the session runs again.
+    g = ag.Graph()
+    x = g.placeholder("x", (1 << 16,))
+    r = ag.loop(100000, [x], [], lambda a: [ag.sin(a.carries[0])])
+    session = ag.Session(g)
+    took = time_to_interrupt(lambda: session.run(ag.sum(r.carries[0]), {x: np.ones(1 << 16)}))
+    assert took < 2.0
+    assert session.run(ag.sum(x), {x: np.full(1 << 16, 0.5)}) == 2.0 ** 15
+
+
+@one_rank_only
+@pytest.mark.parametrize("concurrent", [False, True])
+def test_ctrl_c_stops_a_run_between_nodes(concurrent):
+    # 20000 nodes of 2^18 sines each (no loop): about a minute, stopped
+    # between two nodes; no KeyboardInterrupt is left pending afterwards.
+    g = ag.Graph()
+    x = g.placeholder("x", (1 << 18,))
+    y = x
+    for _ in range(20000):
+        y = ag.sin(y)
+    session = ag.Session(g, concurrent=concurrent)
+    took = time_to_interrupt(lambda: session.run(ag.sum(y), {x: np.zeros(1 << 18)}))
+    assert took < 2.0
+    for _ in range(1000):
+        pass
+    assert session.run(ag.sum(x), {x: np.ones(1 << 18)}) == 2.0 ** 18
 
 
 # 11. Printing.

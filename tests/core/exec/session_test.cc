@@ -9,6 +9,7 @@
 
 #include "core/ad/gradients.h"
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "core/loops/loop.h"
 #include "core/op.h"
 #include "ops/elementwise.h"
@@ -98,6 +99,59 @@ TEST(Session, BoundKernelsInALoopBodyAreMadeOncePerBodyNotPerStep) {
   EXPECT_EQ(s.run(r.carries[0], {{x0, Tensor({64.0})}})[0], 1.0);
   EXPECT_EQ(s.run(r.carries[0], {{x0, Tensor({-128.0})}})[0], -2.0);
   EXPECT_EQ(g_binds, 1);
+}
+
+// y = x + 1, counting its runs; at run number `g_interrupt_at` it calls
+// request_interrupt(), as a SIGINT handler would.
+std::atomic<int> g_counted{0};
+int g_interrupt_at = 0;
+void register_counting_op() {
+  if (OpRegistry::global().find("test_counting")) return;
+  OpDef def;
+  def.name = "test_counting";
+  def.inputs = {"x"};
+  def.shape = [](const ShapeContext& c) { return Shapes{c.input_shape(0)}; };
+  def.compute = [](KernelContext& c) {
+    c.output(0).array() = c.input(0).array() + 1.0;
+    if (++g_counted == g_interrupt_at) request_interrupt();
+  };
+  register_op(def);
+}
+
+TEST(SessionInterrupt, ARequestStopsTheRunBeforeItsNextNode) {
+  register_counting_op();
+  for (const bool concurrent : {false, true}) {
+    Graph g;
+    Value x = g.placeholder("x", {});
+    Value y = x;
+    for (int k = 0; k < 10; ++k) y = g.add_node("test_counting", {y});
+    Session s(g, {.concurrent = concurrent});
+    g_counted = 0;
+    g_interrupt_at = 3;
+    EXPECT_THROW(s.run(y, {{x, Tensor::scalar(0.0)}}), Interrupted);
+    EXPECT_EQ(g_counted, 3) << "concurrent " << concurrent;
+    // The request was taken: the session runs again, to the end.
+    EXPECT_EQ(s.run(y, {{x, Tensor::scalar(0.5)}})[0], 10.5);
+    EXPECT_EQ(g_counted, 13);
+    EXPECT_FALSE(take_interrupt_request());
+  }
+}
+
+TEST(SessionInterrupt, ARequestStopsALoopBeforeItsNextStep) {
+  register_counting_op();
+  Graph g;
+  Value x0 = g.placeholder("x0", {});
+  LoopResult r = loop(1000, {x0}, {}, [](const LoopArgs& l) {
+    return LoopStep{
+        {l.carries[0].graph().add_node("test_counting", {l.carries[0]})}, {}};
+  });
+  Session s(g);
+  g_counted = 0;
+  g_interrupt_at = 5;
+  EXPECT_THROW(s.run(r.carries[0], {{x0, Tensor::scalar(0.0)}}), Interrupted);
+  EXPECT_EQ(g_counted, 5);  // step 5 requested, step 6 did not start
+  g_interrupt_at = 0;
+  EXPECT_EQ(s.run(r.carries[0], {{x0, Tensor::scalar(2.0)}})[0], 1002.0);
 }
 
 TEST(Session, AnOpWithNeitherComputeNorBindIsRefused) {
