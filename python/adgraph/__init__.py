@@ -30,9 +30,10 @@ import types as _types
 
 from ._errors import Error, GraphError, JsonError, OptionsError, RunError, ShapeError
 from . import _adgraph
+from . import _exits
 
 _adgraph.start_mpi()
-_atexit.register(_adgraph.finish_mpi)
+_atexit.register(_exits.finish_mpi)
 
 from ._adgraph import (  # noqa: E402  (MPI must be up first)
     Communicator,
@@ -235,8 +236,12 @@ __all__ = [name for name in globals() if not name.startswith("_")]
 def _exit_ending_the_job(status=None):
     """``sys.exit`` that, with a failure status on a job of several ranks,
     ends the whole job at once (SystemExit bypasses the excepthook, and the
-    other ranks would wait for this one until their deadline)."""
-    if status is not None and status != 0 and communicator().size > 1:
+    other ranks would wait for this one until their deadline). A success
+    status is remembered: the exit that follows finalises MPI as usual
+    (``_exits``)."""
+    if status is None or status == 0:
+        _exits.success_requested = True
+    elif communicator().size > 1:
         rank, size = communicator().rank, communicator().size
         _sys.stderr.write(f"adgraph: rank {rank} of {size}: sys.exit({status!r}), "
                           "ending the job\n")

@@ -1,6 +1,13 @@
 // The extension module adgraph._adgraph. The Python package (python/adgraph)
 // is the public face; this module holds the bindings it builds on.
 #include <mpi.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
 
 #include "core/interrupt.h"
 #include "python/src/bindings.h"
@@ -25,6 +32,64 @@ void start_mpi() {
 void finish_mpi() {
   delete environment;
   environment = nullptr;
+}
+
+// Leaving through an uncaught SystemExit on a job of several ranks, the
+// exit status is unknown until exit() (no Python hook sees it), and
+// MPI_Finalize, which waits for every rank, would come first: a rank
+// leaving with a failure would wait there for ranks that wait for it in a
+// collective. So MPI_Finalize runs on a thread of its own, and exit()
+// decides: a failure status that the other ranks do not share (they do not
+// reach MPI_Finalize within a second) ends the job at once, naming the
+// rank; status 0 waits for MPI_Finalize as usual.
+std::thread* finishing = nullptr;
+std::atomic<bool> finished{false};
+int leaving_rank = 0, leaving_size = 1;
+
+void finalise_mpi() {
+  finish_mpi();
+  int done = 0;
+  MPI_Finalized(&done);
+  if (!done) MPI_Finalize();  // started by mpi4py or the program
+  finished = true;
+}
+
+void end_job_or_finish(int status, void*) {
+  using Clock = std::chrono::steady_clock;
+  const auto until = Clock::now() + std::chrono::seconds(1);
+  while (status != 0 && !finished && Clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (status != 0 && !finished) {
+    std::fprintf(stderr,
+                 "adgraph: rank %d of %d: exit status %d (an uncaught "
+                 "SystemExit), ending the job\n",
+                 leaving_rank,
+                 leaving_size,
+                 status);
+    std::fflush(stderr);
+    std::_Exit(status);  // before MPI_Finalize ends: mpirun ends the job
+  }
+  finishing->join();
+}
+
+void finish_mpi_after_exit() {
+  if (python_world()->size() <= 1 || finishing != nullptr) {
+    finish_mpi();
+    return;
+  }
+  leaving_rank = python_world()->rank();
+  leaving_size = python_world()->size();
+  py::gil_scoped_release release;
+  finishing = new std::thread(finalise_mpi);
+  // MPI_Finalized turns true once MPI_Finalize has run its callbacks
+  // (PETSc's end, at_mpi_finalize) and only waits for the other ranks:
+  // from then on nothing this process still tears down calls MPI.
+  int started = 0;
+  while (!started && !finished) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    MPI_Finalized(&started);
+  }
+  on_exit(end_job_or_finish, nullptr);
 }
 
 void translate_errors(py::module_& m) {
@@ -73,6 +138,12 @@ PYBIND11_MODULE(_adgraph, m) {
   m.def("finish_mpi",
         &finish_mpi,
         "Finalises MPI if start_mpi() initialised it (at interpreter exit).");
+  m.def("finish_mpi_after_exit",
+        &finish_mpi_after_exit,
+        "At interpreter exit through an uncaught SystemExit: on several "
+        "ranks, finalises MPI on a thread and lets exit()'s status decide "
+        "(a failure the other ranks do not share ends the job at once); "
+        "otherwise as finish_mpi().");
   m.def(
       "abort_job",
       [](int code) { adgraph::abort_job(code); },
