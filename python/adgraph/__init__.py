@@ -28,9 +28,15 @@ import sys as _sys
 import traceback as _traceback
 import types as _types
 
-from ._errors import Error, GraphError, JsonError, OptionsError, RunError, ShapeError
+from ._errors import (ArgumentError, Error, GraphError, JsonError, OptionsError, RunError,
+                      ShapeError)
 from . import _adgraph
 from . import _exits
+from ._signatures import explain_type_errors as _explain_type_errors
+
+# Before anything takes a function from the module: wrong argument types
+# then name the function and the argument (ArgumentError).
+_explain_type_errors(_adgraph)
 
 _adgraph.start_mpi()
 _atexit.register(_exits.finish_mpi)

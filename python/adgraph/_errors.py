@@ -25,3 +25,8 @@ class OptionsError(Error, ValueError):
 class RunError(Error):
     """A run-time failure: missing feed, wrong feed shape, ranks that disagree,
     a Python op that returned the wrong shape."""
+
+
+class ArgumentError(Error, TypeError):
+    """An argument of the wrong type at the Python boundary; the message
+    names the function, the argument, what it got and what it accepts."""

@@ -239,6 +239,31 @@ def test_fetches_and_feeds_of_the_wrong_kind_are_named():
         s.run(x, [1.0])
 
 
+@pytest.mark.parametrize("call, message", [
+    (lambda g, x: g.placeholder("y", 3),
+     r"^Graph\.placeholder\(\): argument 'shape': expected a sequence of integers "
+     r"\(List\[int\]\), got int 3; it takes \(name: str, shape: List\[int\]\)$"),
+    (lambda g, x: ag.Session(g, concurrent="yes"),
+     r"^Session\(\): argument 'concurrent': expected True or False \(bool\), got str 'yes'"),
+    (lambda g, x: ag.gradients(ag.sum(x), x),
+     r"^gradients\(\): argument 'xs': expected a sequence of Values \(List\[Value\]\), "
+     r"got Value <adgraph\.Value \"x\""),
+    (lambda g, x: ag.sum(x, name=3), r"^sum\(\): argument 'name': expected a string, got int 3$"),
+    (lambda g, x: g.get(3), r"^Graph\.get\(\): argument 'name': expected a string, got int 3"),
+    (lambda g, x: ag.Session(g).run(x, {x: [1.0, 2.0]}, extra=1),
+     r"^Session\.run\(\): unexpected keyword argument 'extra'; it takes \(fetches: object"),
+    (lambda g, x: ag.loop("3", [x], [], lambda a: [a.carries[0]]),
+     r"^loop\(\): argument 'trips': expected an integer, got str '3'"),
+    (lambda g, x: g.placeholder("z"), r"^Graph\.placeholder\(\): argument 'shape' is missing")])
+def test_arguments_of_the_wrong_type_name_the_function_and_the_argument(call, message):
+    g = ag.Graph()
+    x = g.placeholder("x", (2,))
+    with pytest.raises(ag.ArgumentError, match=message) as error:
+        call(g, x)
+    assert isinstance(error.value, TypeError)
+    assert "incompatible" not in str(error.value)
+
+
 @pytest.mark.parametrize("result, message", [
     (lambda x: np.ravel(np.outer(x, x)),
      r"forward returned shape \[4\], expected \[2, 2\] \(exactly"),
