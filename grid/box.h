@@ -54,6 +54,8 @@ inline void copy_box(const double* from,
     }
     if (add) {
       for (int64_t k = 0; k < inner; ++k) to[t + k] += from[f + k];
+    } else if (inner <= 8) {  // the columns of a ring: no call per row
+      for (int64_t k = 0; k < inner; ++k) to[t + k] = from[f + k];
     } else {
       std::memcpy(to + t, from + f, sizeof(double) * inner);
     }

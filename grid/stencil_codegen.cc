@@ -128,6 +128,13 @@ class Emitter {
     const int d = s_.ndim;
     const std::string in = ivar(d - 1);
     std::ostringstream o;
+    // Outputs are buffers of their own (the op is not in place), but GCC
+    // does not apply __restrict to pointers declared in a loop body: with
+    // two outputs or more it needs more run-time alias checks than it
+    // allows and leaves the loop scalar (2.6x slower, session 36). Hence
+    // the promise that iterations are independent.
+    o << "#if defined(__clang__)\n#pragma clang loop vectorize(assume_safety)\n"
+         "#else\n#pragma GCC ivdep\n#endif\n";
     o << "      for (int64_t " << in << " = lo[" << d << "]; " << in << " < hi["
       << d << "]; ++" << in << ") {\n";
     for (std::size_t m = 0; m < s_.outputs.size(); ++m) {
