@@ -51,8 +51,14 @@ class BodyRunner final {
   // shapes), leaving `into`'s old buffers to be overwritten by the next
   // run. Reads every output before it changes anything, so outputs that
   // are inputs of the body (or alias each other) are copied correctly. A
-  // runner is always called with the same `first` and count.
-  void move_outputs(int first, std::vector<Tensor>& into);
+  // runner is always called with the same `first` and count. With
+  // `inputs_stay`, the caller keeps the last run's inputs where they are,
+  // unchanged, for as long as it keeps `into`'s new values: an output that
+  // passes an input straight through (a leapfrog's c_{t−1} = c_t) becomes
+  // a view of that input (Tensor::borrow) instead of a copy.
+  void move_outputs(int first,
+                    std::vector<Tensor>& into,
+                    bool inputs_stay = false);
 
  private:
   // Outputs that take over an input's buffer, inputs a kernel may keep.

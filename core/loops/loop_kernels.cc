@@ -67,7 +67,9 @@ void run_loop(KernelContext& c) {
       for (std::size_t w = nc; w < wanted.size(); ++w)
         copy_row(runner->output(wanted[w]), c.output(wanted[w]), rows[t]);
     }
-    runner->move_outputs(0, cur);
+    // Inputs read from a snapshot stay there: a carry passed through views
+    // it (half the tape of a leapfrog, and no copy).
+    runner->move_outputs(0, cur, kept != nullptr);
     kept = nullptr;
     if (next < positions.size() && positions[next] == t + 1) {
       detail::LoopCache::State spare = cache.take_state(cur);
@@ -79,6 +81,9 @@ void run_loop(KernelContext& c) {
     }
   }
   if (kept) copy_state(*kept, cur);  // the last step was kept
+  for (Tensor& t : cur) {
+    if (t.borrowed()) t = Tensor(t);  // a view of a snapshot: a copy
+  }
   cache.give_runner(std::move(runner), spec.forward, wanted);
   for (int k = 0; k < nc; ++k) {
     if (c.output_replaceable(k)) {
@@ -137,6 +142,7 @@ class Reversal final {
 
   ~Reversal() {
     for (auto& [t, state] : store_) cache_.give_state(std::move(state));
+    cache_.give_state(std::move(viewed_));
     if (forward_)
       cache_.give_runner(std::move(forward_), spec_.forward, forward_wanted_);
     if (reverse_)
@@ -254,9 +260,28 @@ class Reversal final {
     reverse_->run(in.data(), donated_.data());
     reverse_->move_outputs(0, r_);
     ++taped_;
-    for (int j = 0; j < nn_; ++j) next_[j] = ct[spec_.next_carries[j]];
     next_t_ = t;
-    // No state at or after t is needed again.
+    // c_t of the next carries, for step t − 1: views of the snapshot of t,
+    // kept (out of store_) until that step is done, or copies of cur_.
+    // Then no state at or after t is needed again.
+    auto found = store_.find(t);
+    const bool snapshot = found != store_.end() && &found->second == &ct;
+    for (int j = 0; j < nn_; ++j) {
+      const Tensor& from = ct[spec_.next_carries[j]];
+      if (snapshot) {
+        next_[j] =
+            Tensor::borrow(from.shape(), const_cast<double*>(from.data()));
+      } else {
+        if (next_[j].borrowed()) next_[j] = Tensor();
+        next_[j] = from;
+      }
+    }
+    cache_.give_state(std::move(viewed_));
+    viewed_.clear();
+    if (snapshot && nn_ > 0) {
+      viewed_ = std::move(found->second);
+      store_.erase(found);
+    }
     release(t);
     if (cur_t_ >= t) cur_t_ = -1;
   }
@@ -311,6 +336,8 @@ class Reversal final {
   std::vector<char> ybar_zero_;
   // c_{next_t_} of the next carries (LoopSpec::next_carries).
   std::vector<Tensor> next_;
+  // The snapshot next_ views, if it does (given back after the next step).
+  std::vector<Tensor> viewed_;
   int64_t next_t_ = spec_.trips;
   Tensor step_ = Tensor::scalar(0);
   int64_t advances_ = 0, taped_ = 0, max_snapshots_ = 0;
@@ -321,3 +348,4 @@ class Reversal final {
 void run_loop_adjoint(KernelContext& c) { Reversal(c, *c.node().loop).run(); }
 
 }  // namespace adgraph::detail
+

@@ -227,7 +227,9 @@ const Tensor& BodyRunner::output(int k) const {
   return *views_[output_slot_[k]];
 }
 
-void BodyRunner::move_outputs(int first, std::vector<Tensor>& into) {
+void BodyRunner::move_outputs(int first,
+                              std::vector<Tensor>& into,
+                              bool inputs_stay) {
   const int count = static_cast<int>(into.size());
   if (static_cast<int>(copied_.size()) != count) {
     // Outputs that are body inputs, or that an earlier output already
@@ -259,9 +261,16 @@ void BodyRunner::move_outputs(int first, std::vector<Tensor>& into) {
       }
     }
   }
+  // A pass-through output viewing an input that stays (inputs_stay).
+  std::vector<char> viewed(count, 0);
   for (int k = 0; k < count; ++k) {
-    if (copied_[k] && stolen_from[k] < 0)
-      scratch_[k] = *views_[output_slot_[first + k]];
+    const int slot = output_slot_[first + k];
+    bool carried = false;  // one of the inputs `into` held
+    for (int i = 0; i < count; ++i) carried = carried || input_slot_[i] == slot;
+    viewed[k] = inputs_stay && copied_[k] && stolen_from[k] < 0 && carried &&
+                !views_[slot]->borrowed();
+    if (copied_[k] && stolen_from[k] < 0 && !viewed[k])
+      scratch_[k] = *views_[slot];
   }
   for (int k = 0; k < count; ++k) {
     const int i = stolen_from[k];
@@ -274,7 +283,17 @@ void BodyRunner::move_outputs(int first, std::vector<Tensor>& into) {
     if (!copied_[k]) slots_[output_slot_[first + k]].swap(into[k]);
   }
   for (int k = 0; k < count; ++k) {
-    if (copied_[k]) scratch_[k].swap(into[k]);
+    if (viewed[k]) {
+      const Tensor& from = *views_[output_slot_[first + k]];
+      Tensor view =
+          Tensor::borrow(from.shape(), const_cast<double*>(from.data()));
+      view.swap(into[k]);
+      if (!view.borrowed()) scratch_[k].swap(view);  // a buffer for later
+    } else if (copied_[k]) {
+      scratch_[k].swap(into[k]);
+    }
+    // Scratch buffers are written next time: never someone else's memory.
+    if (scratch_[k].borrowed()) scratch_[k] = Tensor();
   }
 }
 
@@ -315,6 +334,11 @@ LoopCache::State LoopCache::take_state(const State& like) {
 
 void LoopCache::give_state(State state) {
   if (state.empty()) return;
+  // A spare state is written by whoever takes it: a view of another
+  // state's memory (BodyRunner::move_outputs' inputs_stay) is dropped.
+  for (Tensor& t : state) {
+    if (t.borrowed()) t = Tensor();
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   states_.push_back(std::move(state));
 }
@@ -430,3 +454,4 @@ std::vector<int64_t> tape_positions(const CheckpointSchedule& schedule,
 }
 
 }  // namespace adgraph::detail
+
