@@ -197,7 +197,16 @@ void register_pad_op() {
     const int64_t before = c.node().attr_int("before");
     return Values{slice(c.grad(), axis, before, before + x[axis])};
   };
-  pad_def.tangent = linear_tangent;
+  // Affine, not linear, when value ≠ 0: the tangent pads with zeros.
+  pad_def.tangent = [](const TangentContext& c) {
+    if (!c.tangent(0).valid()) return Values{Value()};
+    const Node& n = c.node();
+    return Values{pad(c.tangent(0),
+                      node_axis(n, n.inputs[0].shape()),
+                      n.attr_int("before"),
+                      n.attr_int("after"),
+                      0.0)};
+  };
   register_op(std::move(pad_def));
 }
 

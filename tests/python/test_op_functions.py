@@ -84,15 +84,13 @@ def test_pad_with_before_and_after_matches_numpy_pad(shape, axis, before, after,
     expected = np.pad(xv, widths, constant_values=value)
     np.testing.assert_array_equal(ag.Session(g).run(y, {x: xv}), expected)
     weights = np.linspace(0.5, 1.5, expected.size).reshape(expected.shape)
-    # Forward mode only for a zero fill: see the xfail test below.
     result = ag.check_gradients(ag.sum(ag.square(y) * weights), [x], {x: xv},
-                                tolerance=FD_TOLERANCE, check_jvp=value == 0.0)
+                                tolerance=FD_TOLERANCE)
     assert result.ok, result.message
 
 
-@pytest.mark.xfail(strict=True, reason="pad's tangent rule (linear_tangent in "
-                   "ops/shape_ops.cc) pads the tangent with the fill value, not 0")
 def test_pad_tangent_with_a_fill_value():
+    # pad is affine: its tangent pads with zeros, whatever the fill value.
     g = ag.Graph()
     x = g.placeholder("x", (3,))
     y = ag.pad(x, axis=0, before=1, after=2, value=7.0)
