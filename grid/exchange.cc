@@ -1,10 +1,14 @@
 #include "grid/exchange.h"
 
 #include <algorithm>
+#include <atomic>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "core/check.h"
 #include "grid/box.h"
 #include "mpi_ops/communicator.h"
 #include "mpi_ops/tags.h"
@@ -135,53 +139,59 @@ void copy_layer(const Pass& p, Tensor& t, int64_t from, int64_t to, bool add) {
            add);
 }
 
-// Messages to and from the two neighbours of a pass (not to itself):
-// sends[k] go out with tags send_tag[k], what arrives lands in got[k].
+// Messages to and from the two neighbours of a pass (not to itself), in
+// flight between post_swap and wait_swap: what arrives lands in got[side].
 struct Swap {
-  std::vector<int64_t> handles;
+  std::vector<int64_t> handles;  // the receives, then the sends
+  std::vector<int64_t> counts;   // per receive
+  std::vector<int> side;         // per receive: 0 low, 1 high
   std::vector<Tensor> got{2};
-  std::vector<int> side;  // 0 low, 1 high, per receive
 };
 
-// Sends `out_low` to the low neighbour and `out_high` to the high one, and
-// receives what they send back; a neighbour equal to this rank or missing
-// takes no message. tag_base + 0 travels towards the low neighbour.
-void swap(Communicator& comm,
-          const Pass& p,
-          const Tensor& t,
-          const Box& out_low,
-          const Box& out_high,
-          int tag_base,
-          Swap& s) {
-  std::vector<int64_t> recvs, sends;
-  std::vector<Tensor*> outs;
-  std::vector<int64_t> counts;
+// Posts the sends of `out_low` to the low neighbour and `out_high` to the
+// high one (copies: t may change meanwhile), and the receives of what they
+// send back; a neighbour equal to this rank or missing takes no message.
+// tag_base + 0 travels towards the low neighbour.
+void post_swap(Communicator& comm,
+               const Pass& p,
+               const Tensor& t,
+               const Box& out_low,
+               const Box& out_high,
+               int tag_base,
+               Swap& s) {
+  std::vector<int64_t> sends;
   for (int side = 0; side < 2; ++side) {
     const int peer = side == 0 ? p.low : p.high;
     if (peer < 0 || peer == p.self) continue;
     const Box& out = side == 0 ? out_low : out_high;
     // What the low neighbour sends travels upwards (tag_base + 1).
-    recvs.push_back(
+    s.handles.push_back(
         comm.irecv(out.size(), peer, tag_base + (side == 0 ? 1 : 0)));
-    outs.push_back(&s.got[side]);
-    counts.push_back(out.size());
+    s.counts.push_back(out.size());
     s.side.push_back(side);
     const std::vector<double> buf = pack(t, out);
     sends.push_back(comm.isend(buf.data(), out.size(), peer, tag_base + side));
   }
-  std::vector<int64_t> all = recvs;
-  all.insert(all.end(), sends.begin(), sends.end());
-  std::vector<Tensor*> targets = outs;
-  targets.resize(all.size(), nullptr);
-  counts.resize(all.size(), 0);
-  std::unique_ptr<bool[]> adopt(new bool[all.size()]());
-  for (std::size_t k = 0; k < recvs.size(); ++k)
-    s.got[s.side[k]] = Tensor(Shape{counts[k]});
-  comm.wait(all.data(),
+  s.handles.insert(s.handles.end(), sends.begin(), sends.end());
+}
+
+void wait_swap(Communicator& comm, Swap& s) {
+  const std::size_t n = s.handles.size();
+  if (n == 0) return;
+  std::vector<Tensor*> targets(n, nullptr);
+  std::vector<int64_t> counts(n, 0);
+  for (std::size_t k = 0; k < s.side.size(); ++k) {
+    s.got[s.side[k]] = Tensor(Shape{s.counts[k]});
+    targets[k] = &s.got[s.side[k]];
+    counts[k] = s.counts[k];
+  }
+  std::unique_ptr<bool[]> adopt(new bool[n]());
+  comm.wait(s.handles.data(),
             targets.data(),
             counts.data(),
             adopt.get(),
-            static_cast<int>(all.size()));
+            static_cast<int>(n));
+  s.handles.clear();
 }
 
 void fill_rule_low(const Pass& p, Boundary rule, Tensor& t) {
@@ -275,6 +285,163 @@ void copy_interior(const HaloSpec& spec,
   }
 }
 
+// One pass of the forward exchange, its messages in: the ghosts of axis
+// p.axis from the neighbours, this rank itself (periodic, one process) or
+// the boundary rule.
+void land_forward(const Pass& p, Boundary rule, Swap& s, Tensor& padded) {
+  for (std::size_t k = 0; k < s.side.size(); ++k) {
+    unpack(s.got[s.side[k]].data(),
+           padded,
+           s.side[k] == 0 ? p.low_ghost() : p.high_ghost(),
+           false);
+  }
+  // A periodic axis of one process wraps onto itself.
+  if (p.low == p.self)
+    copy_box(padded.data(),
+             padded.shape(),
+             p.high_owned(),
+             padded.data(),
+             padded.shape(),
+             p.low_ghost());
+  if (p.high == p.self)
+    copy_box(padded.data(),
+             padded.shape(),
+             p.low_owned(),
+             padded.data(),
+             padded.shape(),
+             p.high_ghost());
+  if (p.low < 0) fill_rule_low(p, rule, padded);
+  if (p.high < 0) fill_rule_high(p, rule, padded);
+}
+
+// One pass of the transpose, its messages in: the low side first (the low
+// neighbour's high ghosts, this rank's own when it is its own neighbour, or
+// the rule's layers), then the high one.
+void land_transpose(const Pass& p, Boundary rule, Swap& s, Tensor& t) {
+  std::vector<double> from_self_low, from_self_high;
+  if (p.low == p.self) from_self_low = pack(t, p.high_ghost());
+  if (p.high == p.self) from_self_high = pack(t, p.low_ghost());
+  if (p.low < 0) add_rule_low(p, rule, t);
+  if (p.low == p.self) unpack(from_self_low.data(), t, p.low_owned(), true);
+  if (p.low >= 0 && p.low != p.self)
+    unpack(s.got[0].data(), t, p.low_owned(), true);
+  if (p.high < 0) add_rule_high(p, rule, t);
+  if (p.high == p.self) unpack(from_self_high.data(), t, p.high_owned(), true);
+  if (p.high >= 0 && p.high != p.self)
+    unpack(s.got[1].data(), t, p.high_owned(), true);
+}
+
+// An exchange (or its transpose) over a padded array t, pass by pass:
+// axes 0, 1, … forward, the reverse order for the transpose. With corners
+// a pass sends what the passes before it filled, so it cannot start before
+// they land; without, the passes touch disjoint layers and all post at
+// once. Either way they land in the same order, so the bits are the same
+// however the messages are started.
+struct Flight {
+  GridLayout layout;
+  HaloSpec spec;
+  bool transpose = false;
+  Tensor t;
+  std::vector<int> axes;  // in landing order, width 0 left out
+  std::vector<std::unique_ptr<Swap>> posted;  // per entry of axes, or null
+
+  Flight(const GridLayout& l, const HaloSpec& s, bool back, Tensor padded)
+      : layout(l), spec(s), transpose(back), t(std::move(padded)) {
+    const int nd = layout.ndim();
+    for (int k = 0; k < nd; ++k) {
+      const int a = transpose ? nd - 1 - k : k;
+      if (spec.width[a] > 0) axes.push_back(a);
+    }
+    posted.resize(axes.size());
+  }
+
+  Pass pass(Communicator& comm, int a) const {
+    return pass_of(layout, spec, comm.rank(), t.shape(), a);
+  }
+
+  void post(Communicator& comm, std::size_t k) {
+    const int a = axes[k];
+    const Pass p = pass(comm, a);
+    posted[k] = std::make_unique<Swap>();
+    if (transpose) {
+      post_swap(comm,
+                p,
+                t,
+                p.low_ghost(),
+                p.high_ghost(),
+                kGridHaloTag + 6 + 2 * a,
+                *posted[k]);
+    } else {
+      post_swap(comm,
+                p,
+                t,
+                p.low_owned(),
+                p.high_owned(),
+                kGridHaloTag + 2 * a,
+                *posted[k]);
+    }
+  }
+
+  // The first pass's messages, or every pass's without corners.
+  void start(Communicator& comm) {
+    for (std::size_t k = 0; k < axes.size(); ++k) {
+      if (k > 0 && spec.corners) break;
+      post(comm, k);
+    }
+  }
+
+  void finish(Communicator& comm) {
+    for (std::size_t k = 0; k < axes.size(); ++k) {
+      if (!posted[k]) post(comm, k);
+      wait_swap(comm, *posted[k]);
+      const Pass p = pass(comm, axes[k]);
+      if (transpose) {
+        land_transpose(p, spec.rule, *posted[k], t);
+      } else {
+        land_forward(p, spec.rule, *posted[k], t);
+      }
+      posted[k].reset();
+    }
+  }
+};
+
+// Exchanges started and not yet finished, by ticket.
+std::mutex flights_mutex;
+std::map<int64_t, std::unique_ptr<Flight>> flights;
+
+int64_t launch(Communicator& comm, std::unique_ptr<Flight> f) {
+  static std::atomic<int64_t> next_ticket{1};
+  f->start(comm);
+  const int64_t ticket = next_ticket++;
+  std::lock_guard<std::mutex> lock(flights_mutex);
+  flights[ticket] = std::move(f);
+  return ticket;
+}
+
+std::unique_ptr<Flight> land(Communicator& comm, int64_t ticket) {
+  std::unique_ptr<Flight> f;
+  {
+    std::lock_guard<std::mutex> lock(flights_mutex);
+    auto it = flights.find(ticket);
+    ADGRAPH_CHECK(it != flights.end())
+        << "no grid halo exchange in flight under ticket " << ticket;
+    f = std::move(it->second);
+    flights.erase(it);
+  }
+  f->finish(comm);
+  return f;
+}
+
+// The cotangent of x: the interior of the padded cotangent.
+void interior_of(const HaloSpec& spec, const Tensor& t, Tensor& x_bar) {
+  copy_box(t.data(),
+           t.shape(),
+           interior(t.shape(), spec),
+           x_bar.data(),
+           x_bar.shape(),
+           whole(x_bar.shape()));
+}
+
 }  // namespace
 
 void exchange(Communicator& comm,
@@ -285,41 +452,10 @@ void exchange(Communicator& comm,
               const std::vector<int64_t>* ring) {
   copy_interior(spec, x, padded, ring);
   if (!spec.corners) zero_ghosts(spec, padded);
-  for (int a = 0; a < layout.ndim(); ++a) {
-    if (spec.width[a] == 0) continue;
-    const Pass p = pass_of(layout, spec, comm.rank(), padded.shape(), a);
-    Swap s;
-    swap(comm,
-         p,
-         padded,
-         p.low_owned(),
-         p.high_owned(),
-         kGridHaloTag + 2 * a,
-         s);
-    for (std::size_t k = 0; k < s.side.size(); ++k) {
-      unpack(s.got[s.side[k]].data(),
-             padded,
-             s.side[k] == 0 ? p.low_ghost() : p.high_ghost(),
-             false);
-    }
-    // A periodic axis of one process wraps onto itself.
-    if (p.low == p.self)
-      copy_box(padded.data(),
-               padded.shape(),
-               p.high_owned(),
-               padded.data(),
-               padded.shape(),
-               p.low_ghost());
-    if (p.high == p.self)
-      copy_box(padded.data(),
-               padded.shape(),
-               p.low_owned(),
-               padded.data(),
-               padded.shape(),
-               p.high_ghost());
-    if (p.low < 0) fill_rule_low(p, spec.rule, padded);
-    if (p.high < 0) fill_rule_high(p, spec.rule, padded);
-  }
+  Flight f(layout, spec, false, std::move(padded));
+  f.start(comm);
+  f.finish(comm);
+  padded = std::move(f.t);
 }
 
 void exchange_transpose(Communicator& comm,
@@ -327,34 +463,42 @@ void exchange_transpose(Communicator& comm,
                         const HaloSpec& spec,
                         Tensor& padded_bar,
                         Tensor& x_bar) {
-  Tensor& t = padded_bar;
-  for (int a = layout.ndim() - 1; a >= 0; --a) {
-    if (spec.width[a] == 0) continue;
-    const Pass p = pass_of(layout, spec, comm.rank(), t.shape(), a);
-    Swap s;
-    swap(
-        comm, p, t, p.low_ghost(), p.high_ghost(), kGridHaloTag + 6 + 2 * a, s);
-    // The low side first: the low neighbour's high ghosts (this rank's own
-    // when it is its own neighbour) or the rule's layers; then the high.
-    std::vector<double> from_self_low, from_self_high;
-    if (p.low == p.self) from_self_low = pack(t, p.high_ghost());
-    if (p.high == p.self) from_self_high = pack(t, p.low_ghost());
-    if (p.low < 0) add_rule_low(p, spec.rule, t);
-    if (p.low == p.self) unpack(from_self_low.data(), t, p.low_owned(), true);
-    if (p.low >= 0 && p.low != p.self)
-      unpack(s.got[0].data(), t, p.low_owned(), true);
-    if (p.high < 0) add_rule_high(p, spec.rule, t);
-    if (p.high == p.self)
-      unpack(from_self_high.data(), t, p.high_owned(), true);
-    if (p.high >= 0 && p.high != p.self)
-      unpack(s.got[1].data(), t, p.high_owned(), true);
-  }
-  copy_box(t.data(),
-           t.shape(),
-           interior(t.shape(), spec),
-           x_bar.data(),
-           x_bar.shape(),
-           whole(x_bar.shape()));
+  Flight f(layout, spec, true, std::move(padded_bar));
+  f.start(comm);
+  f.finish(comm);
+  interior_of(spec, f.t, x_bar);
+  padded_bar = std::move(f.t);
+}
+
+int64_t start_exchange(Communicator& comm,
+                       const GridLayout& layout,
+                       const HaloSpec& spec,
+                       const Tensor& x) {
+  Tensor padded(padded_shape(x.shape(), spec));
+  copy_interior(spec, x, padded, nullptr);
+  if (!spec.corners) zero_ghosts(spec, padded);
+  return launch(
+      comm, std::make_unique<Flight>(layout, spec, false, std::move(padded)));
+}
+
+void finish_exchange(Communicator& comm, int64_t ticket, Tensor& padded) {
+  std::unique_ptr<Flight> f = land(comm, ticket);
+  ADGRAPH_CHECK(f->t.shape() == padded.shape()) << "padded shape";
+  padded.swap(f->t);
+}
+
+int64_t start_exchange_transpose(Communicator& comm,
+                                 const GridLayout& layout,
+                                 const HaloSpec& spec,
+                                 const Tensor& padded_bar) {
+  return launch(comm, std::make_unique<Flight>(layout, spec, true, padded_bar));
+}
+
+void finish_exchange_transpose(Communicator& comm,
+                               int64_t ticket,
+                               Tensor& x_bar) {
+  std::unique_ptr<Flight> f = land(comm, ticket);
+  interior_of(f->spec, f->t, x_bar);
 }
 
 }  // namespace adgraph::grid::detail

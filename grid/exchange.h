@@ -18,6 +18,7 @@
 // ghost layers of a rule in the order k = 1 … width[a].
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,26 @@ void exchange(Communicator& comm,
               Tensor& padded,
               const std::vector<int64_t>* ring = nullptr);
 
+// exchange() in two halves, so that work that does not need the ghosts
+// runs while the messages travel: start_exchange copies x into a padded
+// array of its own and posts the first pass's messages (every pass's when
+// spec.corners is false: faces only travel at once) and returns a ticket;
+// finish_exchange completes the passes in order and hands over the padded
+// array (`padded` of padded_shape). Same bits as exchange(). Every rank of
+// the grid starts and finishes its exchanges in the same order.
+int64_t start_exchange(Communicator& comm,
+                       const GridLayout& layout,
+                       const HaloSpec& spec,
+                       const Tensor& x);
+void finish_exchange(Communicator& comm, int64_t ticket, Tensor& padded);
+// exchange_transpose() in two halves, as above (padded_bar is copied).
+int64_t start_exchange_transpose(Communicator& comm,
+                                 const GridLayout& layout,
+                                 const HaloSpec& spec,
+                                 const Tensor& padded_bar);
+void finish_exchange_transpose(Communicator& comm,
+                               int64_t ticket,
+                               Tensor& x_bar);
 // The transpose: from the cotangent of the padded array (consumed: its
 // values are changed) to the cotangent of x. Collective.
 void exchange_transpose(Communicator& comm,

@@ -40,6 +40,22 @@ Value halo(const Grid& grid,
            std::vector<int64_t> width,
            const HaloOptions& options = {});
 
+// grid_halo in two nodes, so that work that does not need the ghosts runs
+// while the messages travel (as data_exchange_start/_finish):
+//   Value r = halo_start(grid, u, {1, 1}, {.corners = false});
+//   Value inner = ...;               // anything not reading the ghosts
+//   Value padded = halo_finish(r);   // == halo(grid, u, {1, 1}, ...)
+// Exactly one halo_finish must complete each request (Session refuses a
+// plan that runs a start without it). Without corners every axis's
+// messages leave at the start; with corners only the first axis's. The
+// adjoint is the transpose exchange split the same way; values are bit for
+// bit those of halo().
+Value halo_start(const Grid& grid,
+                 Value x,
+                 std::vector<int64_t> width,
+                 const HaloOptions& options = {});
+Value halo_finish(Value request);
+
 void register_halo_ops();
 
 }  // namespace adgraph::grid

@@ -454,4 +454,3 @@ std::vector<int64_t> tape_positions(const CheckpointSchedule& schedule,
 }
 
 }  // namespace adgraph::detail
-

@@ -216,6 +216,41 @@ void bind_grid_layout(py::class_<grid::Grid>& cls) {
           "`root` (None elsewhere).");
 }
 
+// Grid.halo_start and Grid.halo_finish: the halo in two nodes.
+void bind_halo_split(py::class_<grid::Grid>& cls) {
+  cls.def(
+         "halo_start",
+         [](const grid::Grid& g,
+            const PyValue& x,
+            std::vector<int64_t> width,
+            bool corners,
+            const std::string& boundary) {
+           const PyValue& v = live(x, "Grid.halo_start");
+           grid::HaloOptions o;
+           o.corners = corners;
+           o.boundary = boundary;
+           return PyValue{v.owner,
+                          grid::halo_start(g, v.value, std::move(width), o)};
+         },
+         py::arg("x"),
+         py::arg("width"),
+         py::arg("corners") = true,
+         py::arg("boundary") = "zero",
+         "Starts Grid.halo's exchange and returns a request: nodes that do "
+         "not need the ghosts run while the messages travel, and exactly one "
+         "Grid.halo_finish(request) gives the padded field, the same bits as "
+         "Grid.halo. Without corners every axis's messages leave at the "
+         "start; with corners only the first axis's.")
+      .def(
+          "halo_finish",
+          [](const grid::Grid&, const PyValue& request) {
+            const PyValue& r = live(request, "Grid.halo_finish");
+            return PyValue{r.owner, grid::halo_finish(r.value)};
+          },
+          py::arg("request"),
+          "Finishes the exchange Grid.halo_start began: the padded field.");
+}
+
 // Grid.halo and Grid.stencil: the nodes a grid adds to a graph.
 void bind_grid_nodes(py::class_<grid::Grid>& cls) {
   cls.def(
@@ -288,6 +323,7 @@ void bind_grid(py::module_& m) {
   py::class_<grid::Grid> cls(m, "Grid");
   bind_grid_layout(cls);
   bind_grid_nodes(cls);
+  bind_halo_split(cls);
   bind_kernel_cache(m);
 }
 

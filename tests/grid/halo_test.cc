@@ -1,5 +1,6 @@
 // grid_halo against padding by hand (numpy.pad's rules, written out), on
-// every process grid, and its adjoint by the dot-product test.
+// every process grid, and its adjoint by the dot-product test; its split
+// form (halo_start/halo_finish) against it, bit for bit.
 #include "grid/halo.h"
 
 #include <gtest/gtest.h>
@@ -170,6 +171,152 @@ TEST(GridHalo, GradientCheckerThroughANonlinearLoss) {
       loss,
       {x},
       {{x, patch_of(global_field(shape, 43), shape, procs, world->rank())}});
+}
+
+// The split exchange: halo_start … halo_finish gives halo()'s bits, with
+// two exchanges in flight at once and work between start and finish.
+TEST(GridHaloSplit, StartAndFinishGiveTheBitsOfGridHaloWithWorkBetween) {
+  auto world = Communicator::world();
+  for (const Config& c : configs()) {
+    const std::vector<int> procs = process_grids(world->size(), c.shape).back();
+    Grid g(c.shape, procs, c.periodic, world);
+    const Tensor global = global_field(c.shape, 51);
+    const Tensor u_patch = patch_of(global, c.shape, procs, world->rank());
+    for (const std::string rule : {"zero", "mirror", "copy"}) {
+      for (bool corners : {true, false}) {
+        SCOPED_TRACE(shape_string(c.shape) + " " + rule +
+                     (corners ? " corners" : " faces"));
+        Graph graph;
+        Value u = graph.placeholder("u", g.local_shape());
+        Value v = 2.0 * u + 1.0;
+        Value ru, rv;
+        try {
+          ru = halo_start(g, u, c.width, {corners, rule});
+          rv = halo_start(g, v, c.width, {corners, rule});
+        } catch (const ShapeError&) {
+          continue;  // too narrow for this rule: covered above
+        }
+        Value work = sum(square(u));  // needs no ghost
+        Value pu = halo_finish(ru), pv = halo_finish(rv);
+        Value whole_u = halo(g, u, c.width, {corners, rule});
+        Value whole_v = halo(g, v, c.width, {corners, rule});
+        Session s(graph);
+        const auto got =
+            s.run({pu, pv, whole_u, whole_v, work}, {{u, u_patch}});
+        EXPECT_EQ(got[0].to_vector(), got[2].to_vector());
+        EXPECT_EQ(got[1].to_vector(), got[3].to_vector());
+        EXPECT_EQ(
+            got[0].to_vector(),
+            padded_by_hand(global, g, c.width, corners, rule).to_vector());
+      }
+    }
+  }
+}
+
+TEST(GridHaloSplit, AdjointIsTheTransposeAndGradientsMatchGridHaloBitwise) {
+  auto world = Communicator::world();
+  const Shape shape = {12, 11};
+  const std::vector<int> procs = process_grids(world->size(), shape).back();
+  Grid g(shape, procs, {false, true}, world);
+  const Tensor x0 =
+      patch_of(global_field(shape, 52), shape, procs, world->rank());
+  for (const std::string rule : {"zero", "mirror", "copy"}) {
+    for (bool corners : {true, false}) {
+      SCOPED_TRACE(rule + (corners ? " corners" : " faces"));
+      const HaloOptions o{corners, rule};
+      expect_adjoint_identity(
+          [&](Value x) {
+            return halo_finish(halo_start(g, x, {2, 1}, o));
+          },
+          g.local_shape());
+      Graph graph;
+      Value x = graph.placeholder("x", g.local_shape());
+      Value split = halo_finish(halo_start(g, x, {2, 1}, o));
+      Value plain = halo(g, x, {2, 1}, o);
+      const Tensor w = random_tensor(plain.shape(), 53);
+      Value loss_split = sum(square(split) * graph.constant(w));
+      Value loss_plain = sum(square(plain) * graph.constant(w));
+      Value g_split = gradients(loss_split, {x})[0];
+      Value g_plain = gradients(loss_plain, {x})[0];
+      Session s(graph);
+      const auto got = s.run({g_split, g_plain}, {{x, x0}});
+      EXPECT_EQ(got[0].to_vector(), got[1].to_vector());
+      expect_gradients_ok(loss_split, {x}, {{x, x0}});
+    }
+  }
+}
+
+TEST(GridHaloSplit, InsideALoopBodyUnderEverySchedule) {
+  auto world = Communicator::world();
+  const Shape shape = {10, 9};
+  const std::vector<int> procs = process_grids(world->size(), shape).back();
+  Grid g(shape, procs, {false, false}, world);
+  const Tensor x0 =
+      patch_of(global_field(shape, 54), shape, procs, world->rank());
+  const Shape local = g.local_shape();
+  // u ← mean of its four neighbours (zero outside), by slices of the halo.
+  auto smooth = [&](Value u, bool split) {
+    Value p = split ? halo_finish(halo_start(g, u, {1, 1}, {false}))
+                    : halo(g, u, {1, 1}, {false});
+    auto at = [&](int64_t r, int64_t c) {
+      return slice(slice(p, 0, r, r + local[0]), 1, c, c + local[1]);
+    };
+    return 0.25 * (at(0, 1) + at(2, 1) + at(1, 0) + at(1, 2)) + 0.1 * u;
+  };
+  std::vector<std::vector<double>> results;
+  for (bool split : {false, true}) {
+    for (const CheckpointSchedule& schedule :
+         {CheckpointSchedule::store_all(),
+          CheckpointSchedule::every(2),
+          CheckpointSchedule::binomial(2)}) {
+      Graph graph;
+      Value x = graph.placeholder("x", local);
+      LoopOptions options;
+      options.checkpoints = schedule;
+      LoopResult r = loop(
+          6,
+          {x},
+          {},
+          [&](const LoopArgs& a) {
+            return LoopStep{{smooth(a.carries[0], split)}, {}};
+          },
+          options);
+      Value loss = mpi_total(sum(square(r.carries[0])));
+      Value grad = gradients(loss, {x})[0];
+      Session s(graph);
+      const auto got = s.run({loss, grad}, {{x, x0}});
+      std::vector<double> all = got[0].to_vector();
+      const std::vector<double> gv = got[1].to_vector();
+      all.insert(all.end(), gv.begin(), gv.end());
+      results.push_back(all);
+    }
+  }
+  for (const auto& r : results) EXPECT_EQ(r, results[0]);
+}
+
+TEST(GridHaloSplit, AStartWithoutItsFinishIsRefused) {
+  auto world = Communicator::world();
+  Grid g({8, 8}, {world->size(), 1}, {}, world);
+  Graph graph;
+  Value x = graph.placeholder("x", g.local_shape());
+  Value r = halo_start(g, x, {1});
+  try {
+    Session(graph).run(r, {{x, Tensor(g.local_shape(), 1.0)}});
+    ADD_FAILURE() << "ran a start without its finish";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("grid_halo_start"), std::string::npos)
+        << e.what();
+  }
+  try {
+    graph.add_node("grid_halo_finish", {x});
+    ADD_FAILURE() << "accepted";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "input 0 (\"request\"): \"x\" (placeholder) is not a "
+                  "grid_halo_start request"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(GridHalo, RefusesAnUnknownRuleAndAFieldOfAnotherPatch) {

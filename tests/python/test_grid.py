@@ -100,6 +100,30 @@ def test_halo_matches_np_pad(rule, corners):
             np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("corners", [True, False])
+def test_halo_start_and_finish_give_the_halo_with_work_between(corners):
+    shape, periodic, widths = (12, 11), (False, True), [2, 1]
+    full = global_field(shape, 3)
+    grid = agg.Grid(shape, process_grids(shape)[-1], periodic=periodic)
+    g = ag.Graph()
+    x = g.placeholder("x", grid.local_shape())
+    request = grid.halo_start(x, widths, corners=corners, boundary="copy")
+    work = ag.sum(x * x)  # needs no ghost: runs while the messages travel
+    split = grid.halo_finish(request)
+    plain = grid.halo(x, widths, corners=corners, boundary="copy")
+    got, want, _ = ag.Session(g).run([split, plain, work], {x: my_patch(grid, full)})
+    np.testing.assert_array_equal(got, want)
+    ref = padded_reference(full, widths, periodic, "copy", 2)
+    index = tuple(slice(o, o + n + 2 * w)
+                  for o, n, w in zip(grid.offset(), grid.local_shape(), widths))
+    if corners:
+        np.testing.assert_array_equal(got, ref[index])
+    weights = g.constant(global_field(got.shape, 4 + RANK))
+    result = ag.check_gradients(ag.mpi_total(ag.sum(ag.square(split) * weights)),
+                                [x], {x: my_patch(grid, full)})
+    assert result.ok, result.message
+
+
 # Each function inside a stencil, against NumPy on the global field; u and
 # v lie in [0.5, 1.5]. E = u at +(0, 1), N = v at -(1, 0), zero outside.
 FUNCTIONS = {
