@@ -29,6 +29,47 @@ struct Box {
   }
 };
 
+// Calls row(from_offset, to_offset) for every row (run along the last
+// axis) of a box of extents `extent`, in row-major order, given the
+// offsets of its first point and the arrays' strides. The rows of the
+// last-but-one axis run in a tight loop: a box one point wide along the
+// last axis (a ring's columns) costs no index arithmetic per point.
+template <class Row>
+inline void for_rows(const std::vector<int64_t>& extent,
+                     int64_t f,
+                     const std::vector<int64_t>& fs,
+                     int64_t t,
+                     const std::vector<int64_t>& ts,
+                     Row&& row) {
+  const int nd = static_cast<int>(extent.size());
+  if (nd == 1) {
+    row(f, t);
+    return;
+  }
+  const int64_t rows = extent[nd - 2], fr = fs[nd - 2], tr = ts[nd - 2];
+  std::vector<int64_t> idx(nd - 2, 0);
+  while (true) {
+    for (int64_t r = 0; r < rows; ++r) row(f + r * fr, t + r * tr);
+    int a = nd - 3;
+    for (; a >= 0; --a) {
+      f += fs[a];
+      t += ts[a];
+      if (++idx[a] < extent[a]) break;
+      f -= extent[a] * fs[a];
+      t -= extent[a] * ts[a];
+      idx[a] = 0;
+    }
+    if (a < 0) return;
+  }
+}
+
+inline int64_t offset_of(const std::vector<int64_t>& origin,
+                         const std::vector<int64_t>& strides) {
+  int64_t o = 0;
+  for (std::size_t a = 0; a < origin.size(); ++a) o += origin[a] * strides[a];
+  return o;
+}
+
 // Copies box `from_box` of array `from` (shape from_shape) onto box
 // `to_box` of array `to` (shape to_shape); both boxes have one extent.
 // When `add` is true the values are added (in the order of the box's
@@ -45,24 +86,20 @@ inline void copy_box(const double* from,
   const std::vector<int64_t> fs = strides_of(from_shape),
                              ts = strides_of(to_shape);
   const int64_t inner = from_box.extent[nd - 1];
-  std::vector<int64_t> idx(nd - 1, 0);
-  while (true) {
-    int64_t f = from_box.origin[nd - 1], t = to_box.origin[nd - 1];
-    for (int a = 0; a < nd - 1; ++a) {
-      f += (from_box.origin[a] + idx[a]) * fs[a];
-      t += (to_box.origin[a] + idx[a]) * ts[a];
-    }
-    if (add) {
-      for (int64_t k = 0; k < inner; ++k) to[t + k] += from[f + k];
-    } else if (inner <= 8) {  // the columns of a ring: no call per row
-      for (int64_t k = 0; k < inner; ++k) to[t + k] = from[f + k];
-    } else {
-      std::memcpy(to + t, from + f, sizeof(double) * inner);
-    }
-    int a = nd - 2;
-    while (a >= 0 && ++idx[a] == from_box.extent[a]) idx[a--] = 0;
-    if (a < 0) return;
-  }
+  for_rows(from_box.extent,
+           offset_of(from_box.origin, fs),
+           fs,
+           offset_of(to_box.origin, ts),
+           ts,
+           [&](int64_t f, int64_t t) {
+             if (add) {
+               for (int64_t k = 0; k < inner; ++k) to[t + k] += from[f + k];
+             } else if (inner <= 8) {  // a ring's columns: no call per row
+               for (int64_t k = 0; k < inner; ++k) to[t + k] = from[f + k];
+             } else {
+               std::memcpy(to + t, from + f, sizeof(double) * inner);
+             }
+           });
 }
 
 // Writes `value` over box `box` of array `to` (shape to_shape).
@@ -73,15 +110,15 @@ inline void fill_box(double* to,
   const int nd = static_cast<int>(to_shape.size());
   if (box.size() == 0) return;
   const std::vector<int64_t> ts = strides_of(to_shape);
-  std::vector<int64_t> idx(nd - 1, 0);
-  while (true) {
-    int64_t t = box.origin[nd - 1];
-    for (int a = 0; a < nd - 1; ++a) t += (box.origin[a] + idx[a]) * ts[a];
-    for (int64_t k = 0; k < box.extent[nd - 1]; ++k) to[t + k] = value;
-    int a = nd - 2;
-    while (a >= 0 && ++idx[a] == box.extent[a]) idx[a--] = 0;
-    if (a < 0) return;
-  }
+  const int64_t inner = box.extent[nd - 1];
+  for_rows(box.extent,
+           0,
+           ts,
+           offset_of(box.origin, ts),
+           ts,
+           [&](int64_t, int64_t t) {
+             for (int64_t k = 0; k < inner; ++k) to[t + k] = value;
+           });
 }
 
 // A whole array of `shape` as a box.
