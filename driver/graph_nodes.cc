@@ -36,8 +36,9 @@ void Loader::create(const json& entry,
       fail(name, op, "shape", "only placeholders take a shape");
     attrs["shape"] = shape_of(entry.at("shape"), name, "shape");
   }
-  if (op == "placeholder" && !attrs.contains("shape")) {
-    fail(name, op, "shape", "a placeholder needs a shape");
+  if (op == "placeholder" && !attrs.contains("shape") &&
+      !entry.contains("grid")) {
+    fail(name, op, "shape", "a placeholder needs a shape (or a grid)");
   }
   NodeOptions options;
   options.name = graph_name;
@@ -64,9 +65,14 @@ void Loader::create(const json& entry,
   if (entry.contains("stencil")) {
     apply_stencil(entry.at("stencil"), name, op, attrs, options);
   }
+  pending_grid_.reset();
+  if (entry.contains("grid"))
+    apply_grid(entry.at("grid"), name, op, attrs, options);
   try {
     std::vector<Value> out = target_->add_node_outputs(
         op, std::move(inputs), attrs, std::move(options));
+    if (pending_grid_)
+      grid_placeholders_[{target_, out[0].node_id()}] = *pending_grid_;
     bind_group(scope, name, {out[0]});
   } catch (const JsonError&) {
     throw;
@@ -105,7 +111,8 @@ void Loader::check_entry(const json& entry, const std::string& where) {
         "after",
         "comm",
         "doc",
-        "stencil"},
+        "stencil",
+        "grid"},
        name,
        "");
   require(entry, "op", &json::is_string, "a string", name, "");

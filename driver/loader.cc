@@ -190,7 +190,7 @@ void Loader::load_feeds(const json& feeds, Document& d) {
            "\"" + key + "\" and \"" + it->second +
                "\" name the same placeholder; feed it once");
     }
-    Tensor value = value_of(v, target.shape(), key, field);
+    Tensor value = grid_feed(v, target, key, field);
     try {
       check_feed(target, value);
     } catch (const Error& e) {

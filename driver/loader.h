@@ -35,7 +35,12 @@
 // ranks of that communicator), "stencil": {"nx", "ny", "px", "py"} (the
 // 5-point operator of that patch grid, solvers/patch_operators.h: a
 // sparse_* node's matrix, one per stencil and communicator and shared by
-// the document's nodes; five_point_values' grid and this rank)}. A
+// the document's nodes; five_point_values' grid and this rank), "grid":
+// {"grid_shape", "procs", "periodic", "batch"} (a placeholder holding this
+// rank's patch of that grid, grid/grid.h, on the node's communicator:
+// shape [batch…, local shape], uneven patches allowed; its feed is the
+// global array [batch…, grid_shape…], of which each rank takes its
+// patch)}. A
 // reference is a node
 // name, or "name:k" for output k; gradients and tangents are referenced by
 // their key, and

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "core/graph.h"
 #include "core/loops/loop.h"
 #include "driver/loader.h"
+#include "grid/grid.h"
 
 namespace adgraph::driver::detail {
 
@@ -74,6 +76,19 @@ class Loader final {
   // op it gives the node its matrix (one per stencil and communicator,
   // shared by the document's nodes); on five_point_values(_adjoint) it
   // gives the grid attributes and this rank.
+  // The "grid" field of a placeholder: its shape is [batch…, this rank's
+  // patch of the grid]; its feed is the global array (driver/grids.cc).
+  void apply_grid(const json& grid,
+                  const std::string& name,
+                  const std::string& op,
+                  json& attrs,
+                  const NodeOptions& options);
+  // A feed for `target`: this rank's patch of the global array when
+  // target is a grid placeholder, else value_of(v, target's shape).
+  Tensor grid_feed(const json& v,
+                   const Value& target,
+                   const std::string& node,
+                   const std::string& field) const;
   void apply_stencil(const json& stencil,
                      const std::string& name,
                      const std::string& op,
@@ -177,6 +192,14 @@ class Loader final {
   Graph* target_;
   std::map<std::string, std::shared_ptr<CommContext>> communicators_;
   std::map<std::string, std::shared_ptr<NodeResource>> stencils_;
+  struct GridPlaceholder {
+    grid::GridLayout layout;
+    Shape batch;
+    int rank = 0;
+  };
+  // Grid placeholders by (graph, node id), and the one being added.
+  std::map<std::pair<const Graph*, int>, GridPlaceholder> grid_placeholders_;
+  std::optional<GridPlaceholder> pending_grid_;
 };
 
 }  // namespace adgraph::driver::detail

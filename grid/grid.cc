@@ -78,6 +78,29 @@ Shape GridLayout::local_shape(int rank) const {
   return s;
 }
 
+Tensor GridLayout::patch(const Tensor& global, int rank) const {
+  const int nb = global.rank() - ndim();
+  if (nb < 0 ||
+      !std::equal(shape.begin(), shape.end(), global.shape().begin() + nb)) {
+    throw ShapeError("global array " + shape_string(global.shape()) +
+                     " does not end in the grid's shape " +
+                     shape_string(shape));
+  }
+  Shape out(global.shape().begin(), global.shape().begin() + nb);
+  const Shape local = local_shape(rank), start_at = offset(rank);
+  out.insert(out.end(), local.begin(), local.end());
+  Tensor t{Shape(out)};
+  detail::Box from = detail::whole(out);
+  for (int a = 0; a < ndim(); ++a) from.origin[nb + a] = start_at[a];
+  detail::copy_box(global.data(),
+                   global.shape(),
+                   from,
+                   t.data(),
+                   t.shape(),
+                   detail::whole(out));
+  return t;
+}
+
 Shape GridLayout::offset(int rank) const {
   const std::vector<int> c = coords_of(rank);
   Shape s(ndim());

@@ -61,6 +61,11 @@ struct GridLayout {
   // -1, 0 or 1); -1 when there is none (non-periodic edge).
   int neighbour(int rank, const std::vector<int>& dir) const;
 
+  // The patch of `rank` of a global array [batch…, shape…] that every
+  // rank holds (no message: what scatter() does from a root). Throws
+  // ShapeError when `global` does not end in the grid's shape.
+  Tensor patch(const Tensor& global, int rank) const;
+
   // {"grid_shape": [...], "procs": [...], "periodic": [0/1...]}.
   nlohmann::json attrs() const;
   // Reads the three attributes back (as written by attrs()).
