@@ -211,19 +211,26 @@ int64_t max_patch_size(const GridLayout& g, const Shape& batch) {
 }  // namespace
 
 Tensor Grid::scatter(const Tensor& global, int root) const {
-  // Every rank learns the root's batch shape.
-  double nb = static_cast<double>(global.rank() - ndim());
+  // Every rank learns the root's batch shape, or that its array does not
+  // fit (-1): then every rank throws, none waits.
+  const bool fits =
+      global.rank() >= ndim() &&
+      Shape(global.shape().end() - ndim(), global.shape().end()) == shape();
+  double nb = fits ? static_cast<double>(global.rank() - ndim()) : -1;
   comm_->bcast(&nb, 1, root);
-  Shape batch(static_cast<std::size_t>(std::max(0.0, nb)));
-  if (rank() == root) {
-    if (global.rank() < ndim() ||
-        Shape(global.shape().end() - ndim(), global.shape().end()) != shape()) {
-      comm_->abort("Grid::scatter: global: shape " +
-                   shape_string(global.shape()) +
-                   " does not end in the grid's " + shape_string(shape()));
-    }
-    batch = batch_of(global.shape(), ndim());
+  if (nb < 0) {
+    throw OptionsError(
+        "Grid::scatter: global: " +
+            (rank() == root
+                 ? "shape " + shape_string(global.shape())
+                 : "the root's (rank " + std::to_string(root) + ") array") +
+            " does not end in the grid's " + shape_string(shape()),
+        {},
+        {},
+        "global");
   }
+  Shape batch(static_cast<std::size_t>(nb));
+  if (rank() == root) batch = batch_of(global.shape(), ndim());
   std::vector<double> b(batch.begin(), batch.end());
   if (!b.empty()) comm_->bcast(b.data(), static_cast<int64_t>(b.size()), root);
   for (std::size_t k = 0; k < b.size(); ++k)

@@ -48,8 +48,8 @@
 namespace adgraph::grid {
 
 // An expression over fields and scalars of one graph: a tree and the
-// values its reads refer to (by position). Build it from Grid::field,
-// Grid::scalar and numbers with the operators and functions below.
+// values its reads refer to (by position). Build it from grid::field
+// (fields and scalars) and numbers with the operators and functions below.
 class StencilExpr final {
  public:
   StencilExpr(double value);  // NOLINT: numbers mix into expressions

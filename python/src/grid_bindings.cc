@@ -58,7 +58,9 @@ void bind_expression(py::module_& m) {
       "StencilExpr",
       "An expression evaluated at every point of a grid patch: fields read at\n"
       "offsets (field(u).shift((0, 1)) reads u at i + (0, 1)), scalars,\n"
-      "numbers, + - * /, comparisons, and adgraph.stencil_* functions.");
+      "numbers, + - * /, comparisons (< <= > >= == != build nodes; an\n"
+      "expression has no truth value), and adgraph.grid's functions\n"
+      "(exp, log, ..., minimum, maximum, where).");
   e.def(
        "shift",
        [](const PyStencilExpr& x, std::vector<int64_t> offset) {
@@ -103,6 +105,29 @@ void bind_expression(py::module_& m) {
     });
   }
   e.def("__neg__", [](py::object a) { return apply_op("neg", {a}); });
+  // == and != build eq/ne nodes as the other comparisons do; an operand
+  // the language cannot read (None, a string) compares by identity.
+  for (const auto& [py_name, op] :
+       std::vector<std::pair<const char*, const char*>>{{"__eq__", "eq"},
+                                                        {"__ne__", "ne"}}) {
+    const std::string name = op;
+    const bool equal = name == "eq";
+    e.def(py_name, [name, equal](py::object a, py::object b) -> py::object {
+      if (!b.is_none() && !py::isinstance<py::str>(b)) {
+        return py::cast(apply_op(name, {a, b}));
+      }
+      return py::bool_(a.is(b) == equal);
+    });
+  }
+  e.def("__hash__", [](py::object a) {
+    return static_cast<py::ssize_t>(reinterpret_cast<std::intptr_t>(a.ptr()));
+  });
+  e.def("__bool__", [](const PyStencilExpr&) -> bool {
+    throw py::type_error(
+        "a StencilExpr has no truth value: `if`, `and`, `or` and Python's "
+        "max()/min() would test it and silently pick one branch; use "
+        "adgraph.grid.where(cond, a, b), maximum(a, b) and minimum(a, b)");
+  });
 }
 
 // adgraph.stencil_exp … stencil_where, stencil_field: the language's
@@ -185,12 +210,24 @@ void bind_grid_layout(py::class_<grid::Grid>& cls) {
       .def(
           "scatter",
           [](const grid::Grid& g, py::object global, int root) {
-            Tensor t = global.is_none() ? Tensor(Shape{0})
-                                        : to_tensor(global, "global");
+            // A root whose array cannot be read still takes part, so that
+            // every rank raises instead of waiting for it.
+            Tensor t(Shape{0});
+            std::string problem;
+            if (!global.is_none() && g.comm()->rank() == root) {
+              try {
+                t = to_tensor(global, "global_array");
+              } catch (const std::exception& e) {
+                problem = e.what();
+              }
+            }
             Tensor local;
-            {
+            try {
               py::gil_scoped_release release;
               local = g.scatter(t, root);
+            } catch (const OptionsError&) {
+              if (problem.empty()) throw;
+              throw OptionsError("Grid.scatter: " + problem);
             }
             return to_array(std::move(local));
           },
@@ -216,21 +253,40 @@ void bind_grid_layout(py::class_<grid::Grid>& cls) {
           "`root` (None elsewhere).");
 }
 
+// A halo's width argument: one int for every axis, or one per axis.
+std::vector<int64_t> widths_of(const py::object& width, const char* where) {
+  if (py::isinstance<py::int_>(width) && !py::isinstance<py::bool_>(width))
+    return {width.cast<int64_t>()};
+  try {
+    return width.cast<std::vector<int64_t>>();
+  } catch (const py::cast_error&) {
+    throw OptionsError(std::string(where) +
+                           ": width: expected an int or a list of ints (one "
+                           "per spatial axis), got " +
+                           py::repr(width).cast<std::string>(),
+                       {},
+                       {},
+                       "width");
+  }
+}
+
 // Grid.halo_start and Grid.halo_finish: the halo in two nodes.
 void bind_halo_split(py::class_<grid::Grid>& cls) {
   cls.def(
          "halo_start",
          [](const grid::Grid& g,
             const PyValue& x,
-            std::vector<int64_t> width,
+            const py::object& width,
             bool corners,
             const std::string& boundary) {
            const PyValue& v = live(x, "Grid.halo_start");
            grid::HaloOptions o;
            o.corners = corners;
            o.boundary = boundary;
-           return PyValue{v.owner,
-                          grid::halo_start(g, v.value, std::move(width), o)};
+           return PyValue{
+               v.owner,
+               grid::halo_start(
+                   g, v.value, widths_of(width, "Grid.halo_start"), o)};
          },
          py::arg("x"),
          py::arg("width"),
@@ -257,14 +313,16 @@ void bind_grid_nodes(py::class_<grid::Grid>& cls) {
          "halo",
          [](const grid::Grid& g,
             const PyValue& x,
-            std::vector<int64_t> width,
+            const py::object& width,
             bool corners,
             const std::string& boundary) {
            const PyValue& v = live(x, "Grid.halo");
            grid::HaloOptions o;
            o.corners = corners;
            o.boundary = boundary;
-           return PyValue{v.owner, grid::halo(g, v.value, std::move(width), o)};
+           return PyValue{
+               v.owner,
+               grid::halo(g, v.value, widths_of(width, "Grid.halo"), o)};
          },
          py::arg("x"),
          py::arg("width"),

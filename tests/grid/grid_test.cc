@@ -107,5 +107,38 @@ TEST(Grid, LivesOnSubCommunicators) {
       patch_of(global, {6, 4}, {half->size(), 1}, half->rank()).to_vector());
 }
 
+TEST(Grid, ScatterOfAnArrayOfAnotherShapeThrowsOnEveryRank) {
+  auto world = Communicator::world();
+  Grid g({6, 4}, {world->size(), 1}, {false, false}, world);
+  const Tensor wrong =
+      world->rank() == 0 ? Tensor(Shape{4, 6}, 1.0) : Tensor(Shape{0});
+  try {
+    g.scatter(wrong, 0);
+    ADD_FAILURE() << "scattered a [4, 6] array over a [6, 4] grid";
+  } catch (const OptionsError& e) {
+    const std::string what = world->rank() == 0
+                                 ? "global: shape [4, 6] does not end in the "
+                                   "grid's [6, 4]"
+                                 : "global: the root's (rank 0) array does not "
+                                   "end in the grid's [6, 4]";
+    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+  }
+  // The grid still works afterwards (no message was left in flight).
+  const Tensor global = global_field({6, 4}, 33);
+  EXPECT_EQ(
+      g.scatter(global, 0).to_vector(),
+      patch_of(global, {6, 4}, {world->size(), 1}, world->rank()).to_vector());
+}
+
+TEST(GridLayout, PatchIsTheRanksPartOfTheGlobalArray) {
+  const GridLayout layout{{7, 5}, {3, 2}, {false, false}};
+  const Tensor global = global_field({2, 7, 5}, 34);
+  for (int r = 0; r < 6; ++r) {
+    EXPECT_EQ(layout.patch(global, r).to_vector(),
+              patch_of(global, {7, 5}, {3, 2}, r).to_vector());
+  }
+  EXPECT_THROW(layout.patch(Tensor(Shape{5, 7}, 0.0), 0), ShapeError);
+}
+
 }  // namespace
 }  // namespace adgraph::grid

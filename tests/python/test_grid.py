@@ -267,3 +267,44 @@ def test_loop_hands_each_step_its_row_of_xs():
     with pytest.raises(ag.GraphError, match=r"xs\[0\] must be a Value with a first axis of 5"):
         ag.loop(5, [g.placeholder("c", (2,))], [], lambda a: [a.carries[0]],
                 xs=[g.placeholder("x", (4, 2))])
+
+
+def test_a_stencil_expression_has_no_truth_value_and_eq_builds_a_node():
+    grid = agg.Grid((8, 6), process_grids((8, 6))[-1])
+    g = ag.Graph()
+    a = g.placeholder("a", grid.local_shape())
+    A = agg.field(a)
+    # Python's if/max/min would silently pick a branch: refused.
+    for use in (lambda: bool(A > 0), lambda: max(A, 0), lambda: A if A else -A):
+        with pytest.raises(TypeError, match="no truth value"):
+            use()
+    av = my_patch(grid, global_field((8, 6), 5))
+    av[0, 0] = 0.0
+    for expr, want in [(agg.where(A == 0, 1.0, 2.0), np.where(av == 0, 1.0, 2.0)),
+                       (agg.where(A != 0, 1.0, 2.0), np.where(av != 0, 1.0, 2.0))]:
+        got = ag.Session(g).run(grid.stencil(expr), {a: av})
+        np.testing.assert_array_equal(got, want)
+    assert (A == None) is False and (A != "x") is True  # noqa: E711
+    assert len({A, A}) == 1  # hashable by identity
+
+
+def test_halo_takes_one_int_for_every_axis():
+    grid = agg.Grid((8, 6), process_grids((8, 6))[-1])
+    g = ag.Graph()
+    x = g.placeholder("x", grid.local_shape())
+    one, each = grid.halo(x, 1), grid.halo(x, [1, 1])
+    xv = my_patch(grid, global_field((8, 6), 6))
+    got = ag.Session(g).run([one, each], {x: xv})
+    np.testing.assert_array_equal(got[0], got[1])
+    with pytest.raises(ag.OptionsError, match="width: expected an int or a list"):
+        grid.halo(x, "1")
+
+
+def test_scatter_of_a_bad_array_raises_on_every_rank():
+    grid = agg.Grid((8, 6), process_grids((8, 6))[-1])
+    for bad in [np.ones((6, 8)), None, "text"]:
+        with pytest.raises(ag.OptionsError, match="scatter"):
+            grid.scatter(bad if RANK == 0 else None)
+    full = global_field((8, 6), 7)
+    np.testing.assert_array_equal(grid.scatter(full if RANK == 0 else None),
+                                  my_patch(grid, full))
