@@ -348,4 +348,3 @@ class Reversal final {
 void run_loop_adjoint(KernelContext& c) { Reversal(c, *c.node().loop).run(); }
 
 }  // namespace adgraph::detail
-
