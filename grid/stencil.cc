@@ -41,8 +41,12 @@ StencilExpr stencil_apply(const std::string& op,
       auto it = std::find(inputs.begin(), inputs.end(), v);
       if (it == inputs.end() && !inputs.empty() &&
           &v.graph() != &inputs[0].graph())
-        throw OptionsError("stencil expression: " + op +
-                           ": inputs of two graphs");
+        throw OptionsError(
+            "stencil expression: " + op + ": \"" + inputs[0].node().name +
+            "\" and \"" + v.node().name +
+            "\" belong to two graphs (inside a loop body, a Value from "
+            "outside is read through the loop's invariants: "
+            "args.invariants[k])");
       to.push_back(static_cast<int>(it - inputs.begin()));
       if (it == inputs.end()) inputs.push_back(v);
     }

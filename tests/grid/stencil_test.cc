@@ -384,6 +384,15 @@ TEST(Stencil, BadInputsAreRefusedNamingTheField) {
         },
         "a halo of width 9 on axis 0 needs patches of at least 9 points");
   }
+  // A loop body reading a field of the outer graph without passing it in.
+  expect_message(
+      [&] {
+        loop(2, {u}, {}, [&](const LoopArgs& a) {
+          return LoopStep{{stencil(grid, field(a.carries[0]) * field(u))}, {}};
+        });
+      },
+      "mul: \"carry[0]\" and \"u\" belong to two graphs (inside a loop "
+      "body, a Value from outside is read through the loop's invariants");
 }
 
 }  // namespace
