@@ -293,8 +293,9 @@ void rethrow_kept_python_error();
 // Ctrl-C (SIGINT). On a job of several ranks this watch ends the whole job
 // at once (abort_job(130), naming the rank) when SIGINT arrives during a
 // run, instead of leaving the other ranks to their deadline. With one rank
-// the signal is handed back to Python when the run ends (KeyboardInterrupt
-// then); stopping between nodes needs a hook in the executor (issue #56).
+// it asks the executor to stop (adgraph::request_interrupt, core/
+// interrupt.h): the run stops after the running node or loop step and
+// Python gets KeyboardInterrupt.
 // Nested watches (a custom op's own run) share the outermost one.
 class InterruptWatch {
  public:
