@@ -128,3 +128,28 @@ sqrt = _adgraph.stencil_sqrt
 minimum = _adgraph.stencil_minimum
 maximum = _adgraph.stencil_maximum
 where = _adgraph.stencil_where
+
+
+def _values_give_way_to_expressions():
+    """``u + U`` with u a Value and U a StencilExpr: Value's operators return
+    NotImplemented for an expression, so Python asks the expression's
+    reflected operator, which builds the expression (as ``U + u`` does)."""
+    names = ["__add__", "__sub__", "__mul__", "__truediv__", "__pow__",
+             "__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"]
+    for name in names:
+        original = getattr(_adgraph.Value, name, None)
+        if original is None or getattr(original, "_gives_way", False):
+            continue
+
+        def operator(self, other, _original=original):
+            if isinstance(other, StencilExpr):
+                return NotImplemented
+            return _original(self, other)
+
+        operator._gives_way = True
+        operator.__name__ = name
+        operator.__doc__ = getattr(original, "__doc__", None)
+        setattr(_adgraph.Value, name, operator)
+
+
+_values_give_way_to_expressions()

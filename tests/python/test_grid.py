@@ -308,3 +308,21 @@ def test_scatter_of_a_bad_array_raises_on_every_rank():
     full = global_field((8, 6), 7)
     np.testing.assert_array_equal(grid.scatter(full if RANK == 0 else None),
                                   my_patch(grid, full))
+
+
+def test_a_value_on_the_left_of_an_expression_builds_the_expression():
+    grid = agg.Grid((8, 6), process_grids((8, 6))[-1])
+    g = ag.Graph()
+    u = g.placeholder("u", grid.local_shape())
+    U = agg.field(u)
+    for built, text in [(u + U, "add(in0,in0)"), (u - 2 * U, "sub(in0,mul(2,in0))"),
+                        (u * U, "mul(in0,in0)"), (u < U, "gt(in0,in0)"),
+                        (u == U, "eq(in0,in0)")]:
+        assert isinstance(built, agg.StencilExpr)
+        assert built.text == text
+    full = global_field((8, 6), 8)
+    got = ag.Session(g).run(grid.stencil(u * U.shift((0, 1)) + 1.0),
+                            {u: my_patch(grid, full)})
+    right = np.pad(full, [(0, 0), (0, 1)])[:, 1:]  # u[i, j + 1], 0 past the edge
+    np.testing.assert_array_equal(got, my_patch(grid, full * right + 1.0))
+    assert isinstance(u + 1.0, ag.Value)  # Values among themselves unchanged
