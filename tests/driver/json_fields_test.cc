@@ -42,7 +42,7 @@ TEST(JsonFields, RequiredAndUnknownFields) {
   expect_refused(R"({"adgraph": 1, "nodes": [
       {"name": "x", "op": "placeholder", "shape": [1], "input": []}]})",
                  "t.json: node \"x\": input: unknown field (allowed: name, op, "
-                 "inputs, attrs, shape, after, comm, doc, stencil)");
+                 "inputs, attrs, shape, after, comm, doc, stencil, grid)");
   expect_refused(R"({"adgraph": 1, "nodes": [], "fetch": "x"})",
                  "t.json: fetch: expected a list, found a string");
 }
