@@ -50,6 +50,19 @@ HaloSpec checked_spec(const ShapeContext& c, const GridLayout& g) {
   return s;
 }
 
+// The field shape whose padded form is input 0 (the transpose ops' x),
+// checked against the grid and the spec.
+Shape unpadded_shape(const ShapeContext& c) {
+  const GridLayout g = detail::checked_layout(c);
+  const HaloSpec s = checked_spec(c, g);
+  Shape x = c.input_shape(0);
+  const int nb = static_cast<int>(x.size()) - g.ndim();
+  if (nb < 0) c.fail("input \"x\"", "too few axes: " + shape_string(x));
+  for (int a = 0; a < g.ndim(); ++a) x[nb + a] -= 2 * s.width[a];
+  detail::check_field(c, g, x, "input \"x\"");
+  return x;
+}
+
 std::vector<AttrSpec> halo_attrs() {
   std::vector<AttrSpec> a = detail::grid_attr_specs();
   a.push_back(
@@ -134,16 +147,7 @@ void register_grid_halo_transpose_op() {
       "grid_halo's messages. Ghosts past a non-periodic edge go back to the "
       "layer their boundary rule read (mirror, copy) or are dropped (zero). "
       "Adjoint: grid_halo.";
-  def.shape = [](const ShapeContext& c) {
-    const GridLayout g = detail::checked_layout(c);
-    const HaloSpec s = checked_spec(c, g);
-    Shape x = c.input_shape(0);
-    const int nb = static_cast<int>(x.size()) - g.ndim();
-    if (nb < 0) c.fail("input \"x\"", "too few axes: " + shape_string(x));
-    for (int a = 0; a < g.ndim(); ++a) x[nb + a] -= 2 * s.width[a];
-    detail::check_field(c, g, x, "input \"x\"");
-    return Shapes{x};
-  };
+  def.shape = [](const ShapeContext& c) { return Shapes{unpadded_shape(c)}; };
   def.bind = [](const Node& n) {
     return comm_kernel([g = detail::layout_of(n), s = spec_of(n)](
                            KernelContext& c, Communicator& comm) {
@@ -275,13 +279,7 @@ void register_split_transpose_ops() {
       "a cotangent of grid_halo's output: [batch..., patch[a] + 2 "
       "width[a]...]"};
   start.shape = [](const ShapeContext& c) {
-    const GridLayout g = detail::checked_layout(c);
-    const HaloSpec s = checked_spec(c, g);
-    Shape x = c.input_shape(0);
-    const int nb = static_cast<int>(x.size()) - g.ndim();
-    if (nb < 0) c.fail("input \"x\"", "too few axes: " + shape_string(x));
-    for (int a = 0; a < g.ndim(); ++a) x[nb + a] -= 2 * s.width[a];
-    detail::check_field(c, g, x, "input \"x\"");
+    unpadded_shape(c);
     return Shapes{Shape{}};
   };
   start.bind = [](const Node& n) {
@@ -321,32 +319,35 @@ void register_split_transpose_ops() {
   register_op(std::move(finish));
 }
 
+// A node of `op` (grid_halo or grid_halo_start) on the grid's communicator.
+Value grid_halo_node(const char* op,
+                     const Grid& grid,
+                     Value x,
+                     std::vector<int64_t> width,
+                     const HaloOptions& options) {
+  nlohmann::json attrs = grid.layout().attrs();
+  attrs["width"] = widths_for(std::move(width), grid.ndim());
+  attrs["corners"] = options.corners;
+  attrs["boundary"] = options.boundary;
+  NodeOptions o;
+  o.comm = grid.comm();
+  return x.graph().add_node(op, {x}, attrs, std::move(o));
+}
+
 }  // namespace
 
 Value halo(const Grid& grid,
            Value x,
            std::vector<int64_t> width,
            const HaloOptions& options) {
-  nlohmann::json attrs = grid.layout().attrs();
-  attrs["width"] = widths_for(std::move(width), grid.ndim());
-  attrs["corners"] = options.corners;
-  attrs["boundary"] = options.boundary;
-  NodeOptions o;
-  o.comm = grid.comm();
-  return x.graph().add_node("grid_halo", {x}, attrs, std::move(o));
+  return grid_halo_node("grid_halo", grid, x, std::move(width), options);
 }
 
 Value halo_start(const Grid& grid,
                  Value x,
                  std::vector<int64_t> width,
                  const HaloOptions& options) {
-  nlohmann::json attrs = grid.layout().attrs();
-  attrs["width"] = widths_for(std::move(width), grid.ndim());
-  attrs["corners"] = options.corners;
-  attrs["boundary"] = options.boundary;
-  NodeOptions o;
-  o.comm = grid.comm();
-  return x.graph().add_node("grid_halo_start", {x}, attrs, std::move(o));
+  return grid_halo_node("grid_halo_start", grid, x, std::move(width), options);
 }
 
 Value halo_finish(Value request) {
