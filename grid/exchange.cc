@@ -252,14 +252,37 @@ Box interior(const Shape& padded, const HaloSpec& spec) {
   return b;
 }
 
-// x's layers within ring[a] of the faces of each axis a (all of x when a
-// ring covers its axis) onto the interior of `padded`.
-void copy_interior(const HaloSpec& spec,
+// The owned layers the exchange itself reads at each face of axis a: the
+// width sent to a neighbour (this rank too, periodic on one process), else
+// what the edge rule copies (mirror w + 1, copy 1, zero none).
+int64_t layers_read(
+    const GridLayout& layout, const HaloSpec& spec, int rank, int a, int side) {
+  std::vector<int> dir(layout.ndim(), 0);
+  dir[a] = side;
+  const int64_t w = spec.width[a];
+  if (w == 0) return 0;
+  if (layout.neighbour(rank, dir) >= 0) return w;
+  switch (spec.rule) {
+    case Boundary::kMirror:
+      return w + 1;
+    case Boundary::kCopy:
+      return 1;
+    case Boundary::kZero:
+      break;
+  }
+  return 0;
+}
+
+// x onto the interior of `padded`; with `ghosts_only`, only the layers the
+// exchange reads (layers_read).
+void copy_interior(const GridLayout& layout,
+                   const HaloSpec& spec,
+                   int rank,
                    const Tensor& x,
                    Tensor& padded,
-                   const std::vector<int64_t>* ring) {
+                   bool ghosts_only) {
   const Box inside = interior(padded.shape(), spec);
-  if (ring == nullptr) {
+  if (!ghosts_only) {
     copy_box(x.data(),
              x.shape(),
              whole(x.shape()),
@@ -271,16 +294,19 @@ void copy_interior(const HaloSpec& spec,
   const int nd = static_cast<int>(spec.width.size());
   const int nb = x.rank() - nd;
   for (int a = 0; a < nd; ++a) {
-    const int64_t n = x.shape()[nb + a], r = std::min((*ring)[a], n);
-    if (r == 0) continue;
-    for (int64_t begin : {int64_t{0}, n - r}) {
+    const int64_t n = x.shape()[nb + a];
+    int64_t low = std::min(layers_read(layout, spec, rank, a, -1), n);
+    const int64_t high = std::min(layers_read(layout, spec, rank, a, 1), n);
+    if (low + high >= n) low = n;  // one copy of the whole axis
+    for (const auto& [begin, count] :
+         {std::pair{int64_t{0}, low}, std::pair{n - high, high}}) {
+      if (count == 0 || (begin > 0 && low == n)) continue;
       Box from = whole(x.shape()), to = inside;
       from.origin[nb + a] = begin;
-      from.extent[nb + a] = r;
+      from.extent[nb + a] = count;
       to.origin[nb + a] += begin;
-      to.extent[nb + a] = r;
+      to.extent[nb + a] = count;
       copy_box(x.data(), x.shape(), from, padded.data(), padded.shape(), to);
-      if (r == n) break;
     }
   }
 }
@@ -449,8 +475,8 @@ void exchange(Communicator& comm,
               const HaloSpec& spec,
               const Tensor& x,
               Tensor& padded,
-              const std::vector<int64_t>* ring) {
-  copy_interior(spec, x, padded, ring);
+              bool ghosts_only) {
+  copy_interior(layout, spec, comm.rank(), x, padded, ghosts_only);
   if (!spec.corners) zero_ghosts(spec, padded);
   Flight f(layout, spec, false, std::move(padded));
   f.start(comm);
@@ -475,7 +501,7 @@ int64_t start_exchange(Communicator& comm,
                        const HaloSpec& spec,
                        const Tensor& x) {
   Tensor padded(padded_shape(x.shape(), spec));
-  copy_interior(spec, x, padded, nullptr);
+  copy_interior(layout, spec, comm.rank(), x, padded, false);
   if (!spec.corners) zero_ghosts(spec, padded);
   return launch(
       comm, std::make_unique<Flight>(layout, spec, false, std::move(padded)));

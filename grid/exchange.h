@@ -54,16 +54,16 @@ std::string halo_problem(const GridLayout& layout, const HaloSpec& spec);
 
 // Writes x (shape [batch…, local…]) into the interior of `padded` (shape
 // padded_shape) and fills its ghosts. Collective over the grid's ranks.
-// With `ring` (per spatial axis), only the owned layers within ring[a] of
-// either face of axis a are written (and the ghosts): what a kernel that
-// reads the patch's inside from x itself needs; the rest of the interior
-// is left as it was.
+// With `ghosts_only`, only the ghosts are meant for the caller (a kernel
+// that reads owned points from x itself): the interior gets just the owned
+// layers the exchange reads (those sent to a neighbour, or copied by a
+// mirror or copy rule), the rest is left as it was.
 void exchange(Communicator& comm,
               const GridLayout& layout,
               const HaloSpec& spec,
               const Tensor& x,
               Tensor& padded,
-              const std::vector<int64_t>* ring = nullptr);
+              bool ghosts_only = false);
 
 // exchange() in two halves, so that work that does not need the ghosts
 // runs while the messages travel: start_exchange copies x into a padded

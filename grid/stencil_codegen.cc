@@ -39,8 +39,6 @@ std::string named(const char* prefix, int64_t k) {
 }
 std::string ivar(int axis) { return named("i", axis); }
 
-// The emitter: reads become row pointers set up before the inner loop,
-// scalars are read once, inside[] becomes a bound test (or 1 when fast).
 // Each distinct number of `e` once (by bit pattern), depth first.
 void collect_constants(const ExprPtr& e, std::vector<double>& out) {
   if (e->op == "const") {
@@ -72,21 +70,33 @@ std::string structure(const ExprPtr& e, const std::vector<double>& table) {
   return print(e);
 }
 
+// How a stretch of a row reads: the edges (head and tail) test each read's
+// innermost index and each inside[] at every point; the middle reads row
+// pointers chosen once per row, and its inside[] are row constants (or 1
+// when all of them hold on the row).
+enum class Stretch { kEdge, kMiddleChecked, kMiddleAllInside };
+
 class Emitter {
  public:
-  Emitter(const StencilSource& s, bool fast)
-      : s_(s), fast_(fast), all_(tuple_of(s.outputs, s.init)) {
+  explicit Emitter(const StencilSource& s)
+      : s_(s), all_(tuple_of(s.outputs, s.init)) {
     reads_ = reads_of(all_, s.ndim);
+    insides_ = insides_of(all_, s.ndim);
     for (const ExprPtr& e : s.outputs) collect_constants(e, constants_);
   }
 
-  std::string function(const std::string& name) {
+  std::string function() {
     std::ostringstream o;
-    o << "extern \"C\" void " << name
-      << "(const double* const* in, const int64_t* st, double* const* out, "
-         "const int64_t* ost, const int64_t* lo, const int64_t* hi, "
-         "const int64_t* gpos, const int64_t* gext, const double* k) {\n";
-    o << "  (void)gpos; (void)gext; (void)k;\n";
+    o << "extern \"C\" void adgraph_stencil(const adgraph_stencil_args* A) "
+         "{\n"
+      << "  const double* const* in = A->in; const int64_t* st = A->st;\n"
+      << "  const double* const* pin = A->pin; const int64_t* pst = A->pst;\n"
+      << "  double* const* out = A->out; const int64_t* ost = A->ost;\n"
+      << "  const int64_t* lo = A->lo; const int64_t* hi = A->hi;\n"
+      << "  const int64_t* ext = A->ext; const int64_t* gpos = A->gpos;\n"
+      << "  const int64_t* gext = A->gext; const double* k = A->k;\n"
+      << "  (void)in; (void)st; (void)pin; (void)pst; (void)ext; (void)gpos;"
+         " (void)gext; (void)k;\n";
     for (std::size_t i = 0; i < constants_.size(); ++i)
       o << "  const double k" << i << " = k[" << i << "];\n";
     o << "  const int S = " << s_.ndim + 1 << ";\n";
@@ -94,6 +104,7 @@ class Emitter {
       if (s_.scalar[k])
         o << "  const double s" << k << " = in[" << k << "][0];\n";
     const int d = s_.ndim;
+    o << "  const int64_t m0 = A->mid[0], m1 = A->mid[1];\n";
     o << "  for (int64_t b = lo[0]; b < hi[0]; ++b) {\n";
     for (int a = 0; a + 1 < d; ++a) {
       o << "    for (int64_t " << ivar(a) << " = lo[" << a + 1 << "]; "
@@ -111,10 +122,10 @@ class Emitter {
     }
     if (any_summed) {
       o << "    if (b > lo[0]) {\n"
-        << inner_loop(true) << "    } else {\n"
-        << inner_loop(false) << "    }\n";
+        << row(true) << "    } else {\n"
+        << row(false) << "    }\n";
     } else {
-      o << inner_loop(false);
+      o << row(false);
     }
     for (int a = 0; a + 1 < d; ++a) o << "    }\n";
     o << "  }\n}\n";
@@ -122,31 +133,59 @@ class Emitter {
   }
 
  private:
-  // The inner loop writing every output: at the first batch entry (or for
-  // an output not summed) y = [init +] value, at later ones y += value.
-  std::string inner_loop(bool later) {
+  // One row: the head [lo, m0) and tail [m1, hi) point by point, the
+  // middle [m0, m1) as one vectorisable loop.
+  std::string row(bool later) {
     const int d = s_.ndim;
-    const std::string in = ivar(d - 1);
     std::ostringstream o;
-    // Outputs are buffers of their own (the op is not in place), but GCC
-    // does not apply __restrict to pointers declared in a loop body: with
-    // two outputs or more it needs more run-time alias checks than it
-    // allows and leaves the loop scalar (2.6x slower, session 36). Hence
-    // the promise that iterations are independent.
-    o << "#if defined(__clang__)\n#pragma clang loop vectorize(assume_safety)\n"
-         "#else\n#pragma GCC ivdep\n#endif\n";
-    o << "      for (int64_t " << in << " = lo[" << d << "]; " << in << " < hi["
-      << d << "]; ++" << in << ") {\n";
+    o << loop("lo[" + std::to_string(d) + "]", "m0", later, Stretch::kEdge);
+    o << "      if (m0 < m1) {\n";
+    if (insides_.empty()) {
+      o << loop("m0", "m1", later, Stretch::kMiddleAllInside);
+    } else {
+      o << "      if (true";
+      for (std::size_t m = 0; m < insides_.size(); ++m) o << " && q" << m;
+      o << ") {\n"
+        << loop("m0", "m1", later, Stretch::kMiddleAllInside)
+        << "      } else {\n"
+        << loop("m0", "m1", later, Stretch::kMiddleChecked) << "      }\n";
+    }
+    o << "      }\n";
+    o << loop("m1", "hi[" + std::to_string(d) + "]", later, Stretch::kEdge);
+    return o.str();
+  }
+
+  // The points [from, to) of a row, writing every output: at the first
+  // batch entry (or for an output not summed) y = [init +] value, at later
+  // ones y += value.
+  std::string loop(const std::string& from,
+                   const std::string& to,
+                   bool later,
+                   Stretch how) {
+    const std::string in = ivar(s_.ndim - 1);
+    std::ostringstream o;
+    if (how != Stretch::kEdge) {
+      // Outputs are buffers of their own (the op is not in place), but GCC
+      // does not apply __restrict to pointers declared in a loop body: with
+      // two outputs or more it needs more run-time alias checks than it
+      // allows and leaves the loop scalar (2.6x slower, session 36).
+      // Hence the promise that iterations are independent.
+      o << "#if defined(__clang__)\n"
+           "#pragma clang loop vectorize(assume_safety)\n"
+           "#else\n#pragma GCC ivdep\n#endif\n";
+    }
+    o << "      for (int64_t " << in << " = " << from << "; " << in << " < "
+      << to << "; ++" << in << ") {\n";
     for (std::size_t m = 0; m < s_.outputs.size(); ++m) {
-      std::string value = expression(s_.outputs[m]);
+      std::string value = expression(s_.outputs[m], how);
       o << "        o" << m << "[" << in << "] ";
       if (later && s_.summed[m]) {
         o << "+= " << value << ";\n";
         continue;
       }
       if (s_.init[m] >= 0) {
-        std::string with_init(1, '(');
-        with_init += leaf(*read(s_.init[m]));
+        std::string with_init(1, '(');  // (appending: GCC bug 105329)
+        with_init += leaf(*read(s_.init[m]), how);
         with_init += " + ";
         with_init += value;
         with_init += ')';
@@ -158,74 +197,97 @@ class Emitter {
     return o.str();
   }
 
-  // One pointer per distinct read, at the row of the current outer indices
-  // moved by the read's offset; and the outer axes' part of each inside[].
+  // Per read r of the row: v<r>, whether its row (the outer indices moved
+  // by its offset) is in the patch; d<r>, that row of the input itself
+  // (valid when v<r>); p<r>, that row of the padded copy at the read's
+  // innermost offset; r<r>, the middle's pointer (the input's row when
+  // v<r>, else the padded copy's). And q<m>, the outer axes' part of each
+  // inside[].
   void row_setup(std::ostringstream& o) {
     const int d = s_.ndim;
     for (std::size_t r = 0; r < reads_.size(); ++r) {
       const ReadKey& k = reads_[r];
       if (s_.scalar[k.input]) continue;
-      o << "    const double* __restrict r" << r << " = in[" << k.input
-        << "] + b * st[" << k.input << " * S]";
+      const std::string K = std::to_string(k.input);
+      o << "    const bool v" << r << " = true";
       for (int a = 0; a + 1 < d; ++a) {
-        o << " + (" << ivar(a) << " + " << k.offset[a] << ") * st[" << k.input
+        if (k.offset[a] == 0) continue;
+        const std::string at = ivar(a) + " + " + std::to_string(k.offset[a]);
+        o << " && " << at << " >= 0 && " << at << " < ext[" << a << "]";
+      }
+      o << ";\n    const double* d" << r << " = in[" << K << "] + b * st[" << K
+        << " * S] + (v" << r << " ? 0";
+      for (int a = 0; a + 1 < d; ++a) {
+        o << " + (" << ivar(a) << " + " << k.offset[a] << ") * st[" << K
+          << " * S + " << a + 1 << "]";
+      }
+      o << " : 0);\n    const double* p" << r << " = pin[" << K
+        << "] + b * pst[" << K << " * S]";
+      for (int a = 0; a + 1 < d; ++a) {
+        o << " + (" << ivar(a) << " + " << k.offset[a] << ") * pst[" << K
           << " * S + " << a + 1 << "]";
       }
       o << " + " << k.offset[d - 1] << ";\n";
+      o << "    const double* __restrict r" << r << " = v" << r << " ? d" << r
+        << " + " << k.offset[d - 1] << " : p" << r << ";\n";
+      o << "    (void)d" << r << "; (void)p" << r << "; (void)r" << r << ";\n";
     }
-    if (fast_) return;
-    const std::vector<Offset> ins = insides_of(all_, d);
-    for (std::size_t m = 0; m < ins.size(); ++m) {
+    for (std::size_t m = 0; m < insides_.size(); ++m) {
       o << "    const bool q" << m << " = true";
       for (int a = 0; a + 1 < d; ++a) {
-        if (s_.periodic[a] || ins[m][a] == 0) continue;
-        o << " && gpos[" << a << "] + " << ivar(a) << " + " << ins[m][a]
-          << " >= 0 && gpos[" << a << "] + " << ivar(a) << " + " << ins[m][a]
-          << " < gext[" << a << "]";
+        if (s_.periodic[a] || insides_[m][a] == 0) continue;
+        o << " && gpos[" << a << "] + " << ivar(a) << " + " << insides_[m][a]
+          << " >= 0 && gpos[" << a << "] + " << ivar(a) << " + "
+          << insides_[m][a] << " < gext[" << a << "]";
       }
       o << ";\n";
     }
   }
 
-  std::string leaf(const Expr& e) {
+  std::string leaf(const Expr& e, Stretch how) {
     const int d = s_.ndim;
+    const std::string i = ivar(d - 1);
     if (e.op == "const") return named("k", constant_index(constants_, e.value));
-    if (e.op == "in") {
-      if (s_.scalar[e.input]) return named("s", e.input);
-      Offset o = e.offset;
-      o.resize(d, 0);
-      for (std::size_t r = 0; r < reads_.size(); ++r)
-        if (reads_[r].input == e.input && reads_[r].offset == o)
-          return named("r", static_cast<int64_t>(r)) + "[" + ivar(d - 1) + "]";
-    }
-    // inside[]
-    if (fast_) return "1.0";
     Offset o = e.offset;
     o.resize(d, 0);
-    const std::vector<Offset> ins = insides_of(all_, d);
+    if (e.op == "in") {
+      if (s_.scalar[e.input]) return named("s", e.input);
+      std::size_t r = 0;
+      while (reads_[r].input != e.input || reads_[r].offset != o) ++r;
+      const std::string R = std::to_string(r);
+      if (how != Stretch::kEdge || o[d - 1] == 0)
+        return "r" + R + "[" + i + "]";
+      const std::string at = i + " + " + std::to_string(o[d - 1]);
+      return "((v" + R + " && " + at + " >= 0 && " + at + " < ext[" +
+             std::to_string(d - 1) + "]) ? d" + R + "[" + at + "] : p" + R +
+             "[" + i + "])";
+    }
+    // inside[]
+    if (how == Stretch::kMiddleAllInside) return "1.0";
     std::size_t m = 0;
-    while (ins[m] != o) ++m;
+    while (insides_[m] != o) ++m;
     std::string t = named("(q", static_cast<int64_t>(m));
     const int a = d - 1;
-    if (!s_.periodic[a] && o[a] != 0) {
-      const std::string g = "gpos[" + std::to_string(a) + "] + " + ivar(a) +
-                            " + " + std::to_string(o[a]);
+    if (how == Stretch::kEdge && !s_.periodic[a] && o[a] != 0) {
+      const std::string g = "gpos[" + std::to_string(a) + "] + " + i + " + " +
+                            std::to_string(o[a]);
       t += " && " + g + " >= 0 && " + g + " < gext[" + std::to_string(a) + "]";
     }
     return t + " ? 1.0 : 0.0)";
   }
 
-  std::string expression(const ExprPtr& e) {
-    if (e->op == "const" || e->op == "in" || e->op == "inside") return leaf(*e);
+  std::string expression(const ExprPtr& e, Stretch how) {
+    if (e->op == "const" || e->op == "in" || e->op == "inside")
+      return leaf(*e, how);
     std::vector<std::string> args;
-    for (const ExprPtr& a : e->args) args.push_back(expression(a));
+    for (const ExprPtr& a : e->args) args.push_back(expression(a, how));
     return find_expr_op(e->op)->emit(args);
   }
 
   const StencilSource& s_;
-  bool fast_;
   ExprPtr all_;
   std::vector<ReadKey> reads_;
+  std::vector<Offset> insides_;
   std::vector<double> constants_;
 };
 
@@ -389,8 +451,14 @@ std::string kernel_source(const StencilSource& s) {
   o << "// ndim " << s.ndim << ", periodic";
   for (bool p : s.periodic) o << " " << p;
   o << "\n#include <cmath>\n#include <cstdint>\n\n";
-  o << Emitter(s, true).function("adgraph_stencil_fast") << "\n";
-  o << Emitter(s, false).function("adgraph_stencil_checked");
+  o << "struct adgraph_stencil_args {\n"
+       "  const double* const* in; const int64_t* st;\n"
+       "  const double* const* pin; const int64_t* pst;\n"
+       "  double* const* out; const int64_t* ost;\n"
+       "  const int64_t* lo; const int64_t* hi; const int64_t* mid;\n"
+       "  const int64_t* ext; const int64_t* gpos; const int64_t* gext;\n"
+       "  const double* k;\n};\n\n";
+  o << Emitter(s).function();
   return o.str();
 }
 
@@ -419,13 +487,11 @@ CompiledStencil compile_stencil(const StencilSource& s) {
                 (why ? why : "?") + " (remove it to have it compiled again)");
   }
   CompiledStencil k;
-  k.fast = reinterpret_cast<KernelFn>(::dlsym(handle, "adgraph_stencil_fast"));
-  k.checked =
-      reinterpret_cast<KernelFn>(::dlsym(handle, "adgraph_stencil_checked"));
+  k.run = reinterpret_cast<KernelFn>(::dlsym(handle, "adgraph_stencil"));
   k.source_path = base + ".cc";
-  if (k.fast == nullptr || k.checked == nullptr)
+  if (k.run == nullptr)
     throw Error("stencil kernel: " + base +
-                ".so lacks its functions (remove it)");
+                ".so lacks its function (remove it)");
   ++c.stats.loaded;
   c.loaded[hex] = k;
   return k;

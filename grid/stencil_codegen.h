@@ -35,39 +35,56 @@
 
 namespace adgraph::grid {
 
-// The loop nest's arguments. Axis 0 of every stride and box array is the
-// batch axis (all leading axes as one), then the spatial axes; the last
-// spatial stride of every field is 1.
-//   in[k]       input k at its point (batch 0, spatial 0…) — a padded
-//               array's owned origin; a scalar input's one value
-//   in_strides  [inputs][1 + ndim] element strides (batch stride 0 for a
+// The loop nest's arguments (one struct, as the generated source declares
+// it). Axis 0 of every stride and box array is the batch axis (all leading
+// axes as one), then the spatial axes; the last spatial stride of every
+// field is 1.
+//   in[k]       input k at its point (batch 0, spatial 0…); a scalar
+//               input's one value
+//   st          [inputs][1 + ndim] element strides (batch stride 0 for a
 //               field without batch axes)
-//   out[m], out_strides  output m likewise ([outputs][1 + ndim]; batch
-//               stride 0 for an output summed over the batch)
+//   pin, pst    the same for the padded copies, at their owned origin
+//               (an input without a halo: in and st again); only their
+//               ghosts are read
+//   out[m], ost output m likewise ([outputs][1 + ndim]; batch stride 0
+//               for an output summed over the batch)
 //   lo, hi      the box of points to compute, [1 + ndim] each
+//   mid         [2]: the innermost indices [mid[0], mid[1]) where every
+//               read stays in the patch along the innermost axis and the
+//               innermost part of every inside[] holds (lo ≤ mid[0] ≤
+//               mid[1] ≤ hi on that axis)
+//   ext         the patch's extents [ndim]
 //   gpos, gext  the global index of local point 0 and the global extents
 //   k           the expressions' numbers (kernel_constants): the source
 //               names them k[0], k[1], …, so expressions that differ only
 //               in their numbers (dt, h) share one compiled kernel
-// Every output is written in the same loop nest (one pass over memory).
-// An output summed over the batch is written at batch entry lo[0] and
-// added to at the later ones, in batch order; an output with an initial
-// input starts from it: y = init + value (then += value).
-using KernelFn = void (*)(const double* const* in,
-                          const int64_t* in_strides,
-                          double* const* out,
-                          const int64_t* out_strides,
-                          const int64_t* lo,
-                          const int64_t* hi,
-                          const int64_t* gpos,
-                          const int64_t* gext,
-                          const double* k);
+// Each row (a point of the outer axes) is one pass: its head and tail
+// (outside mid) test every read and inside[] point by point, reading a
+// point outside the patch from the padded copy; its middle is one
+// vectorised loop over row pointers chosen once per row. Every output is
+// written in the same loop nest (one pass over memory). An output summed
+// over the batch is written at batch entry lo[0] and added to at the later
+// ones, in batch order; an output with an initial input starts from it:
+// y = init + value (then += value).
+struct KernelArgs {
+  const double* const* in;
+  const int64_t* st;
+  const double* const* pin;
+  const int64_t* pst;
+  double* const* out;
+  const int64_t* ost;
+  const int64_t* lo;
+  const int64_t* hi;
+  const int64_t* mid;
+  const int64_t* ext;
+  const int64_t* gpos;
+  const int64_t* gext;
+  const double* k;
+};
+using KernelFn = void (*)(const KernelArgs*);
 
 struct CompiledStencil {
-  // Every inside[] taken as 1: for boxes where all of them hold.
-  KernelFn fast = nullptr;
-  // inside[] tested at each point.
-  KernelFn checked = nullptr;
+  KernelFn run = nullptr;
   std::string source_path;
 };
 
@@ -83,7 +100,7 @@ struct StencilSource {
   std::vector<bool> periodic;  // per spatial axis
 };
 
-// The C++ source of the two kernels.
+// The C++ source of the kernel.
 std::string kernel_source(const StencilSource& s);
 // The numbers of the outputs' expressions in the order the kernel reads
 // them (k[i]): each distinct bit pattern once, depth first, output by

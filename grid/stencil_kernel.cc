@@ -1,6 +1,5 @@
-// The stencil op's kernel: halos, then the compiled loop nest over the
-// patch, split into the box where every inside[] holds (the fast kernel)
-// and the layers along the grid's edges (the checked one).
+// The stencil op's kernel: halos (ghosts only), then the compiled loop nest
+// over the patch in one call (grid/stencil_codegen.h).
 #include <algorithm>
 #include <memory>
 #include <mutex>
@@ -217,22 +216,6 @@ Region all_inside(const StencilPlan& p, const Shape& gpos, const Region& box) {
   return r;
 }
 
-// `box` minus `inner` as at most 2·ndim boxes (slabs axis by axis).
-std::vector<Region> border(const Region& box, const Region& inner) {
-  std::vector<Region> out;
-  Region rest = box;
-  for (std::size_t a = 1; a < box.lo.size(); ++a) {
-    Region below = rest, above = rest;
-    below.hi[a] = inner.lo[a];
-    above.lo[a] = inner.hi[a];
-    if (below.hi[a] > below.lo[a]) out.push_back(below);
-    if (above.hi[a] > above.lo[a]) out.push_back(above);
-    rest.lo[a] = inner.lo[a];
-    rest.hi[a] = inner.hi[a];
-  }
-  return out;
-}
-
 // The depth, per spatial axis, within which a point's reads may leave the
 // patch (the widest halo) or an inside[] may fail (the widest offset).
 std::vector<int64_t> edge_depth(const StencilPlan& p) {
@@ -245,12 +228,13 @@ std::vector<int64_t> edge_depth(const StencilPlan& p) {
   return w;
 }
 
-// Each input twice, as the kernel reads it: inside the patch straight from
-// the tensor, near its faces from the padded copy (only its ring of
-// owned layers and the ghosts are written: no pass over the whole patch).
+// Each input twice, as the kernel reads it: the tensor itself, and for the
+// points whose reads leave the patch the ghosts of its padded copy (only
+// the ghosts and what the exchange sends are written: no pass over the
+// whole patch).
 struct Operands {
-  std::vector<const double*> inner, outer;
-  std::vector<int64_t> inner_strides, outer_strides;
+  std::vector<const double*> direct, padded;
+  std::vector<int64_t> direct_strides, padded_strides;
 };
 
 class Runner {
@@ -267,8 +251,6 @@ class Runner {
     kernel_ = compile_stencil(s);
     constants_ = kernel_constants(p_.outputs);
     depth_ = edge_depth(p_);
-    ring_ = depth_;
-    for (int64_t& r : ring_) r *= 2;
   }
 
   void run(KernelContext& c, Communicator& comm) {
@@ -284,16 +266,16 @@ class Runner {
       if (in.exchanged()) {
         const Shape ps = padded_shape(x.shape(), in.halo);
         padded[k] = Tensor::adopt(ps, comm.take_spare(num_elements(ps)));
-        exchange(comm, p_.layout, in.halo, x, padded[k], &ring_);
+        exchange(comm, p_.layout, in.halo, x, padded[k], true);
         edge = operand_of(padded[k], nd, &in.halo);
       }
-      ops.inner.push_back(direct.data);
-      ops.outer.push_back(edge.data);
-      ops.inner_strides.insert(ops.inner_strides.end(),
-                               direct.strides.begin(),
-                               direct.strides.end());
-      ops.outer_strides.insert(
-          ops.outer_strides.end(), edge.strides.begin(), edge.strides.end());
+      ops.direct.push_back(direct.data);
+      ops.padded.push_back(edge.data);
+      ops.direct_strides.insert(ops.direct_strides.end(),
+                                direct.strides.begin(),
+                                direct.strides.end());
+      ops.padded_strides.insert(
+          ops.padded_strides.end(), edge.strides.begin(), edge.strides.end());
     }
     std::vector<double*> out;
     std::vector<int64_t> out_strides;
@@ -309,6 +291,9 @@ class Runner {
   }
 
  private:
+  // One call over the whole patch: every row's middle (mid) is where the
+  // innermost reads stay in the patch and the innermost part of every
+  // inside[] holds; the rest of the row is checked point by point.
   void loop(const Operands& ops,
             const std::vector<double*>& out,
             const std::vector<int64_t>& out_strides,
@@ -320,44 +305,32 @@ class Runner {
     box.lo.assign(nd + 1, 0);
     box.hi.push_back(std::max<int64_t>(1, num_elements(p_.batch)));
     box.hi.insert(box.hi.end(), patch.begin(), patch.end());
-    // The inside: reads stay in the patch and every inside[] holds.
-    Region inner = all_inside(p_, gpos, box);
-    for (int a = 0; a < nd; ++a) {
-      inner.lo[a + 1] =
-          std::min(std::max(inner.lo[a + 1], depth_[a]), box.hi[a + 1]);
-      inner.hi[a + 1] =
-          std::clamp(std::min(inner.hi[a + 1], patch[a] - depth_[a]),
-                     inner.lo[a + 1],
-                     box.hi[a + 1]);
-    }
-    // Batch outermost in every call, so a summed batch adds in batch order
-    // at every point whichever region the point is in.
-    kernel_.fast(ops.inner.data(),
-                 ops.inner_strides.data(),
-                 out.data(),
-                 out_strides.data(),
-                 inner.lo.data(),
-                 inner.hi.data(),
-                 gpos.data(),
-                 p_.layout.shape.data(),
-                 constants_.data());
-    for (const Region& r : border(box, inner)) {
-      kernel_.checked(ops.outer.data(),
-                      ops.outer_strides.data(),
-                      out.data(),
-                      out_strides.data(),
-                      r.lo.data(),
-                      r.hi.data(),
-                      gpos.data(),
-                      p_.layout.shape.data(),
-                      constants_.data());
-    }
+    const Region inner = all_inside(p_, gpos, box);
+    const int64_t n = patch[nd - 1];
+    int64_t mid[2];
+    mid[0] = std::min(std::max(inner.lo[nd], depth_[nd - 1]), n);
+    mid[1] = std::clamp(std::min(inner.hi[nd], n - depth_[nd - 1]), mid[0], n);
+    // Batch outermost, so a summed batch adds in batch order at every point.
+    const KernelArgs args{ops.direct.data(),
+                          ops.direct_strides.data(),
+                          ops.padded.data(),
+                          ops.padded_strides.data(),
+                          out.data(),
+                          out_strides.data(),
+                          box.lo.data(),
+                          box.hi.data(),
+                          mid,
+                          patch.data(),
+                          gpos.data(),
+                          p_.layout.shape.data(),
+                          constants_.data()};
+    kernel_.run(&args);
   }
 
   StencilPlan p_;
   CompiledStencil kernel_;
   std::vector<double> constants_;
-  std::vector<int64_t> depth_, ring_;
+  std::vector<int64_t> depth_;
 };
 
 }  // namespace
