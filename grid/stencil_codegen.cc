@@ -95,6 +95,7 @@ class Emitter {
       << "  const int64_t* lo = A->lo; const int64_t* hi = A->hi;\n"
       << "  const int64_t* ext = A->ext; const int64_t* gpos = A->gpos;\n"
       << "  const int64_t* gext = A->gext; const double* k = A->k;\n"
+      << "  const int64_t* size = A->size; (void)size;\n"
       << "  (void)in; (void)st; (void)pin; (void)pst; (void)ext; (void)gpos;"
          " (void)gext; (void)k;\n";
     for (std::size_t i = 0; i < constants_.size(); ++i)
@@ -134,24 +135,43 @@ class Emitter {
 
  private:
   // One row: the head [lo, m0) and tail [m1, hi) point by point, the
-  // middle [m0, m1) as one vectorisable loop.
+  // middle [m0, m1) as one vectorisable loop. A first write of a row whose
+  // row pointers stay inside their inputs' memory over all of [lo, hi)
+  // (`whole`) runs the vector loop over the whole row instead, whose trip
+  // count then has no remainder when the row is a multiple of the vector
+  // width, and writes the head and tail again point by point (the vector
+  // loop's values there read the neighbouring rows' ends: overwritten).
+  // Not for a later batch entry of a summed output (+= must run once).
   std::string row(bool later) {
     const int d = s_.ndim;
+    const std::string lo = "lo[" + std::to_string(d) + "]",
+                      hi = "hi[" + std::to_string(d) + "]";
     std::ostringstream o;
-    o << loop("lo[" + std::to_string(d) + "]", "m0", later, Stretch::kEdge);
-    o << "      if (m0 < m1) {\n";
-    if (insides_.empty()) {
-      o << loop("m0", "m1", later, Stretch::kMiddleAllInside);
-    } else {
-      o << "      if (true";
-      for (std::size_t m = 0; m < insides_.size(); ++m) o << " && q" << m;
-      o << ") {\n"
-        << loop("m0", "m1", later, Stretch::kMiddleAllInside)
-        << "      } else {\n"
-        << loop("m0", "m1", later, Stretch::kMiddleChecked) << "      }\n";
+    if (!later) {
+      o << "      if (whole) {\n"
+        << middle(lo, hi, later) << loop(lo, "m0", later, Stretch::kEdge)
+        << loop("m1", hi, later, Stretch::kEdge) << "      } else {\n";
     }
-    o << "      }\n";
-    o << loop("m1", "hi[" + std::to_string(d) + "]", later, Stretch::kEdge);
+    o << loop(lo, "m0", later, Stretch::kEdge);
+    o << "      if (m0 < m1) {\n" << middle("m0", "m1", later) << "      }\n";
+    o << loop("m1", hi, later, Stretch::kEdge);
+    if (!later) o << "      }\n";
+    return o.str();
+  }
+
+  // The vector loop over [from, to): inside[] are 1 on a row where all of
+  // their outer parts hold.
+  std::string middle(const std::string& from,
+                     const std::string& to,
+                     bool later) {
+    if (insides_.empty())
+      return loop(from, to, later, Stretch::kMiddleAllInside);
+    std::ostringstream o;
+    o << "      if (true";
+    for (std::size_t m = 0; m < insides_.size(); ++m) o << " && q" << m;
+    o << ") {\n"
+      << loop(from, to, later, Stretch::kMiddleAllInside) << "      } else {\n"
+      << loop(from, to, later, Stretch::kMiddleChecked) << "      }\n";
     return o.str();
   }
 
@@ -232,6 +252,20 @@ class Emitter {
         << " + " << k.offset[d - 1] << " : p" << r << ";\n";
       o << "    (void)d" << r << "; (void)p" << r << "; (void)r" << r << ";\n";
     }
+    // whole: every middle pointer stays inside its input over [lo, hi)
+    // (a padded copy's always does: its ghosts are as wide as the offset).
+    o << "    const bool whole = true";
+    for (std::size_t r = 0; r < reads_.size(); ++r) {
+      const ReadKey& k = reads_[r];
+      const int64_t off = k.offset[d - 1];
+      if (s_.scalar[k.input] || off == 0) continue;
+      const std::string at = "(d" + std::to_string(r) + " - in[" +
+                             std::to_string(k.input) + "]) + " +
+                             std::to_string(off);
+      o << " && (!v" << r << " || (" << at << " + lo[" << d << "] >= 0 && "
+        << at << " + hi[" << d << "] <= size[" << k.input << "]))";
+    }
+    o << ";\n    (void)whole;\n";
     for (std::size_t m = 0; m < insides_.size(); ++m) {
       o << "    const bool q" << m << " = true";
       for (int a = 0; a + 1 < d; ++a) {
@@ -457,7 +491,7 @@ std::string kernel_source(const StencilSource& s) {
        "  double* const* out; const int64_t* ost;\n"
        "  const int64_t* lo; const int64_t* hi; const int64_t* mid;\n"
        "  const int64_t* ext; const int64_t* gpos; const int64_t* gext;\n"
-       "  const double* k;\n};\n\n";
+       "  const double* k; const int64_t* size;\n};\n\n";
   o << Emitter(s).function();
   return o.str();
 }

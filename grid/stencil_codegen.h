@@ -58,6 +58,8 @@ namespace adgraph::grid {
 //   k           the expressions' numbers (kernel_constants): the source
 //               names them k[0], k[1], …, so expressions that differ only
 //               in their numbers (dt, h) share one compiled kernel
+//   size[k]     the elements of input k from in[k] on (a row whose reads
+//               stay within them runs its vector loop over the whole row)
 // Each row (a point of the outer axes) is one pass: its head and tail
 // (outside mid) test every read and inside[] point by point, reading a
 // point outside the patch from the padded copy; its middle is one
@@ -80,6 +82,7 @@ struct KernelArgs {
   const int64_t* gpos;
   const int64_t* gext;
   const double* k;
+  const int64_t* size;
 };
 using KernelFn = void (*)(const KernelArgs*);
 

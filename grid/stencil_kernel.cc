@@ -235,6 +235,7 @@ std::vector<int64_t> edge_depth(const StencilPlan& p) {
 struct Operands {
   std::vector<const double*> direct, padded;
   std::vector<int64_t> direct_strides, padded_strides;
+  std::vector<int64_t> sizes;  // of the inputs themselves
 };
 
 class Runner {
@@ -270,6 +271,7 @@ class Runner {
         edge = operand_of(padded[k], nd, &in.halo);
       }
       ops.direct.push_back(direct.data);
+      ops.sizes.push_back(x.size());
       ops.padded.push_back(edge.data);
       ops.direct_strides.insert(ops.direct_strides.end(),
                                 direct.strides.begin(),
@@ -323,7 +325,8 @@ class Runner {
                           patch.data(),
                           gpos.data(),
                           p_.layout.shape.data(),
-                          constants_.data()};
+                          constants_.data(),
+                          ops.sizes.data()};
     kernel_.run(&args);
   }
 

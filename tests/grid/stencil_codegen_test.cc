@@ -64,9 +64,21 @@ TEST(StencilCodegen, RunsTheKernelItLoaded) {
                 gext[2] = {2, 4};
   const double constants[1] = {2.5};
   double* out[1] = {y};
-  const int64_t mid[2] = {0, 3};
-  const KernelArgs args{
-      in, st, in, st, out, ost, lo, hi, mid, gext, gpos, gext, constants};
+  const int64_t mid[2] = {0, 3}, sizes[2] = {8, 1};
+  const KernelArgs args{in,
+                        st,
+                        in,
+                        st,
+                        out,
+                        ost,
+                        lo,
+                        hi,
+                        mid,
+                        gext,
+                        gpos,
+                        gext,
+                        constants,
+                        sizes};
   k.run(&args);
   const double want[6] = {5, 7.5, 10, 15, 17.5, 20};
   for (int i = 0; i < 6; ++i) EXPECT_EQ(y[i], want[i]) << i;
@@ -76,7 +88,9 @@ TEST(StencilCodegen, ReadsOutsideThePatchFromThePaddedCopysGhostsOnly) {
   // y[i, j] = u[i, j-1] + u[i+1, j] on a 3 x 4 patch. The padded copy
   // (5 x 6, one ghost layer) holds 100 + its index in its ghosts and NaN
   // where the patch is: owned points must come from u itself, the others
-  // from the ghosts, in the middle [1, 3) of each row and at its ends.
+  // from the ghosts, in the middle [1, 3) of each row and at its ends
+  // (rows 1 and 2 run the vector loop over the whole row, reading row 0's
+  // and row 1's ends at their first point, then write that point again).
   StencilSource s = source_of("add(in0[0,-1],in0[1,0])");
   s.periodic = {false, false};
   const CompiledStencil k = compile_stencil(s);
@@ -97,10 +111,10 @@ TEST(StencilCodegen, ReadsOutsideThePatchFromThePaddedCopysGhostsOnly) {
   const int64_t st[6] = {0, 4, 1, 0, 0, 0}, pst[6] = {0, 6, 1, 0, 0, 0};
   const int64_t ost[3] = {0, 4, 1}, lo[3] = {0, 0, 0}, hi[3] = {1, 3, 4};
   const int64_t mid[2] = {1, 3}, ext[2] = {3, 4}, gpos[2] = {0, 0},
-                gext[2] = {3, 4};
+                gext[2] = {3, 4}, sizes[2] = {12, 1};
   double* out[1] = {y};
   const KernelArgs args{
-      in, st, pin, pst, out, ost, lo, hi, mid, ext, gpos, gext, nullptr};
+      in, st, pin, pst, out, ost, lo, hi, mid, ext, gpos, gext, nullptr, sizes};
   k.run(&args);
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 4; ++j)
@@ -125,7 +139,7 @@ TEST(StencilCodegen, WritesEveryOutputInOnePassSummedAndInitialised) {
   const int64_t st[4] = {3, 1, 0, 1}, ost[4] = {3, 1, 0, 1};
   const int64_t lo[2] = {0, 0}, hi[2] = {2, 3}, gpos[1] = {0}, gext[1] = {3};
   const std::vector<double> constants = kernel_constants(s.outputs);
-  const int64_t mid[2] = {0, 3};
+  const int64_t mid[2] = {0, 3}, sizes[2] = {6, 3};
   const KernelArgs args{in,
                         st,
                         in,
@@ -138,7 +152,8 @@ TEST(StencilCodegen, WritesEveryOutputInOnePassSummedAndInitialised) {
                         gext,
                         gpos,
                         gext,
-                        constants.data()};
+                        constants.data(),
+                        sizes};
   k.run(&args);
   for (int i = 0; i < 6; ++i) EXPECT_EQ(y0[i], 3 * u[i]) << i;
   for (int i = 0; i < 3; ++i)
