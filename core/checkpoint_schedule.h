@@ -14,6 +14,7 @@
 // | every(k)        | ⌈n/k⌉ + k             | n − 1 + (⌈n/k⌉ − 1)(k − 1)
 // | binomial(s)     | s                     | t(n, s), optimal (below)
 // | memory_budget(b)| binomial with the largest s whose snapshots fit in b
+// |                 | (at least one state: a smaller b is refused)
 //
 // Binomial checkpointing (Griewank 1992; Griewank & Walther, "Algorithm 799:
 // Revolve", ACM TOMS 26(1), 2000): with s snapshots and r the integer with

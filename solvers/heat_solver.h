@@ -60,8 +60,15 @@ struct HeatConfig {
   // makes the matrix diag(1/κ) − θ·dt·Δ_h symmetric positive definite
   // (solved as symmetric whatever the flag says): the default is CG with
   // BoomerAMG (hypre), rtol 1e-10.
-  sparse::SolverOptions implicit_solver = {
-      .ksp = "cg", .pc = "hypre", .symmetric = true};
+  // (Set field by field: a designated initialiser here would warn under
+  // -Wextra's -Wmissing-field-initializers in every file including it.)
+  sparse::SolverOptions implicit_solver = [] {
+    sparse::SolverOptions o;
+    o.ksp = "cg";
+    o.pc = "hypre";
+    o.symmetric = true;
+    return o;
+  }();
 
   double h() const { return 1.0 / (nx + 1); }
   // Checks the fields and that px·py equals `ranks`; returns false and

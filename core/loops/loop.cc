@@ -330,6 +330,17 @@ LoopResult loop(int64_t trips,
                    join({result.carries, result.outputs})};
   if (schedule.kind == CheckpointSchedule::Kind::kMemoryBudget) {
     const int64_t bytes = std::max<int64_t>(1, spec->state_elements() * 8);
+    // c_0 is always kept: a budget below one state cannot be honoured.
+    if (schedule.parameter < bytes) {
+      throw OptionsError("a budget of " + std::to_string(schedule.parameter) +
+                             " B holds no snapshot of the loop's state (" +
+                             std::to_string(bytes) +
+                             " B: every carry once); give at least " +
+                             std::to_string(bytes) + " B",
+                         label,
+                         "loop",
+                         "checkpoints");
+    }
     schedule = CheckpointSchedule::binomial(
         std::clamp<int64_t>(schedule.parameter / bytes, 1, trips));
   } else if (schedule.kind == CheckpointSchedule::Kind::kBinomial) {

@@ -215,6 +215,22 @@ TEST(Loop, ErrorsNameTheLoopAndTheField) {
       }),
       "node \"every0\" (loop): checkpoints: every(k) needs k >= 1, got 0");
   EXPECT_EQ(message([&] {
+              LoopOptions o;
+              o.name = "tiny";
+              o.checkpoints = CheckpointSchedule::memory_budget(10);
+              loop(
+                  3,
+                  {x},
+                  {},
+                  [](const LoopArgs& l) {
+                    return LoopStep{{l.carries[0]}, {}};
+                  },
+                  o);
+            }),
+            "node \"tiny\" (loop): checkpoints: a budget of 10 B holds no "
+            "snapshot "
+            "of the loop's state (16 B: every carry once); give at least 16 B");
+  EXPECT_EQ(message([&] {
               g.add_node("loop", {x}, {{"trips", 2}});
             }),
             "node \"loop_1\" (loop): op: a loop node is built by loop() (or a "
