@@ -82,6 +82,27 @@ def gradient(y, x, grad_y=None):
     return gradients(y, [x], grad_y)[0]
 
 
+def _value_list(function, argument, values):
+    """``values`` (a sequence of Values) as a list; anything else is an
+    ArgumentError naming the function and the argument, as gradients()'s."""
+    def refuse(got, where=""):
+        text = repr(got)
+        text = text if len(text) <= 60 else text[:57] + "..."
+        what = "a Value" if where else "a sequence of Values (List[Value])"
+        raise ArgumentError(f"{function}(): argument {argument!r}{where}: expected {what}, "
+                            f"got {type(got).__name__} {text}")
+    if isinstance(values, (str, bytes, Value)):
+        refuse(values)
+    try:
+        out = list(values)
+    except TypeError:
+        refuse(values)
+    for k, v in enumerate(out):
+        if not isinstance(v, Value):
+            refuse(v, f" entry {k}")
+    return out
+
+
 def loop(n, init, invariants, body, checkpoints=None, output_steps=(), name="", xs=()):
     """A loop node: ``n`` steps of ``body`` (a Python function building the
     step once, into a graph of its own).
@@ -117,7 +138,9 @@ def loop(n, init, invariants, body, checkpoints=None, output_steps=(), name="", 
         ``carries`` (c_n), ``outputs`` (per-step outputs stacked along a new
         first axis), ``node`` (the loop node, for ``loop_stats``).
     """
-    xs = list(xs)
+    init = _value_list("loop", "init", init)
+    invariants = _value_list("loop", "invariants", invariants)
+    xs = _value_list("loop", "xs", xs)
     for k, x in enumerate(xs):
         if not isinstance(x, Value) or len(x.shape) == 0 or x.shape[0] != n:
             shape = tuple(x.shape) if isinstance(x, Value) else type(x).__name__
@@ -125,7 +148,7 @@ def loop(n, init, invariants, body, checkpoints=None, output_steps=(), name="", 
                              f"rows (one a step), got {shape}")
     step_body = body
     if xs:
-        count = len(list(invariants))
+        count = len(invariants)
 
         def step_body(args):
             view = _types.SimpleNamespace(
@@ -133,7 +156,7 @@ def loop(n, init, invariants, body, checkpoints=None, output_steps=(), name="", 
                 graph=args.graph,
                 xs=[globals()["step_row"](x, args.step) for x in args.invariants[count:]])
             return body(view)
-    carries, outputs, node = _adgraph._loop(n, list(init), list(invariants) + xs, step_body,
+    carries, outputs, node = _adgraph._loop(n, init, invariants + xs, step_body,
                                             checkpoints, list(output_steps), name)
     return _types.SimpleNamespace(carries=carries, outputs=outputs, node=node)
 
@@ -166,7 +189,8 @@ def check_gradients(y, xs, feeds, **options):
     ``max_jvp_error``, ``taylor_rates``, ``jvp_taylor_rates``, ``message``),
     the same on every rank.
     """
-    return _adgraph.check_gradients(y, list(xs), feeds, options)
+    return _adgraph.check_gradients(y, _value_list("check_gradients", "xs", xs), feeds,
+                                    options)
 
 
 # The keyword jvp= (the issue's API) shadows ag.jvp inside the function only.

@@ -253,7 +253,19 @@ def test_fetches_and_feeds_of_the_wrong_kind_are_named():
      r"^Session\.run\(\): unexpected keyword argument 'extra'; it takes \(fetches: object"),
     (lambda g, x: ag.loop("3", [x], [], lambda a: [a.carries[0]]),
      r"^loop\(\): argument 'trips': expected an integer, got str '3'"),
-    (lambda g, x: g.placeholder("z"), r"^Graph\.placeholder\(\): argument 'shape' is missing")])
+    (lambda g, x: g.placeholder("z"), r"^Graph\.placeholder\(\): argument 'shape' is missing"),
+    # Pure-Python functions name theirs the same way.
+    (lambda g, x: ag.check_gradients(ag.sum(x), 3, {x: [1.0, 2.0]}),
+     r"^check_gradients\(\): argument 'xs': expected a sequence of Values "
+     r"\(List\[Value\]\), got int 3$"),
+    (lambda g, x: ag.check_gradients(ag.sum(x), x, {x: [1.0, 2.0]}),
+     r"^check_gradients\(\): argument 'xs': expected a sequence of Values "
+     r"\(List\[Value\]\), got Value"),
+    (lambda g, x: ag.check_gradients(ag.sum(x), [x, "x"], {x: [1.0, 2.0]}),
+     r"^check_gradients\(\): argument 'xs' entry 1: expected a Value, got str 'x'$"),
+    (lambda g, x: ag.loop(3, [x], 5, lambda a: [a.carries[0]]),
+     r"^loop\(\): argument 'invariants': expected a sequence of Values "
+     r"\(List\[Value\]\), got int 5$")])
 def test_arguments_of_the_wrong_type_name_the_function_and_the_argument(call, message):
     g = ag.Graph()
     x = g.placeholder("x", (2,))
