@@ -326,3 +326,68 @@ def test_a_value_on_the_left_of_an_expression_builds_the_expression():
     right = np.pad(full, [(0, 0), (0, 1)])[:, 1:]  # u[i, j + 1], 0 past the edge
     np.testing.assert_array_equal(got, my_patch(grid, full * right + 1.0))
     assert isinstance(u + 1.0, ag.Value)  # Values among themselves unchanged
+
+
+def random_case(seed):
+    """A grid, offsets and coefficients drawn from ``seed`` (the same on
+    every rank): 1-3 axes of 6-9 points (1-D: 14-17), some periodic, reads
+    up to 2 away on each axis (rows end at every offset the kernel peels)."""
+    rng = np.random.default_rng(seed)
+    ndim = int(rng.integers(1, 4))
+    shape = tuple(int(n) + 8 * (ndim == 1) for n in rng.integers(6, 10, size=ndim))
+    periodic = tuple(bool(p) for p in rng.integers(0, 2, size=ndim))
+    offsets = [tuple(int(o) for o in rng.integers(-2, 3, size=ndim)) for _ in range(3)]
+    coefficients = [float(c) for c in rng.uniform(-1, 1, size=3)]
+    batch = (2,) if rng.integers(0, 2) else ()
+    return shape, periodic, offsets, coefficients, batch
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_shifted_sums_and_their_gradients_match_numpy_bitwise_on_every_grid(seed):
+    """y = v ⊙ Σ_k c_k·u(· + o_k), L = Σ g ⊙ y: y, ū = Σ_k c_k·S_{−o_k}(v ⊙ g)
+    and v̄ = g ⊙ Σ_k c_k·u(· + o_k) (summed over u's batch) by NumPy; the
+    results of every process grid equal each other bit for bit."""
+    shape, periodic, offsets, coefficients, batch = random_case(seed)
+    u = global_field(batch + shape, 100 + seed)
+    v = global_field(shape, 200 + seed)
+    g_weights = global_field(batch + shape, 300 + seed)
+
+    def shift(array, offset):
+        if not batch:
+            return shifted(array, offset, periodic)
+        return np.stack([shifted(a, offset, periodic) for a in array])
+    total = sum(c * shift(u, o) for c, o in zip(coefficients, offsets))
+    want_y = v * total
+    want_u = sum(c * shift(v * g_weights, tuple(-x for x in o))
+                 for c, o in zip(coefficients, offsets))
+    want_v = g_weights * total
+    if batch:
+        want_v = want_v.sum(axis=0)
+    seen = None
+    grids = [p for p in process_grids(shape)
+             if all(n // q >= 2 for n, q in zip(shape, p))]  # patches hold the reads
+    assert grids, (shape, SIZE)
+    for procs in grids:
+        grid = agg.Grid(shape, procs, periodic=periodic)
+        g = ag.Graph()
+        uu = g.placeholder("u", batch + tuple(grid.local_shape()))
+        vv = g.placeholder("v", grid.local_shape())
+        U, V = grid.field(uu), grid.field(vv)
+        expr = coefficients[0] * U.shift(offsets[0])
+        for c, o in zip(coefficients[1:], offsets[1:]):
+            expr = expr + c * U.shift(o)
+        y = grid.stencil(V * expr)
+        loss = ag.sum(y * g.constant(my_patch(grid, g_weights)))
+        feeds = {uu: my_patch(grid, u), vv: my_patch(grid, v)}
+        got = ag.Session(g).run([y] + ag.gradients(loss, [uu, vv]), feeds)
+        for value, want in zip(got, [want_y, want_u, want_v]):
+            np.testing.assert_allclose(value, my_patch(grid, want), rtol=1e-12, atol=1e-12)
+        # The same bits on every process grid: gather both into the global
+        # arrays on every rank and compare them with ==.
+        gathered = [grid.gather(value) for value in got]
+        gathered = [WORLD.bcast(x, root=0) for x in gathered]
+        if seen is None:
+            seen = gathered
+        else:
+            for a, b in zip(seen, gathered):
+                assert np.array_equal(a, b), (procs, seed)
