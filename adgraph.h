@@ -14,6 +14,7 @@
 #include "core/tensor_json.h"
 #include "grid/grid.h"
 #include "grid/halo.h"
+#include "grid/points.h"
 #include "grid/stencil.h"
 #include "grid/stencil_codegen.h"
 #include "mpi_ops/allreduce_programs.h"

@@ -4,6 +4,7 @@
 #include "core/loops/loop.h"
 #include "core/op.h"
 #include "grid/halo.h"
+#include "grid/points.h"
 #include "grid/stencil.h"
 #include "mpi_ops/collectives.h"
 #include "mpi_ops/halo.h"
@@ -33,6 +34,7 @@ void detail::register_library_ops() {
   register_nonblocking_ops();
   sparse::register_sparse_ops();
   grid::register_halo_ops();
+  grid::register_point_ops();
   grid::register_stencil_ops();
   solvers::register_heat_ops();
   solvers::register_patch_operator_ops();

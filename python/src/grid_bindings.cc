@@ -357,6 +357,45 @@ void bind_grid_nodes(py::class_<grid::Grid>& cls) {
           "(*batch, *local_shape()), its gradient and tangent generated.");
 }
 
+// Sources and receivers anywhere in the grid (grid/points.h).
+void bind_points(py::class_<grid::Grid>& cls) {
+  cls.def(
+         "sample",
+         [](const grid::Grid& g, const PyValue& u, const grid::Points& points) {
+           const PyValue& v = live(u, "Grid.sample");
+           return PyValue{v.owner, grid::sample(g, v.value, points)};
+         },
+         py::arg("u"),
+         py::arg("points"),
+         "u (shape (*batch, *local_shape())) interpolated at `points` "
+         "(global index coordinates, one list of ndim numbers per point, "
+         "within [0, N - 1] on each axis) with bilinear (trilinear) "
+         "weights: shape (*batch, len(points)), the same on every rank. A "
+         "point on a grid point gives u there exactly. Adjoint: the sum "
+         "over ranks of the cotangent, spread back onto the corners (the "
+         "loss is the sum of the per-rank losses: compute a misfit of the "
+         "samples on one rank).")
+      .def(
+          "inject",
+          [](const grid::Grid& g,
+             const PyValue& u,
+             const grid::Points& points,
+             const PyValue& amplitudes) {
+            const PyValue& v = live(u, "Grid.inject");
+            live(amplitudes, "Grid.inject");
+            return PyValue{
+                v.owner,
+                grid::inject(g, v.value, points, amplitudes.value)};
+          },
+          py::arg("u"),
+          py::arg("points"),
+          py::arg("amplitudes"),
+          "u plus `amplitudes` (shape (*batch, len(points)), the same on "
+          "every rank) spread onto each point's cell corners with bilinear "
+          "(trilinear) weights, on the ranks that own them; a point on a "
+          "grid point adds its amplitude there exactly.");
+}
+
 void bind_kernel_cache(py::module_& m) {
   m.def(
       "kernel_cache_stats",
@@ -382,6 +421,7 @@ void bind_grid(py::module_& m) {
   bind_grid_layout(cls);
   bind_grid_nodes(cls);
   bind_halo_split(cls);
+  bind_points(cls);
   bind_kernel_cache(m);
 }
 

@@ -391,3 +391,67 @@ def test_random_shifted_sums_and_their_gradients_match_numpy_bitwise_on_every_gr
         else:
             for a, b in zip(seen, gathered):
                 assert np.array_equal(a, b), (procs, seed)
+
+
+def grid_points(shape, grid_procs):
+    """Points on patch edges (every process grid's), on the last grid point,
+    on grid points and between them: global index coordinates."""
+    rng = np.random.default_rng(len(shape))
+    points = [[n - 1.0 for n in shape], [0.0] * len(shape),
+              [float(n // 2) for n in shape]]
+    for procs in grid_procs:
+        # The first index of the second patch on each axis, and just below.
+        edge = [float(-(-n // p)) if p > 1 else 1.0 for n, p in zip(shape, procs)]
+        points += [edge, [e - 0.5 for e in edge]]
+    points += [list(rng.uniform(0, n - 1)) for n in [np.array(shape)] * 4]
+    return points
+
+
+@pytest.mark.parametrize("shape", [(11,), (7, 9), (5, 6, 4)])
+def test_sample_matches_scipy_and_inject_is_its_transpose_on_every_grid(shape):
+    from scipy.interpolate import RegularGridInterpolator
+    grids = process_grids(shape)
+    points = grid_points(shape, grids)
+    u = global_field((2,) + shape, 7)
+    axes = [np.arange(n, dtype=float) for n in shape]
+    want = np.stack([RegularGridInterpolator(axes, u[b], method="linear")(np.array(points))
+                     for b in range(2)])
+    amplitudes = global_field((2, len(points)), 8)
+    seen = None
+    for procs in grids:
+        grid = agg.Grid(shape, procs)
+        g = ag.Graph()
+        uu = g.placeholder("u", (2,) + tuple(grid.local_shape()))
+        aa = g.placeholder("a", (2, len(points)))
+        samples = grid.sample(uu, points)
+        spread = grid.inject(uu * 0.0, points, aa)
+        feeds = {uu: my_patch(grid, u), aa: amplitudes}
+        got, injected = ag.Session(g).run([samples, spread], feeds)
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+        # On a grid point the sample is u there, bit for bit.
+        for p, point in enumerate(points[:3]):
+            assert np.array_equal(got[:, p], u[(slice(None),) + tuple(int(x) for x in point)])
+        # ⟨inject(0, a), u⟩ = ⟨a, sample(u)⟩ summed over ranks, with the
+        # sample from SciPy: inject spreads with the interpolation's weights.
+        local = np.sum(injected * my_patch(grid, u))
+        assert np.isclose(WORLD.allreduce(local), np.sum(amplitudes * want), rtol=1e-12)
+        full = WORLD.bcast(grid.gather(injected), root=0)
+        if seen is None:
+            seen = (got, full)
+        else:
+            assert np.array_equal(seen[0], got) and np.array_equal(seen[1], full), procs
+        weights = g.constant(global_field(got.shape, 9))
+        loss = ag.sum(samples * weights) + ag.sum(ag.square(grid.inject(uu, points, aa)))
+        result = ag.check_gradients(loss, [uu, aa], feeds)
+        assert result.ok, result.message
+
+
+def test_points_outside_the_grid_are_refused():
+    grid = agg.Grid((6, 5))
+    g = ag.Graph()
+    u = g.placeholder("u", grid.local_shape())
+    with pytest.raises(ag.OptionsError, match=r"point 1 lies outside the grid: coordinate 1 "
+                                              r"is 4\.5.*not within \[0, 4\]"):
+        grid.sample(u, [[0.0, 0.0], [1.0, 4.5]])
+    with pytest.raises(ag.OptionsError, match="point 0 has 1 coordinates on a 2-D grid"):
+        grid.inject(u, [[1.0]], g.constant(np.ones(1)))
