@@ -141,6 +141,39 @@ nlohmann::json attrs_of(const Grid& grid, const Points& points) {
   return attrs;
 }
 
+// The kernel of grid_corners (y[b, slot] = x[b, offset] at the owned
+// corners) or of its transpose (y[b, offset] += x[b, slot], in order).
+ComputeFn corner_kernel(const Node& n, bool transpose) {
+  const GridLayout g = detail::layout_of(n);
+  const Points points = points_of(n.attrs, g.ndim());
+  return comm_kernel(
+      [g, points, transpose](KernelContext& c, Communicator& comm) {
+        const Owned o = owned_corners(g, points, comm.rank());
+        const Tensor& x = c.input(0);
+        Tensor& y = c.output(0);
+        y.array().setZero();
+        const int64_t patch = num_elements(g.local_shape(comm.rank()));
+        const int64_t width = static_cast<int64_t>(points.size()) << g.ndim();
+        const int64_t per = transpose ? width : patch;
+        const int64_t batch = per > 0 ? x.size() / per : 0;
+        for (int64_t b = 0; b < batch; ++b) {
+          for (std::size_t k = 0; k < o.slot.size(); ++k) {
+            if (transpose)
+              y[b * patch + o.offset[k]] += x[b * width + o.slot[k]];
+            else
+              y[b * width + o.slot[k]] = x[b * patch + o.offset[k]];
+          }
+        }
+      });
+}
+
+// The gradient of either op: the other one, on the same attributes.
+GradientFn gradient_by(const char* op) {
+  return [op](const GradientContext& c) {
+    return Values{point_node(op, c.node().attrs, c.grad(0), c.node().comm)};
+  };
+}
+
 void register_corners_op() {
   OpDef def = point_def(
       "grid_corners",
@@ -160,26 +193,8 @@ void register_corners_op() {
     out.push_back(int64_t{1} << g.ndim());
     return Shapes{out};
   };
-  def.bind = [](const Node& n) {
-    const GridLayout g = detail::layout_of(n);
-    const Points points = points_of(n.attrs, g.ndim());
-    return comm_kernel([g, points](KernelContext& c, Communicator& comm) {
-      const Owned o = owned_corners(g, points, comm.rank());
-      const Tensor& x = c.input(0);
-      Tensor& y = c.output(0);
-      y.array().setZero();
-      const int64_t patch = num_elements(g.local_shape(comm.rank()));
-      const int64_t width = static_cast<int64_t>(points.size()) << g.ndim();
-      const int64_t batch = patch > 0 ? x.size() / patch : 0;
-      for (int64_t b = 0; b < batch; ++b)
-        for (std::size_t k = 0; k < o.slot.size(); ++k)
-          y[b * width + o.slot[k]] = x[b * patch + o.offset[k]];
-    });
-  };
-  def.gradient = [](const GradientContext& c) {
-    return Values{point_node(
-        "grid_corners_transpose", c.node().attrs, c.grad(0), c.node().comm)};
-  };
+  def.bind = [](const Node& n) { return corner_kernel(n, false); };
+  def.gradient = gradient_by("grid_corners_transpose");
   register_op(std::move(def));
 }
 
@@ -211,26 +226,8 @@ void register_corners_transpose_op() {
     out.insert(out.end(), patch.begin(), patch.end());
     return Shapes{out};
   };
-  def.bind = [](const Node& n) {
-    const GridLayout g = detail::layout_of(n);
-    const Points points = points_of(n.attrs, g.ndim());
-    return comm_kernel([g, points](KernelContext& c, Communicator& comm) {
-      const Owned o = owned_corners(g, points, comm.rank());
-      const Tensor& x = c.input(0);
-      Tensor& y = c.output(0);
-      y.array().setZero();
-      const int64_t patch = num_elements(g.local_shape(comm.rank()));
-      const int64_t width = static_cast<int64_t>(points.size()) << g.ndim();
-      const int64_t batch = width > 0 ? x.size() / width : 0;
-      for (int64_t b = 0; b < batch; ++b)
-        for (std::size_t k = 0; k < o.slot.size(); ++k)
-          y[b * patch + o.offset[k]] += x[b * width + o.slot[k]];
-    });
-  };
-  def.gradient = [](const GradientContext& c) {
-    return Values{
-        point_node("grid_corners", c.node().attrs, c.grad(0), c.node().comm)};
-  };
+  def.bind = [](const Node& n) { return corner_kernel(n, true); };
+  def.gradient = gradient_by("grid_corners");
   register_op(std::move(def));
 }
 
