@@ -383,9 +383,8 @@ void bind_points(py::class_<grid::Grid>& cls) {
              const PyValue& amplitudes) {
             const PyValue& v = live(u, "Grid.inject");
             live(amplitudes, "Grid.inject");
-            return PyValue{
-                v.owner,
-                grid::inject(g, v.value, points, amplitudes.value)};
+            return PyValue{v.owner,
+                           grid::inject(g, v.value, points, amplitudes.value)};
           },
           py::arg("u"),
           py::arg("points"),

@@ -27,6 +27,25 @@ StencilSource source_of(const std::string& text) {
   return s;
 }
 
+// Runs `k` over [lo, hi) of a patch that is the whole grid (ext), its
+// inputs without halos (their padded copies are the inputs themselves).
+void run_whole_grid(const CompiledStencil& k,
+                    const double* const* in,
+                    const int64_t* st,
+                    double* const* out,
+                    const int64_t* ost,
+                    const int64_t* lo,
+                    const int64_t* hi,
+                    const int64_t* mid,
+                    const int64_t* ext,
+                    const double* constants,
+                    const int64_t* sizes) {
+  const int64_t gpos[3] = {0, 0, 0};
+  const KernelArgs args{
+      in, st, in, st, out, ost, lo, hi, mid, ext, gpos, ext, constants, sizes};
+  k.run(&args);
+}
+
 TEST(StencilCodegen, SourceStatesTheExpressionAndItsKernel) {
   const std::string src =
       kernel_source(source_of("add(in0[0,1],mul(in1,inside[-1,0]))"));
@@ -60,26 +79,11 @@ TEST(StencilCodegen, RunsTheKernelItLoaded) {
   double u[8] = {1, 2, 3, 4, 5, 6, 7, 8}, s = 0, y[6] = {};
   const double* in[2] = {u, &s};
   const int64_t st[6] = {0, 4, 1, 0, 0, 0}, ost[3] = {0, 3, 1};
-  const int64_t lo[3] = {0, 0, 0}, hi[3] = {1, 2, 3}, gpos[2] = {0, 0},
-                gext[2] = {2, 4};
+  const int64_t lo[3] = {0, 0, 0}, hi[3] = {1, 2, 3}, gext[2] = {2, 4};
   const double constants[1] = {2.5};
   double* out[1] = {y};
   const int64_t mid[2] = {0, 3}, sizes[2] = {8, 1};
-  const KernelArgs args{in,
-                        st,
-                        in,
-                        st,
-                        out,
-                        ost,
-                        lo,
-                        hi,
-                        mid,
-                        gext,
-                        gpos,
-                        gext,
-                        constants,
-                        sizes};
-  k.run(&args);
+  run_whole_grid(k, in, st, out, ost, lo, hi, mid, gext, constants, sizes);
   const double want[6] = {5, 7.5, 10, 15, 17.5, 20};
   for (int i = 0; i < 6; ++i) EXPECT_EQ(y[i], want[i]) << i;
 }
@@ -137,24 +141,11 @@ TEST(StencilCodegen, WritesEveryOutputInOnePassSummedAndInitialised) {
   const double* in[2] = {u, c};
   double* out[2] = {y0, y1};
   const int64_t st[4] = {3, 1, 0, 1}, ost[4] = {3, 1, 0, 1};
-  const int64_t lo[2] = {0, 0}, hi[2] = {2, 3}, gpos[1] = {0}, gext[1] = {3};
+  const int64_t lo[2] = {0, 0}, hi[2] = {2, 3}, gext[1] = {3};
   const std::vector<double> constants = kernel_constants(s.outputs);
   const int64_t mid[2] = {0, 3}, sizes[2] = {6, 3};
-  const KernelArgs args{in,
-                        st,
-                        in,
-                        st,
-                        out,
-                        ost,
-                        lo,
-                        hi,
-                        mid,
-                        gext,
-                        gpos,
-                        gext,
-                        constants.data(),
-                        sizes};
-  k.run(&args);
+  run_whole_grid(
+      k, in, st, out, ost, lo, hi, mid, gext, constants.data(), sizes);
   for (int i = 0; i < 6; ++i) EXPECT_EQ(y0[i], 3 * u[i]) << i;
   for (int i = 0; i < 3; ++i)
     EXPECT_EQ(y1[i], c[i] + u[i] * u[i] + u[3 + i] * u[3 + i]) << i;
