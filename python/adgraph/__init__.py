@@ -59,6 +59,7 @@ from ._optimize import minimize, scipy_objective  # noqa: E402
 from ._documents import load_json  # noqa: E402
 from . import solvers  # noqa: E402
 from . import sparse  # noqa: E402
+from . import ensemble  # noqa: E402  (shots on sub-communicators, exact totals)
 from . import _ops  # noqa: E402
 from . import _indexing  # noqa: E402
 

@@ -1,0 +1,255 @@
+"""An ensemble of sub-problems (members: seismic shots, scenarios, data
+batches) on sub-communicators, with an exact total: loss and gradient
+bitwise the same for any number of groups and any spatial layout.
+
+The ranks of ``comm`` (size G·P) form G groups of P ranks. Each group
+solves its share of the S members on its own communicator (``group_comm``,
+spatially sharded over P ranks); the ranks with the same spatial position
+in every group form ``cross_comm``. The control is sharded over space and
+never gathered: every group holds the same shard, and with the same loss
+and gradient every group's L-BFGS runs in lockstep to the same iterates.
+
+Sketch (every rank; ``build(rows)`` makes this group's member losses from
+the control tiled to one row per member)::
+
+    ens = Ensemble(members=S, groups=G, patches=P)
+    g = ag.Graph(comm=ens.group_comm)
+    grid = agg.Grid(shape, procs, comm=ens.group_comm)
+    c = g.placeholder("c", grid.local_shape())
+    rows = ens.tile(c)                                 # [k, *local]
+    losses = ens.member_totals(terms(rows))            # [k], exact over space
+    loss = ens.objective(c, rows, losses)              # for ag.minimize
+    result = ag.minimize(loss, [c], [c0], layout="sharded")
+
+Why bitwise: each member's gradient is its own row (a stencil's cotangent
+of a batched field is per batch entry; the AD sweep never sums members),
+so row b is the same bits whichever group computes it. The rows of every
+group are summed with ``mpi_total_rows`` on ``cross_comm`` (exact, rounded
+once per entry) and broadcast back; each member's loss is an exact total
+over space (``mpi_total_rows`` on the group) and the members' losses are
+summed exactly the same way. An exact sum does not depend on the order or
+grouping of its terms, hence not on G or on the spatial layout.
+"""
+
+import numpy as np
+
+import adgraph as ag
+from . import _adgraph
+from ._errors import OptionsError
+
+__all__ = ["Ensemble", "assignment"]
+
+
+def assignment(members, groups):
+    """The members of each group: contiguous blocks, the first
+    ``members % groups`` groups one member more (as a grid axis is split).
+
+    Parameters
+    ----------
+    members : int
+        S, the number of members (>= groups).
+    groups : int
+        G, the number of groups (>= 1).
+
+    Returns
+    -------
+    list of range
+        ``groups`` ranges of member indices, in order, covering 0 … S − 1.
+    """
+    q, extra = divmod(int(members), int(groups))
+    out, start = [], 0
+    for g in range(int(groups)):
+        n = q + (1 if g < extra else 0)
+        out.append(range(start, start + n))
+        start += n
+    return out
+
+
+# The last (f, gradient) of each objective built, by key: the value and
+# gradient the op ``ensemble_objective`` returns. adgraph has no op that
+# cuts a gradient path (a stop_gradient), and a Python op's vjp is
+# differentiated into every input, so f and the gradient (computed by a
+# loop adjoint, which has no gradient of its own) reach the objective
+# through this table, ordered by a control edge, not through its inputs.
+_held = {}
+
+
+def _register_ops():
+    """``ensemble_keep(key, f, gradient)`` stores (f, gradient) under key
+    (output: 0); ``ensemble_objective(key, control)`` is y = the stored f
+    and control's cotangent is ȳ · the stored gradient. Registered once per
+    process."""
+    if _registered("ensemble_objective"):
+        return
+
+    def keep(key, f, gradient):
+        _held[int(key)] = (float(f), np.array(gradient, dtype=np.float64))
+        return np.zeros(())
+
+    def objective(key, control):
+        return np.array(_held[int(key)][0])
+
+    def objective_vjp(inputs, output, cotangent):
+        return [None, float(cotangent) * _held[int(inputs[0])][1]]
+
+    ag.custom_op("ensemble_keep", keep, lambda inputs, output, cotangent: [None] * 3,
+                 shape=lambda shapes: (),
+                 doc="stores (f, gradient) for ensemble_objective under key; y = 0")
+    ag.custom_op("ensemble_objective", objective, objective_vjp, shape=lambda shapes: (),
+                 doc="y = the f stored under key; control's cotangent is ȳ · the "
+                 "gradient stored under key (adgraph.ensemble)")
+
+
+def _registered(name):
+    try:
+        _adgraph.describe_op(name)
+        return True
+    except Exception:  # noqa: BLE001  (describe_op of an unknown op raises)
+        return False
+
+
+class Ensemble:
+    """S members on G groups of P ranks, with exact totals over members.
+
+    Parameters
+    ----------
+    members : int
+        S, the number of members (>= groups). Group g gets the members
+        ``assignment(S, G)[g]``: contiguous blocks, the first S mod G groups
+        one more.
+    groups : int
+        G, the number of groups (>= 1).
+    patches : int, optional
+        P, the ranks of one group (its spatial patches). Default: size / G.
+        ``comm.size`` must be G·P.
+    comm : adgraph.Communicator or mpi4py.MPI.Intracomm, optional
+        The ranks of the ensemble (default: the world).
+
+    Raises
+    ------
+    OptionsError
+        On every rank, naming ``groups``, ``patches`` or ``members``, when
+        size ≠ G·P, G < 1, P < 1 or S < G.
+
+    Attributes
+    ----------
+    comm, group_comm, cross_comm : adgraph.Communicator
+        The whole ensemble; this rank's group (P ranks, in ``comm``'s rank
+        order); the ranks at this rank's spatial position, one per group
+        (its rank is the group's index).
+    group : int
+        This rank's group, ``comm.rank // P``.
+    position : int
+        This rank's spatial position, ``comm.rank % P`` (its rank in
+        ``group_comm``).
+    members : range
+        This group's members (global indices).
+    """
+
+    def __init__(self, members, groups, patches=None, comm=None):
+        if not isinstance(comm, _adgraph.Communicator):
+            comm = _adgraph.communicator(comm)
+        size = comm.size
+        self.groups = int(groups)
+        if self.groups < 1:
+            raise OptionsError(f"groups: Ensemble: expected at least one group, got {groups}")
+        if patches is None:
+            if size % self.groups:
+                raise OptionsError(f"groups: Ensemble: {size} ranks do not split into "
+                                   f"{self.groups} groups of equal size")
+            patches = size // self.groups
+        self.patches = int(patches)
+        if self.patches < 1 or self.groups * self.patches != size:
+            raise OptionsError(f"patches: Ensemble: {self.groups} groups of {patches} "
+                               f"ranks need {self.groups * self.patches} ranks, "
+                               f"the communicator has {size}")
+        self.size = int(members)
+        if self.size < self.groups:
+            raise OptionsError(f"members: Ensemble: {self.size} members for "
+                               f"{self.groups} groups; each group needs at least one")
+        self.comm = comm
+        self.group = comm.rank // self.patches
+        self.position = comm.rank % self.patches
+        self.group_comm = comm.split(self.group, comm.rank)
+        self.cross_comm = comm.split(self.position, comm.rank)
+        self.members = assignment(self.size, self.groups)[self.group]
+        _register_ops()
+
+    def tile(self, control):
+        """``control`` (this rank's shard, a Value) repeated once per member
+        of this group: ``[k, *control.shape]``. Build each member from its
+        own row so that its gradient stays a row of its own."""
+        shape = [int(n) for n in control.shape]
+        one = ag.reshape(control, shape=[1] + shape)
+        return ag.broadcast_to(one, shape=[len(self.members)] + shape)
+
+    def member_totals(self, terms):
+        """Each member's terms summed exactly over the group's ranks.
+
+        Parameters
+        ----------
+        terms : Value
+            ``[k, ...]``: this rank's terms of each of this group's k
+            members (in a graph on ``group_comm``).
+
+        Returns
+        -------
+        Value
+            ``[k]``: on the group's rank 0 each member's exact total
+            (rounded once); zeros on the other ranks of the group.
+        """
+        k = len(self.members)
+        flat = ag.reshape(terms, shape=[k, -1])
+        return ag.mpi_total_rows(ag.transpose(flat), root=0)
+
+    def total_rows(self, rows):
+        """``rows`` ([k, ...], one per member of this group) summed over
+        every member of every group, exact and rounded once per entry, on
+        every rank of ``cross_comm`` (``mpi_total_rows`` there, then
+        ``mpi_bcast``)."""
+        with ag.comm_scope(rows.graph, self.cross_comm):
+            total = ag.mpi_total_rows(rows, root=0)
+            return ag.mpi_bcast(total, root=0)
+
+    def objective(self, control, rows, losses):
+        """The ensemble's loss for ``ag.minimize(..., layout="sharded")``
+        in a graph on ``group_comm``.
+
+        Parameters
+        ----------
+        control : Value
+            The placeholder (this rank's shard of the control).
+        rows : Value
+            ``tile(control)``, from which the members were built.
+        losses : Value
+            ``[k]``: ``member_totals`` of this group's members (each
+            member's loss on the group's rank 0, zeros elsewhere).
+
+        Returns
+        -------
+        Value
+            A scalar: on rank 0 of every group the total Σ_members loss
+            (exact, rounded once), 0 on the other ranks, so that the sum
+            over the group is the total; its gradient with respect to
+            ``control`` is this rank's shard of Σ_members ∂loss/∂control,
+            exact and rounded once per entry, the same in every group.
+            One ``mpi_total_rows`` on ``cross_comm`` carries both.
+        """
+        k = len(self.members)
+        shape = [int(n) for n in control.shape]
+        n = int(np.prod(shape, dtype=np.int64))
+        per_row = ag.gradients(ag.sum(losses), [rows])[0]
+        both = ag.concat(ag.reshape(per_row, shape=[k, n]),
+                         ag.reshape(losses, shape=[k, 1]), axis=1)
+        total = self.total_rows(both)
+        gradient = ag.reshape(total[:n], shape=shape)
+        f = ag.reshape(total[n:], shape=[])
+        key = control.graph.constant(float(len(_held)))
+        _held[len(_held)] = None
+        kept = ag.ensemble_keep(key, f, gradient)
+        return ag.ensemble_objective(key, control, after=kept)
+
+    def __repr__(self):
+        return (f"Ensemble(members={self.size}, groups={self.groups}, "
+                f"patches={self.patches}, group={self.group}, "
+                f"members_here={list(self.members)})")
