@@ -1,0 +1,253 @@
+"""examples/python/wave_fwi.py and adgraph.ensemble (issue #55): the FWI
+gradient against a discrete adjoint of WAVE_SPEC written here in NumPy
+(2-D and 3-D) and against finite differences; loss and gradient bitwise
+the same on every patch layout, shot grouping and checkpoint schedule (each
+compared with the same problem run alone on every rank, COMM_SELF, so
+every rank count checks against the one-rank result); bad options refused.
+
+Sizes are small so that the file runs in seconds at 1-4 ranks.
+"""
+
+import importlib.util
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import adgraph as ag
+
+world = MPI.COMM_WORLD
+EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python" / "wave_fwi.py"
+_spec = importlib.util.spec_from_file_location("wave_fwi", EXAMPLE)
+fwi = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fwi)
+
+ADJOINT_TOLERANCE = 1e-10  # relative, the issue's acceptance bound
+FD_TOLERANCE = 1e-6  # relative, central differences with a step of 1e-3 m/s
+SMALL_2D = ["--nz", "24", "--nx", "20", "--nt", "40", "--shots", "5", "10", "14",
+            "--source-depth", "3", "--receiver-depth", "2"]
+SMALL_3D = ["--nz", "10", "--nx", "8", "--ny", "6", "--nt", "24", "--shots", "2", "5",
+            "--source-depth", "6", "--receiver-depth", "1", "--dt", "2e-3"]
+
+
+def everywhere(ok, what):
+    """Rank 0's verdict on every rank: a failure fails the test everywhere."""
+    ok, what = world.bcast((bool(ok), what), root=0)
+    assert ok, what
+
+
+# --- the reference: WAVE_SPEC and its discrete adjoint, by hand ----------
+
+def laplacian(u, ndim):
+    """Σ_axes (u[i−1] + u[i+1]) − 2·ndim·u, zero outside the grid, on the
+    last ndim axes (a leading shot axis rides along)."""
+    p = np.pad(u, [(0, 0)] + [(1, 1)] * ndim)
+    inner = [slice(None)] + [slice(1, -1)] * ndim
+    out = None
+    for axis in range(1, ndim + 1):
+        lo, hi = list(inner), list(inner)
+        lo[axis], hi[axis] = slice(0, -2), slice(2, None)
+        pair = p[tuple(lo)] + p[tuple(hi)]
+        out = pair if out is None else out + pair
+    return out - 2.0 * ndim * u
+
+
+def sources(a):
+    """Each shot's source as an index tuple (grid points)."""
+    extra = (a.ny // 2,) if a.ndim == 3 else ()
+    return [(int(a.source_depth), int(x)) + extra for x in a.shots]
+
+
+def forward(a, c):
+    """Records [shots, nt, *plane] and the states u⁰ … u^{nt} of WAVE_SPEC."""
+    shape = fwi.shape_of(a)
+    s = (c * (a.dt / a.h)) ** 2
+    r = a.amplitude * fwi.ricker(a)
+    u_prev = np.zeros((len(a.shots),) + shape)
+    u = np.zeros_like(u_prev)
+    states, records = [u], []
+    for n in range(a.nt):
+        u_next = 2.0 * u - u_prev + s * laplacian(u, a.ndim)
+        for k, point in enumerate(sources(a)):
+            u_next[(k,) + point] += r[n]
+        records.append(u_next[:, a.receiver_depth].copy())
+        u_prev, u = u, u_next
+        states.append(u)
+    return np.stack(records, axis=1), states
+
+
+def adjoint_gradient(a, c, observed):
+    """(J, dJ/dc) by the discrete adjoint: with s = (c·dt/h)² and the
+    symmetric Laplacian L, u^{n+1} = (2 + s·L)uⁿ − u^{n−1} + fⁿ gives
+    λⁿ = eⁿ + 2λ^{n+1} + L(s·λ^{n+1}) − λ^{n+2} (λ^{nt+1} = λ^{nt+2} = 0),
+    eⁿ the residual of the records made from uⁿ, and
+    dJ/dc = Σ_n λ^{n+1}·2c(dt/h)²·L uⁿ summed over shots."""
+    records, states = forward(a, c)
+    residual = records - observed
+    J = 0.5 * np.sum(residual ** 2)
+    s = (c * (a.dt / a.h)) ** 2
+    ds = 2.0 * c * (a.dt / a.h) ** 2
+    lam_next = np.zeros_like(states[0])  # λ^{n+1}
+    lam_next2 = np.zeros_like(states[0])  # λ^{n+2}
+    grad = np.zeros(fwi.shape_of(a))
+    for n in range(a.nt, 0, -1):
+        lam = 2.0 * lam_next + laplacian(s * lam_next, a.ndim) - lam_next2
+        lam[:, a.receiver_depth] += residual[:, n - 1]
+        # u^{n} = … + s·L u^{n−1}: λⁿ meets L u^{n−1}.
+        grad += np.sum(lam * ds * laplacian(states[n - 1], a.ndim), axis=0)
+        lam_next2, lam_next = lam_next, lam
+    return J, grad
+
+
+# --- helpers -------------------------------------------------------------
+
+def build_problem(argv, comm=None):
+    a = fwi.parse(argv)
+    true, start = fwi.builtin_models(a)
+    return a, fwi.Fwi(a, comm=comm, c_ref=float(np.max(true))), true, start
+
+
+def run(argv, data, c, comm=None):
+    """(J, the whole gradient on world rank 0 or None) of the example's problem."""
+    a, problem, _, _ = build_problem(argv, comm)
+    J, g = problem.evaluate(problem.patch(c), problem.observed_patch(data))
+    if comm is not None:
+        return J, g
+    return J, fwi.gather_model(problem, g)
+
+
+def data_from(argv, model):
+    a = fwi.parse(argv)
+    return forward(a, model)[0]
+
+
+# --- tests -----------------------------------------------------------------
+
+@pytest.mark.parametrize("argv", [SMALL_2D, SMALL_3D], ids=["2d", "3d"])
+def test_gradient_matches_handwritten_adjoint(argv):
+    a = fwi.parse(argv)
+    true, start = fwi.builtin_models(a)
+    observed = data_from(argv, true)
+    J, g = run(argv, observed, start)
+    if world.rank == 0:
+        J_ref, g_ref = adjoint_gradient(a, start, observed)
+        error = np.max(np.abs(g - g_ref)) / np.max(np.abs(g_ref))
+        ok = abs(J - J_ref) <= ADJOINT_TOLERANCE * J_ref and error <= ADJOINT_TOLERANCE
+        what = f"J {J!r} vs {J_ref!r}, gradient relative error {error:.3e}"
+    everywhere(ok if world.rank == 0 else None, what if world.rank == 0 else None)
+
+
+def test_gradient_matches_finite_differences():
+    a = fwi.parse(SMALL_2D)
+    true, start = fwi.builtin_models(a)
+    observed = data_from(SMALL_2D, true)
+    _, problem, _, _ = build_problem(SMALL_2D)
+    feed = problem.observed_patch(observed)
+    _, g = run(SMALL_2D, observed, start)
+    z, x = np.meshgrid(np.arange(a.nz), np.arange(a.nx), indexing="ij")
+    for v in (np.exp(-((z - 12.0) ** 2 + (x - 9.0) ** 2) / 20.0), np.sin(0.3 * z + 0.2 * x)):
+        step = 1e-3
+        plus, _ = problem.evaluate(problem.patch(start + step * v), feed)
+        minus, _ = problem.evaluate(problem.patch(start - step * v), feed)
+        if world.rank == 0:
+            fd, exact = (plus - minus) / (2 * step), float(np.sum(g * v))
+            ok, what = abs(fd - exact) <= FD_TOLERANCE * abs(exact), f"fd {fd!r} vs {exact!r}"
+        everywhere(ok if world.rank == 0 else None, what if world.rank == 0 else None)
+
+
+def layouts(size, ndim, shots):
+    """(groups, procs) for every shot grouping of 1-3 groups that divides the
+    ranks (at most one group per shot) and every patch layout of a group."""
+    out = []
+    for groups in (1, 2, 3):
+        if size % groups or groups > shots:
+            continue
+        patches = size // groups
+        for pz in range(1, patches + 1):
+            if patches % pz:
+                continue
+            if ndim == 2:
+                out.append((groups, (pz, patches // pz)))
+            else:
+                for px in range(1, patches // pz + 1):
+                    if (patches // pz) % px == 0:
+                        out.append((groups, (pz, px, patches // pz // px)))
+    return out
+
+
+def layout_argv(argv, groups, procs, checkpoints):
+    names = ["--pz", "--px", "--py"]
+    extra = [str(t) for pair in zip(names, procs) for t in pair]
+    return argv + ["--shot-groups", str(groups), "--checkpoints", checkpoints] + extra
+
+
+@pytest.mark.parametrize("argv", [SMALL_2D, SMALL_3D], ids=["2d", "3d"])
+def test_bitwise_on_every_layout_grouping_and_schedule(argv):
+    a = fwi.parse(argv)
+    true, start = fwi.builtin_models(a)
+    observed = data_from(argv, true)
+    # The same problem alone on each rank: the one-rank result.
+    J_one, g_one = run(argv, observed, start, comm=MPI.COMM_SELF)
+    for groups, procs in layouts(world.size, a.ndim, len(a.shots)):
+        for checkpoints in ("all", "3"):
+            J, g = run(layout_argv(argv, groups, procs, checkpoints), observed, start)
+            what = f"groups {groups}, procs {procs}, checkpoints {checkpoints}"
+            if world.rank == 0:
+                ok = J == J_one and np.array_equal(g, g_one)
+            everywhere(ok if world.rank == 0 else None, what)
+
+
+def test_ensemble_assignment_and_refusals():
+    ranges = ag.ensemble.assignment(7, 3)
+    assert [list(r) for r in ranges] == [[0, 1, 2], [3, 4], [5, 6]]
+    with pytest.raises(ag.OptionsError, match="groups"):
+        ag.ensemble.Ensemble(3, world.size + 1)
+    with pytest.raises(ag.OptionsError, match="patches"):
+        ag.ensemble.Ensemble(3, 1, patches=world.size + 1)
+    with pytest.raises(ag.OptionsError, match="members"):
+        ag.ensemble.Ensemble(world.size - 1, world.size)
+    e = ag.ensemble.Ensemble(5, world.size)
+    assert e.group == world.rank and e.position == 0 and e.group_comm.size == 1
+    assert list(e.members) == list(ag.ensemble.assignment(5, world.size)[world.rank])
+
+
+def test_bad_options_are_refused_naming_the_option():
+    size = world.size
+    cases = [
+        (SMALL_2D + ["--shots", "5", "25"], "--shots"),
+        (SMALL_2D + ["--source-depth", "24"], "--source-depth"),
+        (SMALL_2D + ["--dt", "4e-3"], "--dt"),  # 2200·4e-3/10·√2 = 1.24 > 1
+        (SMALL_2D + ["--shot-groups", str(size + 1)], "--shot-groups"),
+        (SMALL_2D + ["--pz", str(size + 1), "--px", "1"], "--pz"),
+        (SMALL_2D + ["--checkpoints", "some"], "--checkpoints"),
+    ]
+    for argv, option in cases:
+        message = fwi.option_problem(fwi.parse(argv), size)
+        assert message is not None and message.startswith(option), (argv, message)
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "model.bin")
+        np.zeros(24 * 20 - 1).tofile(path)
+        message = fwi.option_problem(fwi.parse(SMALL_2D + ["--start-model", path]), size)
+        assert message.startswith("--start-model") and "3832 bytes" in message, message
+        np.zeros(3 * 40 * 20 + 1).tofile(path)
+        message = fwi.option_problem(fwi.parse(SMALL_2D + ["--observed", path]), size)
+        assert message.startswith("--observed") and "expected 19200" in message, message
+    assert fwi.option_problem(fwi.parse(SMALL_2D), size) is None
+
+
+def test_the_program_exits_with_the_message_before_any_work():
+    """The script itself, on one process of its own: status 2 and one line."""
+    if world.rank == 0:
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("OMPI_", "PMIX_", "PRTE_"))}
+        env["OMPI_ALLOW_RUN_AS_ROOT"] = env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+        done = subprocess.run([sys.executable, str(EXAMPLE)] + SMALL_2D + ["--dt", "4e-3"],
+                              capture_output=True, text=True, env=env, timeout=60)
+        ok = done.returncode == 2 and done.stderr.startswith("wave_fwi.py: --dt: ")
+        what = f"status {done.returncode}, stderr {done.stderr!r}"
+    everywhere(ok if world.rank == 0 else None, what if world.rank == 0 else None)
