@@ -31,6 +31,7 @@ ADJOINT_TOLERANCE = 1e-10  # relative, the issue's acceptance bound
 FD_TOLERANCE = 1e-6  # relative, central differences with a step of 1e-3 m/s
 SMALL_2D = ["--nz", "24", "--nx", "20", "--nt", "40", "--shots", "5", "10", "14",
             "--source-depth", "3", "--receiver-depth", "2"]
+SPONGE_2D = SMALL_2D + ["--sponge", "4", "--free-surface"]
 SMALL_3D = ["--nz", "10", "--nx", "8", "--ny", "6", "--nt", "24", "--shots", "2", "5",
             "--source-depth", "6", "--receiver-depth", "1", "--dt", "2e-3"]
 
@@ -63,16 +64,28 @@ def sources(a):
     return [(int(a.source_depth), int(x)) + extra for x in a.shots]
 
 
+def damping(a):
+    """(α, β) of the sponge (1 and 1 without one): the example's layer
+    coefficients are data here; the update and its adjoint are derived
+    below."""
+    if a.sponge == 0:
+        return 1.0, 1.0
+    true, start = fwi.builtin_models(a)
+    return fwi.sponge_factors(a, max(float(np.max(true)), float(np.max(start))))
+
+
 def forward(a, c):
-    """Records [shots, nt, *plane] and the states u⁰ … u^{nt} of WAVE_SPEC."""
+    """Records [shots, nt, *plane] and the states u⁰ … u^{nt} of WAVE_SPEC,
+    damped: u^{n+1} = α·(2uⁿ − β·u^{n−1} + s·L uⁿ) + fⁿ, s = (c·dt/h)²."""
     shape = fwi.shape_of(a)
     s = (c * (a.dt / a.h)) ** 2
+    alpha, beta = damping(a)
     r = a.amplitude * fwi.ricker(a)
     u_prev = np.zeros((len(a.shots),) + shape)
     u = np.zeros_like(u_prev)
     states, records = [u], []
     for n in range(a.nt):
-        u_next = 2.0 * u - u_prev + s * laplacian(u, a.ndim)
+        u_next = alpha * (2.0 * u - beta * u_prev + s * laplacian(u, a.ndim))
         for k, point in enumerate(sources(a)):
             u_next[(k,) + point] += r[n]
         records.append(u_next[:, a.receiver_depth].copy())
@@ -83,23 +96,25 @@ def forward(a, c):
 
 def adjoint_gradient(a, c, observed):
     """(J, dJ/dc) by the discrete adjoint: with s = (c·dt/h)² and the
-    symmetric Laplacian L, u^{n+1} = (2 + s·L)uⁿ − u^{n−1} + fⁿ gives
-    λⁿ = eⁿ + 2λ^{n+1} + L(s·λ^{n+1}) − λ^{n+2} (λ^{nt+1} = λ^{nt+2} = 0),
-    eⁿ the residual of the records made from uⁿ, and
-    dJ/dc = Σ_n λ^{n+1}·2c(dt/h)²·L uⁿ summed over shots."""
+    symmetric Laplacian L, u^{n+1} = α(2 + s·L)uⁿ − αβu^{n−1} + fⁿ gives
+    λⁿ = eⁿ + 2αλ^{n+1} + L(s·α·λ^{n+1}) − αβλ^{n+2} (λ^{nt+1} = λ^{nt+2}
+    = 0), eⁿ the residual of the records made from uⁿ, and
+    dJ/dc = Σ_n α·λ^{n+1}·2c(dt/h)²·L uⁿ summed over shots."""
     records, states = forward(a, c)
     residual = records - observed
     J = 0.5 * np.sum(residual ** 2)
     s = (c * (a.dt / a.h)) ** 2
     ds = 2.0 * c * (a.dt / a.h) ** 2
+    alpha, beta = damping(a)
     lam_next = np.zeros_like(states[0])  # λ^{n+1}
     lam_next2 = np.zeros_like(states[0])  # λ^{n+2}
     grad = np.zeros(fwi.shape_of(a))
     for n in range(a.nt, 0, -1):
-        lam = 2.0 * lam_next + laplacian(s * lam_next, a.ndim) - lam_next2
+        lam = (2.0 * alpha * lam_next + laplacian(s * alpha * lam_next, a.ndim)
+               - alpha * beta * lam_next2)
         lam[:, a.receiver_depth] += residual[:, n - 1]
-        # u^{n} = … + s·L u^{n−1}: λⁿ meets L u^{n−1}.
-        grad += np.sum(lam * ds * laplacian(states[n - 1], a.ndim), axis=0)
+        # u^{n} = α(… + s·L u^{n−1}): λⁿ meets α·L u^{n−1}.
+        grad += np.sum(alpha * lam * ds * laplacian(states[n - 1], a.ndim), axis=0)
         lam_next2, lam_next = lam_next, lam
     return J, grad
 
@@ -128,7 +143,7 @@ def data_from(argv, model):
 
 # --- tests -----------------------------------------------------------------
 
-@pytest.mark.parametrize("argv", [SMALL_2D, SMALL_3D], ids=["2d", "3d"])
+@pytest.mark.parametrize("argv", [SMALL_2D, SMALL_3D, SPONGE_2D], ids=["2d", "3d", "sponge"])
 def test_gradient_matches_handwritten_adjoint(argv):
     a = fwi.parse(argv)
     true, start = fwi.builtin_models(a)
@@ -186,7 +201,7 @@ def layout_argv(argv, groups, procs, checkpoints):
     return argv + ["--shot-groups", str(groups), "--checkpoints", checkpoints] + extra
 
 
-@pytest.mark.parametrize("argv", [SMALL_2D, SMALL_3D], ids=["2d", "3d"])
+@pytest.mark.parametrize("argv", [SMALL_2D, SMALL_3D, SPONGE_2D], ids=["2d", "3d", "sponge"])
 def test_bitwise_on_every_layout_grouping_and_schedule(argv):
     a = fwi.parse(argv)
     true, start = fwi.builtin_models(a)
