@@ -44,8 +44,9 @@ def parse(argv=None):
                    help="zs, index along z (may be fractional; default nz - 4)")
     p.add_argument("--shots", type=float, nargs="+", default=None,
                    help="xs of each shot, index along x (default nx/4, nx/2, 3nx/4)")
-    p.add_argument("--receiver-depth", type=int, default=2,
-                   help="zr: every grid point of the plane z = zr records")
+    p.add_argument("--receiver-depth", type=float, default=2.0,
+                   help="zr: a receiver at every grid point (x, y) of the plane z = zr; "
+                   "a fractional zr samples between two rows (Grid.sample)")
     p.add_argument("--sponge", type=int, default=0, help="damping layer width W (points)")
     p.add_argument("--free-surface", action="store_true",
                    help="no damping layer at the top (u = 0 above it: pressure release)")
@@ -244,7 +245,12 @@ class Fwi:
                              comm=self.ensemble.group_comm)
         self.graph = ag.Graph(comm=self.ensemble.group_comm)
         lo, n = self.grid.offset()[0], self.grid.local_shape()[0]
-        self.owns_receivers = lo <= a.receiver_depth < lo + n
+        # A grid row is read where it lies; a plane between two rows is
+        # sampled (the same values on every rank) and its misfit counted on
+        # the group's rank 0.
+        self.sampled = not float(a.receiver_depth).is_integer()
+        self.owns_receivers = (self.ensemble.position == 0 if self.sampled
+                               else lo <= a.receiver_depth < lo + n)
         self.c = self.graph.placeholder("c", self.grid.local_shape())
         rows = self.ensemble.tile(self.c)
         self.records = self._simulate(rows, c_ref)
@@ -259,12 +265,18 @@ class Fwi:
         cut = tuple(slice(o, o + n) for o, n in zip(self.grid.offset(), self.grid.local_shape()))
         return np.ascontiguousarray(values[(Ellipsis,) + cut])
 
+    def plane_part(self):
+        """(offset, extent) of this rank's part of the receiver plane: its
+        patch's, or the whole plane when sampled."""
+        if self.sampled:
+            return (0,) * (self.a.ndim - 1), shape_of(self.a)[1:]
+        return tuple(self.grid.offset()[1:]), tuple(self.grid.local_shape()[1:])
+
     def observed_patch(self, data):
         """This rank's part of observed data [shots, nt, *plane] as fed:
-        [nt, k, *plane patch] (this group's shots)."""
+        [nt, k, *plane part] (this group's shots)."""
         mine = data[list(self.ensemble.members)]
-        cut = tuple(slice(o, o + n) for o, n in
-                    zip(self.grid.offset()[1:], self.grid.local_shape()[1:]))
+        cut = tuple(slice(o, o + n) for o, n in zip(*self.plane_part()))
         return np.ascontiguousarray(np.swapaxes(mine[(Ellipsis,) + cut], 0, 1))
 
     def _sources(self):
@@ -284,8 +296,16 @@ class Fwi:
             invariants += [self.graph.constant(self.patch(alpha)),
                            self.graph.constant(self.patch(beta))]
         zero = self.graph.constant(np.zeros((k,) + tuple(grid.local_shape())))
-        row = a.receiver_depth - grid.offset()[0] if self.owns_receivers else 0
+        row = int(a.receiver_depth) - grid.offset()[0] if self.owns_receivers else 0
         points, ratio = self._sources(), a.dt / a.h
+        plane = list(shape_of(a)[1:])
+        receivers = [[a.receiver_depth] + [float(i) for i in index]
+                     for index in np.ndindex(*plane)]
+
+        def record(u):
+            if self.sampled:
+                return ag.reshape(grid.sample(u, receivers), shape=[k] + plane)
+            return u[:, row]
 
         def step(s):
             U, Um, C = (grid.field(v) for v in (s.carries[0], s.carries[1], s.invariants[0]))
@@ -301,7 +321,7 @@ class Fwi:
             else:
                 update = 2.0 * U - Um + (C * ratio) * (C * ratio) * lap
             u = grid.inject(grid.stencil(update), points, s.xs[0])
-            return [u, s.carries[0]], [u[:, row]]
+            return [u, s.carries[0]], [record(u)]
 
         loop = ag.loop(a.nt, [zero, zero], invariants, step,
                        checkpoints=checkpoint_schedule(a.checkpoints),
@@ -335,7 +355,7 @@ class Fwi:
         ens = self.ensemble
         mine = None
         if self.owns_receivers and member in ens.members:
-            mine = (self.grid.offset()[1:], np.asarray(local)[:, member - ens.members[0]])
+            mine = (self.plane_part()[0], np.asarray(local)[:, member - ens.members[0]])
         parts = ens.comm.to_mpi4py().gather(mine, root=0)
         if ens.comm.rank != 0:
             return None
@@ -488,11 +508,16 @@ def report(a, problem, summary, true, start, observed, seconds):
 
 
 def dump_gradient(a, problem, start, observed):
+    began = time.perf_counter()
     f, g = problem.evaluate(problem.patch(start), observed)
+    seconds = world.allreduce(time.perf_counter() - began, op=MPI.MAX)
+    peak = world.allreduce(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+                           op=MPI.MAX)
     whole = gather_model(problem, g)
     if world.rank == 0:
         whole.astype(np.float64).tofile(a.dump_gradient)
-        print(f"J = {f:.17g}, |dJ/dc| = {np.linalg.norm(whole):.17g}; wrote "
+        print(f"J = {f:.17g}, |dJ/dc| = {np.linalg.norm(whole):.17g}; gradient "
+              f"{seconds:.3g} s, peak RSS {peak:.1f} MB (the largest rank); wrote "
               f"{a.dump_gradient}", flush=True)
 
 

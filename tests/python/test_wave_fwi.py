@@ -32,6 +32,7 @@ FD_TOLERANCE = 1e-6  # relative, central differences with a step of 1e-3 m/s
 SMALL_2D = ["--nz", "24", "--nx", "20", "--nt", "40", "--shots", "5", "10", "14",
             "--source-depth", "3", "--receiver-depth", "2"]
 SPONGE_2D = SMALL_2D + ["--sponge", "4", "--free-surface"]
+SAMPLED_2D = SMALL_2D + ["--receiver-depth", "2.25"]
 SMALL_3D = ["--nz", "10", "--nx", "8", "--ny", "6", "--nt", "24", "--shots", "2", "5",
             "--source-depth", "6", "--receiver-depth", "1", "--dt", "2e-3"]
 
@@ -74,6 +75,19 @@ def damping(a):
     return fwi.sponge_factors(a, max(float(np.max(true)), float(np.max(start))))
 
 
+def rows_of(a):
+    """The receiver plane z = zr as (row, weight) pairs: the row itself, or
+    the two rows around it with linear weights."""
+    z0 = int(np.floor(a.receiver_depth))
+    w = a.receiver_depth - z0
+    return [(z0, 1.0)] if w == 0 else [(z0, 1.0 - w), (z0 + 1, w)]
+
+
+def plane(a, u):
+    """The records of the plane z = zr from u [shots, *shape]."""
+    return sum(weight * u[:, row] for row, weight in rows_of(a))
+
+
 def forward(a, c):
     """Records [shots, nt, *plane] and the states u⁰ … u^{nt} of WAVE_SPEC,
     damped: u^{n+1} = α·(2uⁿ − β·u^{n−1} + s·L uⁿ) + fⁿ, s = (c·dt/h)²."""
@@ -88,7 +102,7 @@ def forward(a, c):
         u_next = alpha * (2.0 * u - beta * u_prev + s * laplacian(u, a.ndim))
         for k, point in enumerate(sources(a)):
             u_next[(k,) + point] += r[n]
-        records.append(u_next[:, a.receiver_depth].copy())
+        records.append(plane(a, u_next))
         u_prev, u = u, u_next
         states.append(u)
     return np.stack(records, axis=1), states
@@ -112,7 +126,8 @@ def adjoint_gradient(a, c, observed):
     for n in range(a.nt, 0, -1):
         lam = (2.0 * alpha * lam_next + laplacian(s * alpha * lam_next, a.ndim)
                - alpha * beta * lam_next2)
-        lam[:, a.receiver_depth] += residual[:, n - 1]
+        for row, weight in rows_of(a):
+            lam[:, row] += weight * residual[:, n - 1]
         # u^{n} = α(… + s·L u^{n−1}): λⁿ meets α·L u^{n−1}.
         grad += np.sum(alpha * lam * ds * laplacian(states[n - 1], a.ndim), axis=0)
         lam_next2, lam_next = lam_next, lam
@@ -143,7 +158,8 @@ def data_from(argv, model):
 
 # --- tests -----------------------------------------------------------------
 
-@pytest.mark.parametrize("argv", [SMALL_2D, SMALL_3D, SPONGE_2D], ids=["2d", "3d", "sponge"])
+@pytest.mark.parametrize("argv", [SMALL_2D, SMALL_3D, SPONGE_2D, SAMPLED_2D],
+                         ids=["2d", "3d", "sponge", "sampled"])
 def test_gradient_matches_handwritten_adjoint(argv):
     a = fwi.parse(argv)
     true, start = fwi.builtin_models(a)
@@ -201,7 +217,8 @@ def layout_argv(argv, groups, procs, checkpoints):
     return argv + ["--shot-groups", str(groups), "--checkpoints", checkpoints] + extra
 
 
-@pytest.mark.parametrize("argv", [SMALL_2D, SMALL_3D, SPONGE_2D], ids=["2d", "3d", "sponge"])
+@pytest.mark.parametrize("argv", [SMALL_2D, SMALL_3D, SPONGE_2D, SAMPLED_2D],
+                         ids=["2d", "3d", "sponge", "sampled"])
 def test_bitwise_on_every_layout_grouping_and_schedule(argv):
     a = fwi.parse(argv)
     true, start = fwi.builtin_models(a)
