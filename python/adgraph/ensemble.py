@@ -9,8 +9,9 @@ in every group form ``cross_comm``. The control is sharded over space and
 never gathered: every group holds the same shard, and with the same loss
 and gradient every group's L-BFGS runs in lockstep to the same iterates.
 
-Sketch (every rank; ``build(rows)`` makes this group's member losses from
-the control tiled to one row per member)::
+Sketch (every rank; ``terms(rows)`` is the user's: each member's per-point
+loss terms, [k, ...], built from the control tiled to one row per member;
+examples/python/wave_fwi.py is the full program)::
 
     ens = Ensemble(members=S, groups=G, patches=P)
     g = ag.Graph(comm=ens.group_comm)
@@ -19,7 +20,7 @@ the control tiled to one row per member)::
     rows = ens.tile(c)                                 # [k, *local]
     losses = ens.member_totals(terms(rows))            # [k], exact over space
     loss = ens.objective(c, rows, losses)              # for ag.minimize
-    result = ag.minimize(loss, [c], [c0], layout="sharded")
+    result = ag.minimize(loss, [c], [c0], layout="sharded", feeds=...)
 
 Why bitwise: each member's gradient is its own row (a stencil's cotangent
 of a batched field is per batch entry; the AD sweep never sums members),
