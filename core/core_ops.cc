@@ -79,6 +79,9 @@ Value ones(Graph& graph, Shape shape) {
 }
 Value zeros_like(Value x) { return x.graph().add_node("zeros_like", {x}); }
 Value identity(Value x) { return x.graph().add_node("identity", {x}); }
+Value stop_gradient(Value x) {
+  return x.graph().add_node("stop_gradient", {x});
+}
 Value accumulate(Value a, Value b) {
   return a.graph().add_node("accumulate", {a, b});
 }
@@ -106,6 +109,21 @@ void register_core_ops() {
   };
   identity_def.tangent = linear_tangent;
   register_op(std::move(identity_def));
+
+  // y = x;  x̄ += 0, ẏ = 0
+  OpDef stop("stop_gradient",
+             "y = x, with no derivative: no cotangent reaches x, the tangent "
+             "is 0",
+             {"x"});
+  stop.shape = same_shape;
+  stop.compute = [](KernelContext& c) {
+    if (c.output(0).data() != c.input(0).data())
+      c.output(0).array() = c.input(0).array();
+  };
+  stop.in_place = {{0, 0}};
+  stop.gradient = [](const GradientContext&) { return Values{Value()}; };
+  stop.tangent = [](const TangentContext&) { return Values{Value()}; };
+  register_op(std::move(stop));
 
   // y = a + b (one shape);  ā += ȳ,  b̄ += ȳ
   OpDef sum_def("accumulate",

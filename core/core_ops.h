@@ -1,7 +1,7 @@
-// The core's own ops: the sources (nodes without data inputs), identity and
-// accumulate. The graph, the gradient and tangent builders and the session
-// build these by name; every other op family lives in a layer above and
-// registers itself with register_op.
+// The core's own ops: the sources (nodes without data inputs), identity,
+// stop_gradient and accumulate. The graph, the gradient and tangent builders
+// and the session build these by name; every other op family lives in a layer
+// above and registers itself with register_op.
 #pragma once
 
 #include <string>
@@ -20,6 +20,11 @@ Value ones(Graph& graph, Shape shape);
 Value zeros_like(Value x);
 // y = x (a named copy; useful as a graph output).
 Value identity(Value x);
+// y = x with no derivative: no cotangent flows back into x and its tangent
+// is zero (jax.lax.stop_gradient). The value of a gradient, a constant of
+// a fit, used as data: the builders never differentiate what made x, so x
+// may come from a node without a gradient rule (a loop's adjoint).
+Value stop_gradient(Value x);
 // y = a + b for two tensors of one shape: how the derivative builders sum
 // contributions (ops/elementwise.h's `add` also broadcasts).
 Value accumulate(Value a, Value b);

@@ -66,49 +66,6 @@ def assignment(members, groups):
     return out
 
 
-# The last (f, gradient) of each objective built, by key: the value and
-# gradient the op ``ensemble_objective`` returns. adgraph has no op that
-# cuts a gradient path (a stop_gradient), and a Python op's vjp is
-# differentiated into every input, so f and the gradient (computed by a
-# loop adjoint, which has no gradient of its own) reach the objective
-# through this table, ordered by a control edge, not through its inputs.
-_held = {}
-
-
-def _register_ops():
-    """``ensemble_keep(key, f, gradient)`` stores (f, gradient) under key
-    (output: 0); ``ensemble_objective(key, control)`` is y = the stored f
-    and control's cotangent is ȳ · the stored gradient. Registered once per
-    process."""
-    if _registered("ensemble_objective"):
-        return
-
-    def keep(key, f, gradient):
-        _held[int(key)] = (float(f), np.array(gradient, dtype=np.float64))
-        return np.zeros(())
-
-    def objective(key, control):
-        return np.array(_held[int(key)][0])
-
-    def objective_vjp(inputs, output, cotangent):
-        return [None, float(cotangent) * _held[int(inputs[0])][1]]
-
-    ag.custom_op("ensemble_keep", keep, lambda inputs, output, cotangent: [None] * 3,
-                 shape=lambda shapes: (),
-                 doc="stores (f, gradient) for ensemble_objective under key; y = 0")
-    ag.custom_op("ensemble_objective", objective, objective_vjp, shape=lambda shapes: (),
-                 doc="y = the f stored under key; control's cotangent is ȳ · the "
-                 "gradient stored under key (adgraph.ensemble)")
-
-
-def _registered(name):
-    try:
-        _adgraph.describe_op(name)
-        return True
-    except Exception:  # noqa: BLE001  (describe_op of an unknown op raises)
-        return False
-
-
 class Ensemble:
     """S members on G groups of P ranks, with exact totals over members.
 
@@ -174,7 +131,6 @@ class Ensemble:
         self.group_comm = comm.split(self.group, comm.rank)
         self.cross_comm = comm.split(self.position, comm.rank)
         self.members = assignment(self.size, self.groups)[self.group]
-        _register_ops()
 
     def tile(self, control):
         """``control`` (this rank's shard, a Value) repeated once per member
@@ -242,13 +198,13 @@ class Ensemble:
         per_row = ag.gradients(ag.sum(losses), [rows])[0]
         both = ag.concat(ag.reshape(per_row, shape=[k, n]),
                          ag.reshape(losses, shape=[k, 1]), axis=1)
-        total = self.total_rows(both)
+        total = ag.stop_gradient(self.total_rows(both))
         gradient = ag.reshape(total[:n], shape=shape)
         f = ag.reshape(total[n:], shape=[])
-        key = control.graph.constant(float(len(_held)))
-        _held[len(_held)] = None
-        kept = ag.ensemble_keep(key, f, gradient)
-        return ag.ensemble_objective(key, control, after=kept)
+        # Value f (control − control is 0 exactly); derivative with respect
+        # to control: the gradient, exactly (ȳ = 1 times it). stop_gradient
+        # keeps the builders out of the loop adjoint that made the rows.
+        return f + ag.sum((control - ag.stop_gradient(control)) * gradient)
 
     def __repr__(self):
         return (f"Ensemble(members={self.size}, groups={self.groups}, "

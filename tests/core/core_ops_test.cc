@@ -2,9 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/ad/gradients.h"
+#include "core/ad/jvp.h"
 #include "core/error.h"
 #include "core/exec/session.h"
+#include "core/loops/loop.h"
 #include "ops/elementwise.h"
 #include "ops/reductions.h"
 #include "tests/test_util.h"
@@ -52,6 +56,43 @@ TEST(Identity, PassesValuesAndGradients) {
   Session s(g);
   EXPECT_EQ(s.run(identity(x), {{x, v}}).to_vector(), v.to_vector());
   testing::expect_gradients_ok(sum(square(identity(x))), {x}, {{x, v}});
+}
+
+// stop_gradient passes the value and no derivative: d/dx Σ x·sg(x)² is
+// sg(x)² = x² (by hand; 3x² without it), its tangent is x²·ẋ, and a value
+// made by a node without a gradient rule (a gradient's own graph, here the
+// loop adjoint) can be used through it.
+TEST(StopGradient, PassesTheValueAndNoDerivative) {
+  Graph g;
+  Value x = g.placeholder("x", {3});
+  const Tensor v({3}, {1.5, -2.0, 0.25});
+  Value y = sum(x * square(stop_gradient(x)));
+  Session s(g);
+  EXPECT_EQ(s.run(stop_gradient(x), {{x, v}}).to_vector(), v.to_vector());
+  EXPECT_EQ(s.run(gradient(y, x), {{x, v}}).to_vector(),
+            (std::vector<double>{2.25, 4.0, 0.0625}));
+  const Tensor d({3}, {1.0, 2.0, -1.0});
+  Value dx = g.placeholder("dx", {3});
+  EXPECT_EQ(s.run(jvp(y, x, dx), {{x, v}, {dx, d}}).to_vector(),
+            (std::vector<double>{2.25 * 1.0 + 4.0 * 2.0 - 0.0625}));
+  // (No finite-difference check: by design it is not the derivative.)
+
+  // z = Σ c·sg(∂L/∂c) with L = Σ_steps of a loop: ∂z/∂c = ∂L/∂c, though
+  // the loop's adjoint has no gradient of its own.
+  Value c = g.placeholder("c", {3});
+  LoopResult r = loop(3, {x}, {c}, [](const LoopArgs& a) {
+    return LoopStep{{a.carries[0] * a.invariants[0]}, {}};
+  });
+  Value loss = sum(square(r.carries[0]));
+  Value dl = gradient(loss, c);
+  Value z = sum(c * stop_gradient(dl));
+  const Tensor cv({3}, {0.5, 2.0, -1.0});
+  const std::vector<Tensor> got =
+      s.run({dl, gradient(z, c)}, {{x, v}, {c, cv}});
+  EXPECT_EQ(got[1].to_vector(), got[0].to_vector());
+  // L = Σ (x c³)², ∂L/∂c = 6 x² c⁵, by hand.
+  for (int i = 0; i < 3; ++i)
+    EXPECT_DOUBLE_EQ(got[0][i], 6.0 * v[i] * v[i] * std::pow(cv[i], 5)) << i;
 }
 
 // accumulate sums one shape only; its derivatives pass cotangents and
