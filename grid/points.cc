@@ -167,6 +167,26 @@ ComputeFn corner_kernel(const Node& n, bool transpose) {
       });
 }
 
+// grid_inject's kernel: y = u, then y[b, offset] += c[b, slot] at the
+// owned corners in order. In place when u's buffer is handed over.
+ComputeFn inject_kernel(const Node& n) {
+  const GridLayout g = detail::layout_of(n);
+  const Points points = points_of(n.attrs, g.ndim());
+  return comm_kernel([g, points](KernelContext& c, Communicator& comm) {
+    const Owned o = owned_corners(g, points, comm.rank());
+    const Tensor& u = c.input(0);
+    const Tensor& x = c.input(1);
+    Tensor& y = c.output(0);
+    if (y.data() != u.data()) y.array() = u.array();
+    const int64_t patch = num_elements(g.local_shape(comm.rank()));
+    const int64_t width = static_cast<int64_t>(points.size()) << g.ndim();
+    const int64_t batch = patch > 0 ? u.size() / patch : 0;
+    for (int64_t b = 0; b < batch; ++b)
+      for (std::size_t k = 0; k < o.slot.size(); ++k)
+        y[b * patch + o.offset[k]] += x[b * width + o.slot[k]];
+  });
+}
+
 // The gradient of either op: the other one, on the same attributes.
 GradientFn gradient_by(const char* op) {
   return [op](const GradientContext& c) {
@@ -231,6 +251,43 @@ void register_corners_transpose_op() {
   register_op(std::move(def));
 }
 
+// y = u + grid_corners_transpose(c) in one pass that touches only the
+// corners (in place when u dies here): what inject runs each step.
+void register_inject_op() {
+  OpDef def = point_def(
+      "grid_inject",
+      "u plus each point's corner values, added at the corners this rank "
+      "owns (u + grid_corners_transpose(c), without a pass over the field)");
+  def.inputs = {"u", "c"};
+  def.input_docs = {"a field of the grid: [batch..., patch...]",
+                    "[batch..., P, 2^ndim]: values at each point's corners "
+                    "(u's batch axes)"};
+  def.output_docs = {
+      "u with, point by point and corner by corner in order, each value of "
+      "weight not 0 added at a corner this rank owns"};
+  def.shape = [](const ShapeContext& c) {
+    const auto [g, points] = checked_points(c);
+    detail::check_field(c, g, c.input_shape(0), "input \"u\"");
+    const Shape& u = c.input_shape(0);
+    Shape want(u.begin(), u.end() - g.ndim());
+    want.push_back(static_cast<int64_t>(points.size()));
+    want.push_back(int64_t{1} << g.ndim());
+    if (c.input_shape(1) != want)
+      c.fail("input \"c\"",
+             "shape " + shape_string(c.input_shape(1)) + ", not " +
+                 shape_string(want) + " (u's batch axes, points, corners)");
+    return Shapes{u};
+  };
+  def.in_place = {{0, 0}};
+  def.bind = inject_kernel;
+  def.gradient = [](const GradientContext& c) {
+    return Values{
+        c.grad(0),
+        point_node("grid_corners", c.node().attrs, c.grad(0), c.node().comm)};
+  };
+  register_op(std::move(def));
+}
+
 }  // namespace
 
 Tensor corner_weights(const GridLayout& layout, const Points& points) {
@@ -283,12 +340,23 @@ Value inject(const Grid& grid,
   Value a = broadcast_to(reshape(amplitudes, with_corner), spread);
   Value w = broadcast_to(
       u.graph().constant(corner_weights(grid.layout(), points)), spread);
-  return u + corners_transpose(grid, a * w, points);
+  Value c = a * w;
+  const Shape& us = u.shape();
+  const bool same_batch = static_cast<int>(us.size()) >= grid.ndim() &&
+                          Shape(us.begin(), us.end() - grid.ndim()) ==
+                              Shape(spread.begin(), spread.end() - 2);
+  if (!same_batch)
+    return u + corners_transpose(grid, c, points);  // broadcasts u or a
+  NodeOptions o;
+  o.comm = grid.comm();
+  return u.graph().add_node(
+      "grid_inject", {u, c}, attrs_of(grid, points), std::move(o));
 }
 
 void register_point_ops() {
   register_corners_op();
   register_corners_transpose_op();
+  register_inject_op();
 }
 
 }  // namespace adgraph::grid

@@ -27,7 +27,11 @@
 //   is the sum of the per-rank losses: compute a misfit of the samples on
 //   one rank, or divide it by the ranks).
 // - inject = u + corners_transpose(w ⊙ a): amplitudes [batch…, P], the same
-//   on every rank; ā on a rank is the part of Σ_c w_c·ū_c it owns.
+//   on every rank; ā on a rank is the part of Σ_c w_c·ū_c it owns. When
+//   the amplitudes have u's batch axes it is one node, grid_inject, which
+//   adds w ⊙ a into u at the owned corners point by point in order (in
+//   place when u is not used again), so a step's source costs O(P), not a
+//   pass over the field.
 #pragma once
 
 #include <vector>

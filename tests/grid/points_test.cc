@@ -64,6 +64,75 @@ TEST(GridPoints, SampleAndInjectGiveTheHandValuesOnEveryProcessGrid) {
   }
 }
 
+// inject with u's batch axes is one grid_inject node (in place when u is
+// not used again); with amplitudes broadcast over u's batch it is u plus
+// grid_corners_transpose. Both against the hand values, and their
+// gradients and tangents through the checker, on every process grid.
+TEST(GridPoints, InjectAddsAtTheCornersInPlaceOrBroadcastAndDifferentiates) {
+  auto world = Communicator::world();
+  const Shape shape{5, 4};
+  const Points points = {{1.5, 2.0}, {4.0, 0.25}, {1.5, 2.0}};
+  for (const auto& procs : process_grids(world->size(), shape)) {
+    Grid grid(shape, procs, {false, false}, world);
+    Graph g;
+    g.set_comm(world);
+    Tensor full(Shape{2, 5, 4});
+    for (int64_t i = 0; i < full.size(); ++i)
+      full[i] = static_cast<double>(i % 7) - 2.5;
+    Shape local = grid.local_shape();
+    local.insert(local.begin(), 2);
+    Tensor mine(local);
+    for (int b = 0; b < 2; ++b) {
+      Tensor one(shape);
+      for (int64_t i = 0; i < 20; ++i) one[i] = full[b * 20 + i];
+      const Tensor p = patch_of(one, shape, procs, world->rank());
+      for (int64_t i = 0; i < p.size(); ++i) mine[b * p.size() + i] = p[i];
+    }
+    Value u = g.placeholder("u", local);
+    Value a = g.placeholder("a", {2, 3});
+    Value s = g.placeholder("s", {3});
+    const Tensor av(Shape{2, 3}, {1.0, 2.0, 4.0, -8.0, 16.0, 0.5});
+    const Tensor sv(Shape{3}, {3.0, 5.0, 7.0});
+    Value batched = inject(grid, u * 2.0, points, a);  // u * 2 dies here
+    Value broadcast = inject(grid, u, points, s);
+    int fused = 0;
+    for (int id = 0; id < g.num_nodes(); ++id)
+      fused += g.node(id).op_name() == "grid_inject";
+    EXPECT_EQ(fused, 1);
+    Session session(g);
+    const std::vector<Tensor> out =
+        session.run({batched, broadcast}, {{u, mine}, {a, av}, {s, sv}});
+    // Point 0 (1.5, 2): half at (1, 2) and (2, 2); point 1 (4, 0.25): 3/4 at
+    // (4, 0), 1/4 at (4, 1); point 2 = point 0, added after point 1.
+    for (int which = 0; which < 2; ++which) {
+      Tensor want(Shape{2, 5, 4});
+      for (int64_t i = 0; i < want.size(); ++i)
+        want[i] = which == 0 ? 2.0 * full[i] : full[i];
+      for (int b = 0; b < 2; ++b) {
+        auto amp = [&](int p) { return which == 0 ? av[b * 3 + p] : sv[p]; };
+        double* w = want.data() + b * 20;
+        w[1 * 4 + 2] += 0.5 * amp(0);
+        w[2 * 4 + 2] += 0.5 * amp(0);
+        w[4 * 4 + 0] += 0.75 * amp(1);
+        w[4 * 4 + 1] += 0.25 * amp(1);
+        w[1 * 4 + 2] += 0.5 * amp(2);
+        w[2 * 4 + 2] += 0.5 * amp(2);
+      }
+      for (int b = 0; b < 2; ++b) {
+        Tensor one(shape);
+        for (int64_t i = 0; i < 20; ++i) one[i] = want[b * 20 + i];
+        const Tensor p = patch_of(one, shape, procs, world->rank());
+        for (int64_t i = 0; i < p.size(); ++i)
+          EXPECT_EQ(out[which][b * p.size() + i], p[i]) << which << " " << i;
+      }
+    }
+    Value loss = mpi_total(square(batched) + square(broadcast));
+    const GradientCheckResult r =
+        check_gradients(loss, {u, a, s}, {{u, mine}, {a, av}, {s, sv}});
+    EXPECT_TRUE(r.ok) << r.message;
+  }
+}
+
 TEST(GridPoints, APointOnA2dPatchCornerReadsFromFourRanks) {
   auto world = Communicator::world();
   const Shape shape{4, 4};
