@@ -226,7 +226,7 @@ def test_bitwise_on_every_layout_grouping_and_schedule(argv):
     # The same problem alone on each rank: the one-rank result.
     J_one, g_one = run(argv, observed, start, comm=MPI.COMM_SELF)
     for groups, procs in layouts(world.size, a.ndim, len(a.shots)):
-        for checkpoints in ("all", "3"):
+        for checkpoints in ("all", "3", "every:5"):
             J, g = run(layout_argv(argv, groups, procs, checkpoints), observed, start)
             what = f"groups {groups}, procs {procs}, checkpoints {checkpoints}"
             if world.rank == 0:
