@@ -190,6 +190,10 @@ ComputeFn kernel_of(const Node& n) {
   return n.op->bind ? n.op->bind(n) : n.op->compute;
 }
 
+std::vector<std::pair<int, int>> in_place_pairs(const Node& n) {
+  return n.op->in_place_of ? n.op->in_place_of(n) : n.op->in_place;
+}
+
 void OpRegistry::add(OpDef def) {
   if (def.name.empty()) throw GraphError("an op needs a name");
   if (ops_.count(def.name)) {

@@ -287,6 +287,10 @@ struct OpDef {
   // the input before it writes the output at the same index (element-wise
   // ops do), and sees the same tensor through input(i) and output(k).
   std::vector<std::pair<int, int>> in_place;
+  // The same pairs for one node, for an op whose pairs depend on its
+  // attributes (a stencil output that starts from an input); used instead
+  // of in_place when set.
+  std::function<std::vector<std::pair<int, int>>(const Node&)> in_place_of;
   // Inputs whose buffer the kernel may keep (mpi_isend's x, which its
   // message then sends without a copy): a sequential run gives one up
   // (KernelContext::consumable) on the same terms as an in_place input.
@@ -299,6 +303,9 @@ struct OpDef {
 
 // The kernel an executor plans for node `n`: OpDef::bind's, else compute.
 ComputeFn kernel_of(const Node& n);
+// Node `n`'s (output, input) pairs that may share a buffer:
+// OpDef::in_place_of's, else OpDef::in_place.
+std::vector<std::pair<int, int>> in_place_pairs(const Node& n);
 
 // Whether input `i` of `def` is one of its shape-only inputs.
 inline bool is_shape_only(const OpDef& def, int i) {

@@ -303,6 +303,27 @@ Values stencil_gradient(const GradientContext& c) {
   return out;
 }
 
+// (output, input) pairs that may share a buffer: an output that starts
+// from a field input (y = init + value: a cotangent summed so far) which
+// no expression reads and no other output starts from. The kernel reads
+// init[i] before it writes y[i], point by point (grid/stencil_codegen.h).
+std::vector<std::pair<int, int>> stencil_in_place(const Node& n) {
+  const NodeView v = view_of(n);
+  std::vector<int> starts(n.inputs.size(), 0);
+  for (int j : v.plan.init)
+    if (j >= 0) ++starts[j];
+  std::vector<std::pair<int, int>> pairs;
+  for (std::size_t m = 0; m < v.plan.init.size(); ++m) {
+    const int j = v.plan.init[m];
+    if (j < 0 || v.scalar[j] || starts[j] != 1) continue;
+    bool read = false;
+    for (const ExprPtr& e : v.plan.outputs)
+      for (const ReadKey& r : reads_of(e, v.ndim)) read = read || r.input == j;
+    if (!read) pairs.emplace_back(static_cast<int>(m), j);
+  }
+  return pairs;
+}
+
 // ẏ_m = Σ_k ∂f_m/∂r_k·ṙ_k (+ the initial input's tangent), every output in
 // one node.
 Values stencil_tangent(const TangentContext& c) {
@@ -413,6 +434,7 @@ void register_stencil_ops() {
         });
     return detail::stencil_kernel(std::move(p));
   };
+  def.in_place_of = stencil_in_place;
   def.gradient = stencil_gradient;
   def.tangent = stencil_tangent;
   register_op(std::move(def));

@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -83,6 +84,10 @@ class Emitter {
     reads_ = reads_of(all_, s.ndim);
     insides_ = insides_of(all_, s.ndim);
     for (const ExprPtr& e : s.outputs) collect_constants(e, constants_);
+    for (const ReadKey& r : reads_)
+      depth_ = std::max<int64_t>(depth_, std::abs(r.offset[s.ndim - 1]));
+    for (const Offset& o : insides_)
+      depth_ = std::max<int64_t>(depth_, std::abs(o[s.ndim - 1]));
   }
 
   std::string function() {
@@ -139,18 +144,37 @@ class Emitter {
   // row pointers stay inside their inputs' memory over all of [lo, hi)
   // (`whole`) runs the vector loop over the whole row instead, whose trip
   // count then has no remainder when the row is a multiple of the vector
-  // width, and writes the head and tail again point by point (the vector
-  // loop's values there read the neighbouring rows' ends: overwritten).
-  // Not for a later batch entry of a summed output (+= must run once).
+  // width, and then writes the head and tail (the vector loop's values
+  // there read the neighbouring rows' ends) with their values computed
+  // point by point before it: an output may share its initial input's
+  // buffer (OpDef::in_place_of), so every point reads that input before
+  // the row writes it. Not for a later batch entry of a summed output
+  // (+= must run once).
   std::string row(bool later) {
     const int d = s_.ndim;
     const std::string lo = "lo[" + std::to_string(d) + "]",
                       hi = "hi[" + std::to_string(d) + "]";
+    const std::string w = std::to_string(depth_);
     std::ostringstream o;
     if (!later) {
-      o << "      if (whole) {\n"
-        << middle(lo, hi, later) << loop(lo, "m0", later, Stretch::kEdge)
-        << loop("m1", hi, later, Stretch::kEdge) << "      } else {\n";
+      o << "      if (whole && m0 - " << lo << " <= " << w << " && " << hi
+        << " - m1 <= " << w << ") {\n";
+      for (std::size_t m = 0; m < s_.outputs.size(); ++m)
+        o << "      double h" << m << "[" << w << "], t" << m << "[" << w
+          << "];\n";
+      o << loop(lo, "m0", later, Stretch::kEdge, "h", lo)
+        << loop("m1", hi, later, Stretch::kEdge, "t", "m1")
+        << middle(lo, hi, later);
+      const std::string i = ivar(d - 1);
+      for (std::size_t m = 0; m < s_.outputs.size(); ++m) {
+        o << "      for (int64_t " << i << " = " << lo << "; " << i
+          << " < m0; ++" << i << ") o" << m << "[" << i << "] = h" << m << "["
+          << i << " - " << lo << "];\n";
+        o << "      for (int64_t " << i << " = m1; " << i << " < " << hi
+          << "; ++" << i << ") o" << m << "[" << i << "] = t" << m << "[" << i
+          << " - m1];\n";
+      }
+      o << "      } else {\n";
     }
     o << loop(lo, "m0", later, Stretch::kEdge);
     o << "      if (m0 < m1) {\n" << middle("m0", "m1", later) << "      }\n";
@@ -178,10 +202,13 @@ class Emitter {
   // The points [from, to) of a row, writing every output: at the first
   // batch entry (or for an output not summed) y = [init +] value, at later
   // ones y += value.
+  // With `into`, the values go to the arrays into<m>[i − base] instead.
   std::string loop(const std::string& from,
                    const std::string& to,
                    bool later,
-                   Stretch how) {
+                   Stretch how,
+                   const std::string& into = "",
+                   const std::string& base = "") {
     const std::string in = ivar(s_.ndim - 1);
     std::ostringstream o;
     if (how != Stretch::kEdge) {
@@ -198,7 +225,10 @@ class Emitter {
       << to << "; ++" << in << ") {\n";
     for (std::size_t m = 0; m < s_.outputs.size(); ++m) {
       std::string value = expression(s_.outputs[m], how);
-      o << "        o" << m << "[" << in << "] ";
+      if (into.empty())
+        o << "        o" << m << "[" << in << "] ";
+      else
+        o << "        " << into << m << "[" << in << " - " << base << "] ";
       if (later && s_.summed[m]) {
         o << "+= " << value << ";\n";
         continue;
@@ -323,6 +353,7 @@ class Emitter {
   std::vector<ReadKey> reads_;
   std::vector<Offset> insides_;
   std::vector<double> constants_;
+  int64_t depth_ = 1;  // the widest read or inside[] along the inner axis
 };
 
 uint64_t fnv1a(const std::string& text) {

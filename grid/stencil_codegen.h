@@ -67,7 +67,9 @@ namespace adgraph::grid {
 // written in the same loop nest (one pass over memory). An output summed
 // over the batch is written at batch entry lo[0] and added to at the later
 // ones, in batch order; an output with an initial input starts from it:
-// y = init + value (then += value).
+// y = init + value (then += value), and may be that input's own buffer
+// (the stencil op's in_place_of): every point reads init before its row
+// is written, the whole-row path's ends included.
 struct KernelArgs {
   const double* const* in;
   const int64_t* st;

@@ -452,7 +452,7 @@ void Session::PlanBuilder::hand_over_buffers() {
     Plan::Step& step = plan_->steps[index];
     if (options_.concurrent || step.placeholder) continue;
     const Node& n = *step.node;
-    for (const auto& [out, in] : n.op->in_place) {
+    for (const auto& [out, in] : in_place_pairs(n)) {
       bool eligible =
           gives_up(index, in) && num_elements(n.inputs[in].shape()) ==
                                      num_elements(n.output_shapes[out]);

@@ -135,7 +135,7 @@ void BodyRunner::hand_over_buffers(const std::vector<int>& readers) {
     body_input_of[input_slot_[i]] = static_cast<int>(i);
   for (std::size_t index = 0; index < steps_.size(); ++index) {
     Step& step = steps_[index];
-    for (const auto& [out, in] : step.node->op->in_place) {
+    for (const auto& [out, in] : in_place_pairs(*step.node)) {
       if (in >= static_cast<int>(step.input_slots.size())) continue;
       const int slot = step.input_slots[in];
       bool eligible =

@@ -316,6 +316,51 @@ TEST(Stencil, WaveLossAndGradientAreBitwiseTheSameOnEveryProcessGrid) {
   }
 }
 
+// The adjoint node starts ū from the cotangent summed so far (here 2u,
+// from Σu²) and writes ū over that buffer (OpDef::in_place_of): the
+// values by hand, ū[i, j] = 2u[i, j] + w[i, j − 1] (j ≥ 1), on every
+// process grid. Each row's first and last points are computed before
+// the row is written, so they read 2u, not what the row wrote.
+TEST(Stencil, TheAdjointWritesOverTheCotangentSummedSoFar) {
+  auto world = Communicator::world();
+  const Tensor u = global_field(kShape2, 21), w = global_field(kShape2, 22);
+  for (const std::vector<int>& procs : process_grids(world->size(), kShape2)) {
+    Grid grid(kShape2, procs, {}, world);
+    Graph g;
+    Value uu = g.placeholder("u", grid.local_shape());
+    Value ww = g.constant(patch_of(w, kShape2, procs, world->rank()));
+    Value loss;
+    {
+      CommScope scope(g, grid.comm());
+      // Created first, so the sweep reaches it after the square's term.
+      Value shifted = mpi_total(stencil(grid, field(uu).shift({0, 1})) * ww);
+      loss = shifted + mpi_total(uu * uu);
+    }
+    Value grad = gradient(loss, uu);
+    // (gradient() names its result with an identity node.)
+    const Node& adjoint = grad.node().op_name() == "identity"
+                              ? grad.node().inputs[0].node()
+                              : grad.node();
+    ASSERT_EQ(adjoint.op_name(), "stencil");
+    const auto pairs = in_place_pairs(adjoint);
+    ASSERT_EQ(pairs.size(), 1u);
+    EXPECT_EQ(pairs[0].first, 0);
+    // 2u, summed from the square's two terms.
+    EXPECT_EQ(adjoint.inputs[pairs[0].second].node().op_name(), "accumulate");
+    Tensor want{Shape(kShape2)};
+    for (int64_t i = 0; i < kShape2[0]; ++i)
+      for (int64_t j = 0; j < kShape2[1]; ++j)
+        want[i * kShape2[1] + j] = 2.0 * u[i * kShape2[1] + j] +
+                                   (j >= 1 ? w[i * kShape2[1] + j - 1] : 0.0);
+    Session s(g);
+    const Tensor got =
+        s.run(grad, {{uu, patch_of(u, kShape2, procs, world->rank())}});
+    EXPECT_EQ(got.to_vector(),
+              patch_of(want, kShape2, procs, world->rank()).to_vector())
+        << procs[0] << "x" << procs[1];
+  }
+}
+
 TEST(Stencil, HessianVectorProductMatchesDifferencesOfGradients) {
   auto world = Communicator::world();
   const Shape shape = {6, 6};
