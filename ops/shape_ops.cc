@@ -52,6 +52,19 @@ void copy_planes(const Tensor& src,
   }
 }
 
+// Adds `b` into the planes [begin, begin + b's extent) of `a` along the
+// axis, in place.
+void add_planes(const Tensor& b, Tensor& a, int64_t begin, int64_t axis) {
+  int64_t outer, inner;
+  split_at(b.shape(), axis, outer, inner);
+  const int64_t bn = b.shape()[axis], an = a.shape()[axis];
+  for (int64_t o = 0; o < outer; ++o) {
+    const double* from = b.data() + o * bn * inner;
+    double* to = a.data() + (o * an + begin) * inner;
+    for (int64_t k = 0; k < bn * inner; ++k) to[k] += from[k];
+  }
+}
+
 Shape with_extent(Shape x, int64_t axis, int64_t extent) {
   x[axis] = extent;
   return x;
@@ -128,13 +141,16 @@ void register_reshape_op() {
   register_op(std::move(reshape_def));
 }
 
+std::vector<AttrSpec> slice_def_attrs() {
+  return {{"axis", AttrType::kInt, nlohmann::json(), "axis"},
+          {"begin", AttrType::kInt, nlohmann::json(), "first index", 0},
+          {"end", AttrType::kInt, nlohmann::json(), "one past the last", 0}};
+}
+
 void register_slice_op() {
   // y = x[begin:end] along axis;  x̄ += pad(ȳ, begin, n − end)
   OpDef slice_def("slice", "y = x[begin:end] along axis", {"x"});
-  slice_def.attrs = {
-      {"axis", AttrType::kInt, nlohmann::json(), "axis"},
-      {"begin", AttrType::kInt, nlohmann::json(), "first index", 0},
-      {"end", AttrType::kInt, nlohmann::json(), "one past the last", 0}};
+  slice_def.attrs = slice_def_attrs();
   slice_def.shape = [](const ShapeContext& c) {
     const Shape& x = c.input_shape(0);
     const int64_t axis = checked_axis(c, x);
@@ -155,15 +171,67 @@ void register_slice_op() {
       copy_planes(c.input(0), begin, y, 0, y.shape()[axis], axis);
     });
   };
+  // With a cotangent of x summed so far (a per-step output of a loop's
+  // carry), ȳ is added into its slice in place: O(slice), not a padded
+  // copy of x and a pass adding it.
   slice_def.gradient = [](const GradientContext& c) {
     const Shape& x = c.input(0).shape();
     const int64_t axis = node_axis(c.node(), x);
     const int64_t begin = c.node().attr_int("begin");
     const int64_t end = c.node().attr_int("end");
+    const Value so_far = c.accumulated(0);
+    if (so_far.valid() && so_far.shape() == x) {
+      c.absorb(0);
+      return Values{so_far.graph().add_node(
+          "slice_add",
+          {so_far, c.grad()},
+          {{"axis", axis}, {"begin", begin}, {"end", end}})};
+    }
     return Values{pad(c.grad(), axis, begin, x[axis] - end)};
   };
   slice_def.tangent = linear_tangent;
   register_op(std::move(slice_def));
+
+  // y = a with b added into a[begin:end] along axis; ā += ȳ, b̄ += ȳ[begin:end]
+  OpDef add_def("slice_add",
+                "y = a with b added into a[begin:end] along axis (slice's "
+                "adjoint onto a cotangent summed so far)",
+                {"a", "b"});
+  add_def.attrs = slice_def_attrs();
+  add_def.shape = [](const ShapeContext& c) {
+    const Shape& a = c.input_shape(0);
+    const int64_t axis = checked_axis(c, a);
+    const int64_t begin = c.attr_int("begin"), end = c.attr_int("end");
+    if (begin > end || end > a[axis] ||
+        c.input_shape(1) != with_extent(a, axis, end - begin)) {
+      c.fail("input \"b\"",
+             "shape " + shape_string(c.input_shape(1)) + " is not a[" +
+                 std::to_string(begin) + ":" + std::to_string(end) +
+                 "] along axis " + std::to_string(axis) + " of " +
+                 shape_string(a));
+    }
+    return Shapes{a};
+  };
+  add_def.in_place = {{0, 0}};
+  add_def.bind = [](const Node& n) {
+    const int64_t axis = node_axis(n, n.inputs[0].shape());
+    const int64_t begin = n.attr_int("begin");
+    return ComputeFn([axis, begin](KernelContext& c) {
+      Tensor& y = c.output(0);
+      if (y.data() != c.input(0).data()) y.array() = c.input(0).array();
+      add_planes(c.input(1), y, begin, axis);
+    });
+  };
+  add_def.gradient = [](const GradientContext& c) {
+    const int64_t axis = node_axis(c.node(), c.input(0).shape());
+    return Values{c.grad(),
+                  slice(c.grad(),
+                        axis,
+                        c.node().attr_int("begin"),
+                        c.node().attr_int("end"))};
+  };
+  add_def.tangent = linear_tangent;
+  register_op(std::move(add_def));
 }
 
 void register_pad_op() {

@@ -54,6 +54,40 @@ TEST(Slice, RowsAndColumns) {
   expect_gradients_ok(weighted(slice(x, 1, 1, 3)), {x}, f);
 }
 
+// d/dx of Σx² + Σ w ⊙ x[:, 1:3]: the slice's adjoint is added into the
+// cotangent summed so far (2x) by one slice_add node, in place; by hand:
+// 2x + [0, w] per row. Then slice_add alone through the checker, and its
+// shape refused.
+TEST(Slice, TheAdjointAddsIntoTheCotangentSummedSoFar) {
+  Graph g;
+  Value x = g.placeholder("x", {2, 3});
+  FeedMap f{{x, sample()}};
+  Value ws = g.constant(Tensor({2, 2}, {0.5, -1.0, 2.0, 4.0}));
+  // The square is created after the slice, so the reverse sweep reaches it
+  // first: its 2x is the cotangent summed so far at the slice.
+  Value sliced = sum(slice(x, 1, 1, 3) * ws);
+  Value loss = sliced + sum(square(x));
+  Value grad = gradient(loss, x);
+  int adds = 0;
+  for (int id = 0; id < g.num_nodes(); ++id)
+    adds += g.node(id).op_name() == "slice_add";
+  EXPECT_GE(adds, 1);
+  Session s(g);
+  EXPECT_EQ(s.run(grad, f).to_vector(),
+            (std::vector<double>{2, 4 + 0.5, 6 - 1.0, 8, 10 + 2.0, 12 + 4.0}));
+  expect_gradients_ok(loss, {x}, f);
+
+  Value b = g.placeholder("b", {2, 1});
+  Value y =
+      g.add_node("slice_add", {x, b}, {{"axis", 1}, {"begin", 2}, {"end", 3}});
+  f[b] = Tensor({2, 1}, {10, 20});
+  EXPECT_EQ(s.run(y, f).to_vector(), (std::vector<double>{1, 2, 13, 4, 5, 26}));
+  expect_gradients_ok(weighted(y), {x, b}, f);
+  EXPECT_THROW(
+      g.add_node("slice_add", {x, b}, {{"axis", 1}, {"begin", 1}, {"end", 3}}),
+      ShapeError);
+}
+
 TEST(Pad, ZerosOrValueAroundAnAxis) {
   Graph g;
   Value x = g.placeholder("x", {2, 3});
