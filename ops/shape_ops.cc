@@ -191,7 +191,9 @@ void register_slice_op() {
   };
   slice_def.tangent = linear_tangent;
   register_op(std::move(slice_def));
+}
 
+void register_slice_add_op() {
   // y = a with b added into a[begin:end] along axis; ā += ȳ, b̄ += ȳ[begin:end]
   OpDef add_def("slice_add",
                 "y = a with b added into a[begin:end] along axis (slice's "
@@ -333,6 +335,7 @@ void register_concat_op() {
 void register_shape_ops() {
   register_reshape_op();
   register_slice_op();
+  register_slice_add_op();
   register_pad_op();
   register_concat_op();
 }
