@@ -138,7 +138,32 @@ def file_problem(a):
         if size != 8 * count:
             return (f"{option}: {path}: {size} bytes, expected {8 * count} "
                     f"({count} float64 values)")
+        values = np.fromfile(path, dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:
+            return (f"{option}: {path}: {bad.size} values are not finite, the first "
+                    f"at flat index {bad[0]} ({values[bad[0]]})")
+        if name != "observed":
+            bad = np.flatnonzero(values <= 0.0)
+            if bad.size:
+                return (f"{option}: {path}: {bad.size} velocities are not positive, the "
+                        f"first at flat index {bad[0]} ({values[bad[0]]})")
     return None
+
+
+def bounds_problem(a):
+    """A start model outside [--vmin, --vmax] (L-BFGS-B would silently
+    project it onto the bounds), or None."""
+    if not (math.isfinite(a.vmin) or math.isfinite(a.vmax)):
+        return None
+    start = read_model(a.start_model, a) if a.start_model else builtin_models(a)[1]
+    lo, hi = float(np.min(start)), float(np.max(start))
+    if a.vmin <= lo and hi <= a.vmax:
+        return None
+    what = f"--start-model: {a.start_model}" if a.start_model else \
+        "--vmin/--vmax: the built-in start model"
+    return (f"{what}: values from {lo:g} to {hi:g} lie outside the bounds "
+            f"[{a.vmin:g}, {a.vmax:g}] of --vmin/--vmax")
 
 
 def option_problem(a, size):
@@ -184,7 +209,7 @@ def option_problem(a, size):
         return f"--max-iter: expected >= 0, got {a.max_iter}"
     if not a.vmin < a.vmax:
         return f"--vmin/--vmax: expected vmin < vmax, got {a.vmin} and {a.vmax}"
-    return file_problem(a) or cfl_problem(a)
+    return file_problem(a) or bounds_problem(a) or cfl_problem(a)
 
 
 def cfl_problem(a):

@@ -310,3 +310,37 @@ def test_the_program_exits_with_the_message_before_any_work():
         ok = done.returncode == 2 and done.stderr.startswith("wave_fwi.py: --dt: ")
         what = f"status {done.returncode}, stderr {done.stderr!r}"
     everywhere(ok if world.rank == 0 else None, what if world.rank == 0 else None)
+
+
+def test_bad_values_in_files_and_a_start_outside_the_bounds_are_refused():
+    """NaN, ±inf or c <= 0 in a model, NaN in the data and a start model
+    outside [vmin, vmax] name the file's option (not --dt's CFL check, and
+    no silent projection by L-BFGS-B)."""
+    size = world.size
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "model.bin")
+        for value, option, words in ((np.nan, "--start-model", "not finite"),
+                                     (np.inf, "--true-model", "not finite"),
+                                     (-2000.0, "--start-model", "not positive"),
+                                     (0.0, "--true-model", "not positive")):
+            model = np.full((24, 20), 2000.0)
+            model[3, 4] = value
+            model.tofile(path)
+            message = fwi.option_problem(fwi.parse(SMALL_2D + [option, path]), size)
+            assert message is not None and message.startswith(option) and words in message \
+                and "index 64" in message, message
+        data = np.zeros((3, 40, 20))
+        data[1, 2, 3] = np.nan
+        data.tofile(path)
+        message = fwi.option_problem(fwi.parse(SMALL_2D + ["--observed", path]), size)
+        assert message is not None and message.startswith("--observed: ") \
+            and "not finite" in message, message
+        np.full((24, 20), 2500.0).tofile(path)
+        message = fwi.option_problem(fwi.parse(
+            SMALL_2D + ["--start-model", path, "--vmin", "1900", "--vmax", "2300"]), size)
+        assert message is not None and message.startswith("--start-model") \
+            and "outside the bounds" in message, message
+    message = fwi.option_problem(fwi.parse(SMALL_2D + ["--vmin", "2100"]), size)
+    assert message is not None and message.startswith("--vmin/--vmax"), message
+    assert fwi.option_problem(fwi.parse(SMALL_2D + ["--vmin", "1900", "--vmax", "2300"]),
+                              size) is None
