@@ -16,6 +16,7 @@ import argparse
 import json
 import math
 import os
+import re
 import resource
 import sys
 import time
@@ -93,9 +94,11 @@ def checkpoint_schedule(text):
     """--checkpoints as ag.loop's `checkpoints`, or None when malformed."""
     if text == "all":
         return "all"
-    if text.startswith("every:") and text[6:].isdigit() and int(text[6:]) >= 1:
-        return {"every": int(text[6:])}
-    if text.isdigit() and int(text) >= 1:
+    # ASCII digits only: str.isdigit() also accepts "²", which int() refuses.
+    every = re.fullmatch(r"every:([0-9]+)", text)
+    if every and int(every.group(1)) >= 1:
+        return {"every": int(every.group(1))}
+    if re.fullmatch(r"[0-9]+", text) and int(text) >= 1:
         return int(text)
     return None
 
@@ -173,9 +176,17 @@ def option_problem(a, size):
     for name in ("nz", "nx", "nt"):
         if getattr(a, name) < 2:
             return f"--{name}: expected at least 2, got {getattr(a, name)}"
+    if a.ny < 0 or a.ny == 1:
+        return f"--ny: expected 0 (2-D) or at least 2, got {a.ny}"
+    if a.ndim == 2 and a.py is not None:
+        return "--py: patches along y need a 3-D grid (--ny)"
     for name in ("h", "dt", "f0"):
         if not (math.isfinite(getattr(a, name)) and getattr(a, name) > 0):
             return f"--{name}: expected a positive number, got {getattr(a, name)}"
+    if not math.isfinite(a.amplitude):
+        return f"--amplitude: expected a finite number, got {a.amplitude}"
+    if not (math.isfinite(a.tol) and a.tol >= 0):
+        return f"--tol: expected a finite number >= 0, got {a.tol}"
     if not 1 <= a.shot_groups <= size:
         return f"--shot-groups: {a.shot_groups} groups for {size} ranks (1 to {size})"
     if a.shot_groups > len(a.shots):

@@ -284,6 +284,13 @@ def test_bad_options_are_refused_naming_the_option():
         (SMALL_2D + ["--shot-groups", str(size + 1)], "--shot-groups"),
         (SMALL_2D + ["--pz", str(size + 1), "--px", "1"], "--pz"),
         (SMALL_2D + ["--checkpoints", "some"], "--checkpoints"),
+        (SMALL_2D + ["--checkpoints", "\u00b2"], "--checkpoints"),  # isdigit, not int
+        (SMALL_2D + ["--checkpoints", "every:\u00b2"], "--checkpoints"),
+        (SMALL_2D + ["--tol", "-1"], "--tol"),
+        (SMALL_2D + ["--tol", "nan"], "--tol"),
+        (SMALL_2D + ["--amplitude", "nan"], "--amplitude"),
+        (SMALL_2D + ["--ny", "-3"], "--ny"),
+        (SMALL_2D + ["--py", "1"], "--py"),
     ]
     for argv, option in cases:
         message = fwi.option_problem(fwi.parse(argv), size)
