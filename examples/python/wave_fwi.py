@@ -223,6 +223,39 @@ def option_problem(a, size):
     return file_problem(a) or bounds_problem(a) or cfl_problem(a)
 
 
+def path_problem(option, path):
+    """Why `path` cannot be written (a folder, a missing or unwritable
+    folder), or None. Tries to create it, and removes what it created."""
+    if os.path.isdir(path):
+        return f"{option}: {path} is a folder; give a file name"
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        what = "is not a folder" if os.path.exists(folder) else "does not exist"
+        return f"{option}: {path}: the folder {folder} {what}"
+    existed = os.path.exists(path)
+    try:
+        with open(path, "ab"):
+            pass
+    except OSError as e:
+        return f"{option}: {path}: cannot be written ({e.strerror})"
+    if not existed:
+        os.remove(path)
+    return None
+
+
+def output_problem(a):
+    """The first output path that cannot be written, or None (rank 0 only:
+    the files are written there)."""
+    if os.path.isdir(a.output):
+        return f"--output: {a.output} is a folder; give a file name"
+    problem = path_problem("--output", a.output + ".partial")
+    if problem:
+        return problem.replace(a.output + ".partial", a.output)
+    if a.dump_gradient:
+        return path_problem("--dump-gradient", a.dump_gradient)
+    return None
+
+
 def cfl_problem(a):
     """--dt beyond the CFL limit c_max·dt/h·sqrt(ndim) ≤ 1 of any model used."""
     true, start = builtin_models(a)
@@ -561,9 +594,7 @@ def main(argv=None):
     a = parse(argv)
     message = option_problem(a, world.size)
     if message is None and world.rank == 0:
-        folder = os.path.dirname(a.output) or "."
-        if not os.access(folder, os.W_OK):
-            message = f"--output: {a.output}: cannot be written"
+        message = output_problem(a)
     message = world.bcast(message, root=0)
     if message:
         fail(message)

@@ -351,3 +351,28 @@ def test_bad_values_in_files_and_a_start_outside_the_bounds_are_refused():
     assert message is not None and message.startswith("--vmin/--vmax"), message
     assert fwi.option_problem(fwi.parse(SMALL_2D + ["--vmin", "1900", "--vmax", "2300"]),
                               size) is None
+
+
+def test_outputs_that_cannot_be_written_are_refused_before_any_work():
+    """--output and --dump-gradient: a folder, a missing folder, a file as
+    the folder (each failed on rank 0 after the work, with a traceback)."""
+    with tempfile.TemporaryDirectory() as folder:
+        plain = os.path.join(folder, "plain")
+        open(plain, "w").close()
+        cases = [
+            (["--output", folder], "--output", "is a folder"),
+            (["--output", os.path.join(folder, "no", "x.json")], "--output", "does not exist"),
+            (["--output", os.path.join(plain, "x.json")], "--output", "is not a folder"),
+            (["--dump-gradient", folder], "--dump-gradient", "is a folder"),
+            (["--dump-gradient", os.path.join(folder, "no", "g.bin")], "--dump-gradient",
+             "does not exist"),
+        ]
+        for extra, option, words in cases:
+            a = fwi.parse(SMALL_2D + ["--output", os.path.join(folder, "r.json")] + extra)
+            message = fwi.output_problem(a)
+            assert message is not None and message.startswith(option + ": ") \
+                and words in message, (extra, message)
+        a = fwi.parse(SMALL_2D + ["--output", os.path.join(folder, "r.json"),
+                                  "--dump-gradient", os.path.join(folder, "g.bin")])
+        assert fwi.output_problem(a) is None
+        assert sorted(os.listdir(folder)) == ["plain"]  # the probes leave nothing
