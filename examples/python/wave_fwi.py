@@ -31,8 +31,17 @@ world = MPI.COMM_WORLD
 SPONGE_REFLECTION = 1e-3  # R in σ_max = 3·v·ln(1/R) / (2·W·h)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage, errors and --help print on world rank 0 only
+    (every rank parses the same arguments and exits with the same status)."""
+
+    def _print_message(self, message, file=None):
+        if world.rank == 0:
+            super()._print_message(message, file)
+
+
 def parse(argv=None):
-    p = argparse.ArgumentParser(description="Acoustic FWI with shots x space parallelism")
+    p = Parser(description="Acoustic FWI with shots x space parallelism")
     p.add_argument("--nz", type=int, default=60, help="grid points along depth z (axis 0)")
     p.add_argument("--nx", type=int, default=80, help="grid points along x (axis 1)")
     p.add_argument("--ny", type=int, default=0, help="grid points along y: > 0 runs 3-D")

@@ -376,3 +376,12 @@ def test_outputs_that_cannot_be_written_are_refused_before_any_work():
                                   "--dump-gradient", os.path.join(folder, "g.bin")])
         assert fwi.output_problem(a) is None
         assert sorted(os.listdir(folder)) == ["plain"]  # the probes leave nothing
+
+
+def test_usage_and_argument_errors_print_on_rank_0_only(capsys):
+    """argparse's messages came once per rank (N usages for one typo)."""
+    parser = fwi.Parser(prog="wave_fwi.py")
+    parser.print_usage()
+    printed = capsys.readouterr().out
+    assert (printed.startswith("usage: wave_fwi.py") if world.rank == 0 else printed == ""), \
+        printed
