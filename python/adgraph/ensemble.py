@@ -32,6 +32,8 @@ summed exactly the same way. An exact sum does not depend on the order or
 grouping of its terms, hence not on G or on the spatial layout.
 """
 
+import numbers
+
 import numpy as np
 
 import adgraph as ag
@@ -66,6 +68,14 @@ def assignment(members, groups):
     return out
 
 
+def _count(name, value):
+    """``value`` as an int, or an OptionsError naming ``name`` (1.5, "2",
+    None or True were truncated, converted or failed in ``int()``)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise OptionsError(f"{name}: Ensemble: expected an integer, got {value!r}")
+    return int(value)
+
+
 class Ensemble:
     """S members on G groups of P ranks, with exact totals over members.
 
@@ -87,7 +97,8 @@ class Ensemble:
     ------
     OptionsError
         On every rank, naming ``groups``, ``patches`` or ``members``, when
-        size ≠ G·P, G < 1, P < 1 or S < G.
+        one is not an integer (bool included), size ≠ G·P, G < 1, P < 1 or
+        S < G.
 
     Attributes
     ----------
@@ -102,13 +113,18 @@ class Ensemble:
         ``group_comm``).
     members : range
         This group's members (global indices).
+    size, groups, patches : int
+        S, G and P.
     """
 
     def __init__(self, members, groups, patches=None, comm=None):
         if not isinstance(comm, _adgraph.Communicator):
             comm = _adgraph.communicator(comm)
         size = comm.size
-        self.groups = int(groups)
+        self.groups = _count("groups", groups)
+        members = _count("members", members)
+        if patches is not None:
+            patches = _count("patches", patches)
         if self.groups < 1:
             raise OptionsError(f"groups: Ensemble: expected at least one group, got {groups}")
         if patches is None:

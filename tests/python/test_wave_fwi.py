@@ -270,6 +270,17 @@ def test_ensemble_assignment_and_refusals():
         ag.ensemble.Ensemble(3, 1, patches=world.size + 1)
     with pytest.raises(ag.OptionsError, match="members"):
         ag.ensemble.Ensemble(world.size - 1, world.size)
+    # Not integers: named, not truncated (1.5 -> 1) or failing inside int().
+    for kwargs, name in ((dict(members=3, groups=1.5), "groups"),
+                         (dict(members=2.7, groups=1), "members"),
+                         (dict(members=3, groups="1"), "groups"),
+                         (dict(members=None, groups=1), "members"),
+                         (dict(members=3, groups=float("nan")), "groups"),
+                         (dict(members=3, groups=True), "groups"),
+                         (dict(members=3, groups=1, patches=world.size + 0.5), "patches")):
+        with pytest.raises(ag.OptionsError, match=f"^{name}: Ensemble: expected an integer"):
+            ag.ensemble.Ensemble(**kwargs)
+    assert ag.ensemble.Ensemble(np.int64(3), np.int32(1)).groups == 1
     e = ag.ensemble.Ensemble(5, world.size)
     assert e.group == world.rank and e.position == 0 and e.group_comm.size == 1
     assert list(e.members) == list(ag.ensemble.assignment(5, world.size)[world.rank])
