@@ -283,6 +283,29 @@ def cfl_problem(a):
     return None
 
 
+def sponge_warnings(a):
+    """Sources or the receiver plane inside the damping layer, as warnings
+    (the source is added undamped; records there are damped)."""
+    w = a.sponge
+    if w == 0:
+        return []
+
+    def inside(i, n, top=False):
+        return (i < w and not (top and a.free_surface)) or i > n - 1 - w
+
+    out = []
+    where = [x for x in a.shots if inside(x, a.nx)]
+    if inside(a.source_depth, a.nz, top=True) or where:
+        at = (f"--source-depth {a.source_depth:g}" if inside(a.source_depth, a.nz, top=True)
+              else "--shots " + " ".join(f"{x:g}" for x in where))
+        out.append(f"{at}: sources inside the {w}-point sponge layer (--sponge), where "
+                   "they are added undamped")
+    if inside(a.receiver_depth, a.nz, top=True):
+        out.append(f"--receiver-depth {a.receiver_depth:g}: the receivers lie inside the "
+                   f"{w}-point sponge layer (--sponge), which damps what they record")
+    return out
+
+
 def sponge_factors(a, c_ref):
     """(α, β) of the damped update u⁺ = α·(2u − β·u⁻ + (c·dt/h)²·Lap(u)):
     α = 1/(1 + σ·dt/2), β = 1 − σ·dt/2, the centred discretisation of
@@ -607,6 +630,9 @@ def main(argv=None):
     message = world.bcast(message, root=0)
     if message:
         fail(message)
+    if world.rank == 0:
+        for warning in sponge_warnings(a):
+            print(f"wave_fwi.py: warning: {warning}", file=sys.stderr, flush=True)
     true, start = models(a)
     c_ref = max(float(np.max(true)), float(np.max(start)))
     problem = Fwi(a, c_ref=c_ref)

@@ -396,3 +396,17 @@ def test_usage_and_argument_errors_print_on_rank_0_only(capsys):
     printed = capsys.readouterr().out
     assert (printed.startswith("usage: wave_fwi.py") if world.rank == 0 else printed == ""), \
         printed
+
+
+def test_sources_and_receivers_inside_the_sponge_are_warned_about():
+    """The default source depth nz − 4 sat inside any layer of 4 or more
+    points without a word (WAVE_FWI.md: keep the source outside it)."""
+    assert fwi.sponge_warnings(fwi.parse(SPONGE_2D)) == []
+    assert fwi.sponge_warnings(fwi.parse(SMALL_2D)) == []
+    [source] = fwi.sponge_warnings(fwi.parse(SPONGE_2D + ["--source-depth", "21"]))
+    assert source.startswith("--source-depth 21: sources inside"), source
+    [shot] = fwi.sponge_warnings(fwi.parse(SPONGE_2D + ["--shots", "10", "2.5"]))
+    assert shot.startswith("--shots 2.5: "), shot
+    [receivers] = fwi.sponge_warnings(fwi.parse(SMALL_2D + ["--sponge", "4",
+                                                            "--source-depth", "12"]))
+    assert receivers.startswith("--receiver-depth 2: the receivers"), receivers
