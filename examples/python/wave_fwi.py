@@ -267,12 +267,8 @@ def output_problem(a):
 
 def cfl_problem(a):
     """--dt beyond the CFL limit c_max·dt/h·sqrt(ndim) ≤ 1 of any model used."""
-    true, start = builtin_models(a)
-    if a.true_model:
-        true = read_model(a.true_model, a)
-    if a.start_model:
-        start = read_model(a.start_model, a)
-    c_max = max(float(np.max(start)), float(np.max(true)))
+    true, start = models(a)
+    c_max = max(float(np.max(m)) for m in (true, start) if m is not None)
     if math.isfinite(a.vmax):
         c_max = max(c_max, a.vmax)
     number = c_max * a.dt / a.h * math.sqrt(a.ndim)
@@ -478,10 +474,14 @@ def fail(message):
 
 
 def models(a):
-    """(true, start) global models from the files or built in."""
+    """(true, start) global models from the files or built in. With
+    --observed and no --true-model there is no true model: None (the
+    built-in one did not make those data)."""
     true, start = builtin_models(a)
     if a.true_model:
         true = read_model(a.true_model, a)
+    elif a.observed:
+        true = None
     if a.start_model:
         start = read_model(a.start_model, a)
     return true, start
@@ -533,10 +533,16 @@ def draw(a, stem, true, start, found, observed, predicted, summary):
     import matplotlib.pyplot as plt
     files = [stem + "_velocity.png", stem + "_gather.png", stem + "_convergence.png"]
     cut = (slice(None), slice(None), a.ny // 2) if a.ndim == 3 else (Ellipsis,)
-    lo, hi = float(np.min(true)), float(np.max(true))
+    shown = [(m, t) for m, t in ((true, "true"), (start, "start"), (found, "recovered"))
+             if m is not None]
+    lo, hi = float(np.min(shown[0][0])), float(np.max(shown[0][0]))
+    if true is None:  # no true model: the range of the start and the result
+        lo, hi = min(float(np.min(start)), float(np.min(found))), \
+            max(float(np.max(start)), float(np.max(found)))
     extent = (0, (a.nx - 1) * a.h, (a.nz - 1) * a.h, 0)
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), constrained_layout=True)
-    for ax, model, title in zip(axes, (true, start, found), ("true", "start", "recovered")):
+    fig, axes = plt.subplots(1, len(shown), figsize=(5 * len(shown), 4.5),
+                             constrained_layout=True)
+    for ax, (model, title) in zip(axes, shown):
         image = ax.imshow(model[cut], extent=extent, vmin=lo, vmax=hi, cmap="viridis")
         ax.plot([x * a.h for x in a.shots], [a.source_depth * a.h] * len(a.shots), "r*",
                 label="sources")
@@ -582,8 +588,10 @@ def report(a, problem, summary, true, start, observed, seconds):
                            op=MPI.MAX)
     if world.rank != 0:
         return
-    before = float(np.linalg.norm(start - true) / np.linalg.norm(true))
-    after = float(np.linalg.norm(found - true) / np.linalg.norm(true))
+    before = after = None  # no true model (--observed alone): no model error
+    if true is not None:
+        before = float(np.linalg.norm(start - true) / np.linalg.norm(true))
+        after = float(np.linalg.norm(found - true) / np.linalg.norm(true))
     stem = a.output[:-5] if a.output.endswith(".json") else a.output
     result = {
         "loss_history": summary.f_history,
@@ -603,9 +611,12 @@ def report(a, problem, summary, true, start, observed, seconds):
         f.write("\n")
     os.replace(a.output + ".partial", a.output)
     draw(a, stem, true, start, found, obs0, pred0, summary)
-    write_vti(stem + ".vti", a.h, {"c_true": true, "c_start": start, "c": found})
-    print(f"relative model error {before:.6e} -> {after:.6e} after {summary.iterations} "
-          f"iterations; wrote {a.output} and {stem}_*.png, {stem}.vti", flush=True)
+    fields = {"c_true": true, "c_start": start, "c": found}
+    write_vti(stem + ".vti", a.h, {k: v for k, v in fields.items() if v is not None})
+    error = (f"relative model error {before:.6e} -> {after:.6e}" if true is not None
+             else f"loss {summary.f_history[0]:.6e} -> {summary.f_history[-1]:.6e}")
+    print(f"{error} after {summary.iterations} iterations; wrote {a.output} and "
+          f"{stem}_*.png, {stem}.vti", flush=True)
 
 
 def dump_gradient(a, problem, start, observed):
@@ -634,7 +645,7 @@ def main(argv=None):
         for warning in sponge_warnings(a):
             print(f"wave_fwi.py: warning: {warning}", file=sys.stderr, flush=True)
     true, start = models(a)
-    c_ref = max(float(np.max(true)), float(np.max(start)))
+    c_ref = max(float(np.max(m)) for m in (true, start) if m is not None)
     problem = Fwi(a, c_ref=c_ref)
     observed = observed_data(a, problem, true)
     if a.dump_gradient:

@@ -410,3 +410,20 @@ def test_sources_and_receivers_inside_the_sponge_are_warned_about():
     [receivers] = fwi.sponge_warnings(fwi.parse(SMALL_2D + ["--sponge", "4",
                                                             "--source-depth", "12"]))
     assert receivers.startswith("--receiver-depth 2: the receivers"), receivers
+
+
+def test_observed_data_without_a_true_model_use_no_built_in_true_model():
+    """With --observed and no --true-model, the built-in true model made
+    none of the data: it no longer enters the CFL check (which refused a
+    dt that is stable for every model used), the model error or figures."""
+    size = world.size
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "observed.bin")
+        np.zeros((3, 40, 20)).tofile(path)
+        dt = ["--dt", "3.4e-3"]  # 2000·dt/h·√2 = 0.96, 2200·dt/h·√2 = 1.06
+        a = fwi.parse(SMALL_2D + dt + ["--observed", path])
+        assert fwi.option_problem(a, size) is None
+        true, start = fwi.models(a)
+        assert true is None and np.all(start == 2000.0)
+        message = fwi.option_problem(fwi.parse(SMALL_2D + dt), size)
+        assert message is not None and message.startswith("--dt"), message
