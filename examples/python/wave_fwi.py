@@ -465,12 +465,12 @@ class Fwi:
         return out
 
 
-def fail(message):
-    """One message from rank 0, then status 2 on every rank."""
+def fail(message, status=2):
+    """One message from rank 0, then `status` on every rank."""
     if world.rank == 0:
         print(f"wave_fwi.py: {message}", file=sys.stderr, flush=True)
     world.Barrier()
-    sys.exit(2)
+    sys.exit(status)
 
 
 def models(a):
@@ -654,6 +654,10 @@ def main(argv=None):
             return 0
     began = time.perf_counter()
     summary = invert(a, problem, start, true, observed)
+    if not all(math.isfinite(f) for f in summary.f_history):
+        # Every rank holds the same history. The JSON cannot hold a NaN.
+        fail(f"the loss or its gradient is not finite ({summary.message}); the wavefield "
+             "overflowed: try a smaller --amplitude", status=1)
     report(a, problem, summary, true, start, observed, time.perf_counter() - began)
     return 0
 

@@ -427,3 +427,24 @@ def test_observed_data_without_a_true_model_use_no_built_in_true_model():
         assert true is None and np.all(start == 2000.0)
         message = fwi.option_problem(fwi.parse(SMALL_2D + dt), size)
         assert message is not None and message.startswith("--dt"), message
+
+
+def test_a_loss_that_is_not_finite_ends_with_one_message():
+    """An overflowing wavefield gave NaN, and report()'s json.dump then
+    failed with a traceback on rank 0 after the work."""
+    if world.rank == 0:
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("OMPI_", "PMIX_", "PRTE_"))}
+        env["OMPI_ALLOW_RUN_AS_ROOT"] = env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+        with tempfile.TemporaryDirectory() as folder:
+            done = subprocess.run(
+                [sys.executable, str(EXAMPLE)] + SMALL_2D +
+                ["--amplitude", "1e200", "--max-iter", "1",
+                 "--output", os.path.join(folder, "r.json")],
+                capture_output=True, text=True, env=env, timeout=60)
+            left = os.listdir(folder)
+        ok = (done.returncode == 1 and left == [] and done.stderr.startswith(
+            "wave_fwi.py: the loss or its gradient is not finite") and
+            "Traceback" not in done.stderr)
+        what = f"status {done.returncode}, files {left}, stderr {done.stderr!r}"
+    everywhere(ok if world.rank == 0 else None, what if world.rank == 0 else None)
