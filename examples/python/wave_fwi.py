@@ -40,8 +40,18 @@ class Parser(argparse.ArgumentParser):
             super()._print_message(message, file)
 
 
+class Defaults(argparse.ArgumentDefaultsHelpFormatter):
+    """--help shows each default that is not None (those are described)."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
+
+
 def parse(argv=None):
-    p = Parser(description="Acoustic FWI with shots x space parallelism")
+    p = Parser(description="Acoustic FWI with shots x space parallelism (docs/WAVE_FWI.md)",
+               formatter_class=Defaults)
     p.add_argument("--nz", type=int, default=60, help="grid points along depth z (axis 0)")
     p.add_argument("--nx", type=int, default=80, help="grid points along x (axis 1)")
     p.add_argument("--ny", type=int, default=0, help="grid points along y: > 0 runs 3-D")
@@ -68,8 +78,10 @@ def parse(argv=None):
     p.add_argument("--start-model", help="start velocity, raw float64 [nz, nx(, ny)]")
     p.add_argument("--true-model", help="true velocity, raw float64 [nz, nx(, ny)]")
     p.add_argument("--observed", help="observed data, raw float64 [shots, nt, nx(, ny)]")
-    p.add_argument("--dump-gradient", help="write dJ/dc at the start model (raw float64)")
-    p.add_argument("--max-iter", type=int, default=20, help="L-BFGS iterations")
+    p.add_argument("--dump-gradient",
+                   help="write dJ/dc at the start model (raw float64 [nz, nx(, ny)])")
+    p.add_argument("--max-iter", type=int, default=20,
+                   help="L-BFGS(-B) iterations; 0 with --dump-gradient: dump and exit")
     p.add_argument("--tol", type=float, default=1e-12, help="gradient tolerance (inf norm)")
     p.add_argument("--vmin", type=float, default=-math.inf, help="lower bound on c")
     p.add_argument("--vmax", type=float, default=math.inf, help="upper bound on c")
