@@ -333,6 +333,16 @@ Value inject(const Grid& grid,
              Value u,
              const Points& points,
              Value amplitudes) {
+  const Shape& as = amplitudes.shape();
+  if (as.empty() || as.back() != static_cast<int64_t>(points.size()))
+    throw ShapeError("shape " + shape_string(as) +
+                         ": one amplitude per point "
+                         "needs a last axis of " +
+                         std::to_string(points.size()) +
+                         " ([batch..., P]; without batch axes: [P])",
+                     "",
+                     "grid inject",
+                     "amplitudes");
   Shape with_corner = amplitudes.shape();
   with_corner.push_back(1);
   Shape spread = amplitudes.shape();

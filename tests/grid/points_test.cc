@@ -152,6 +152,26 @@ TEST(GridPoints, APointOnA2dPatchCornerReadsFromFourRanks) {
   }
 }
 
+TEST(GridPoints, AmplitudesOfTheWrongShapeAreRefusedNamingThem) {
+  auto world = Communicator::world();
+  Grid grid({6, 5}, {world->size(), 1}, {false, false}, world);
+  Graph g;
+  Value u = g.placeholder("u", grid.local_shape());
+  for (const Shape& bad : {Shape{2}, Shape{}, Shape{1, 3}}) {
+    try {
+      inject(
+          grid, u, {{1.5, 2.5}}, g.placeholder("a" + shape_string(bad), bad));
+      ADD_FAILURE() << "no error for " << shape_string(bad);
+    } catch (const ShapeError& e) {
+      EXPECT_NE(std::string(e.what()).find(
+                    "amplitudes: shape " + shape_string(bad) +
+                    ": one amplitude per point needs a last axis of 1"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(GridPoints, PointsOutsideTheGridAreRefusedNamingThePoint) {
   auto world = Communicator::world();
   Grid grid({6}, {world->size()}, {false}, world);
