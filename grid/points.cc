@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <iomanip>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -85,6 +86,20 @@ Owned owned_corners(const GridLayout& layout, const Points& points, int rank) {
   return o;
 }
 
+// A bound kernel's owned corners, worked out on its first run (a loop runs
+// the kernel every step; the rank does not change between runs).
+struct OwnedOnce {
+  int rank = -1;
+  Owned owned;
+  const Owned& of(const GridLayout& g, const Points& points, int r) {
+    if (r != rank) {
+      owned = owned_corners(g, points, r);
+      rank = r;
+    }
+    return owned;
+  }
+};
+
 std::vector<AttrSpec> point_attrs() {
   std::vector<AttrSpec> a = detail::grid_attr_specs();
   a.push_back({"points",
@@ -146,9 +161,10 @@ nlohmann::json attrs_of(const Grid& grid, const Points& points) {
 ComputeFn corner_kernel(const Node& n, bool transpose) {
   const GridLayout g = detail::layout_of(n);
   const Points points = points_of(n.attrs, g.ndim());
+  auto once = std::make_shared<OwnedOnce>();
   return comm_kernel(
-      [g, points, transpose](KernelContext& c, Communicator& comm) {
-        const Owned o = owned_corners(g, points, comm.rank());
+      [g, points, transpose, once](KernelContext& c, Communicator& comm) {
+        const Owned& o = once->of(g, points, comm.rank());
         const Tensor& x = c.input(0);
         Tensor& y = c.output(0);
         y.array().setZero();
@@ -172,8 +188,9 @@ ComputeFn corner_kernel(const Node& n, bool transpose) {
 ComputeFn inject_kernel(const Node& n) {
   const GridLayout g = detail::layout_of(n);
   const Points points = points_of(n.attrs, g.ndim());
-  return comm_kernel([g, points](KernelContext& c, Communicator& comm) {
-    const Owned o = owned_corners(g, points, comm.rank());
+  auto once = std::make_shared<OwnedOnce>();
+  return comm_kernel([g, points, once](KernelContext& c, Communicator& comm) {
+    const Owned& o = once->of(g, points, comm.rank());
     const Tensor& u = c.input(0);
     const Tensor& x = c.input(1);
     Tensor& y = c.output(0);
