@@ -156,14 +156,23 @@ def data_from(argv, model):
     return forward(a, model)[0]
 
 
-# --- tests -----------------------------------------------------------------
-
-@pytest.mark.parametrize("argv", [SMALL_2D, SMALL_3D, SPONGE_2D, SAMPLED_2D],
-                         ids=["2d", "3d", "sponge", "sampled"])
-def test_gradient_matches_handwritten_adjoint(argv):
+def problem(argv):
+    """The options, the start model and the data of the built-in true
+    model."""
     a = fwi.parse(argv)
     true, start = fwi.builtin_models(a)
-    observed = data_from(argv, true)
+    return a, start, data_from(argv, true)
+
+
+# --- tests -----------------------------------------------------------------
+
+EVERY_CASE = pytest.mark.parametrize("argv", [SMALL_2D, SMALL_3D, SPONGE_2D, SAMPLED_2D],
+                                     ids=["2d", "3d", "sponge", "sampled"])
+
+
+@EVERY_CASE
+def test_gradient_matches_handwritten_adjoint(argv):
+    a, start, observed = problem(argv)
     J, g = run(argv, observed, start)
     if world.rank == 0:
         J_ref, g_ref = adjoint_gradient(a, start, observed)
@@ -217,12 +226,9 @@ def layout_argv(argv, groups, procs, checkpoints):
     return argv + ["--shot-groups", str(groups), "--checkpoints", checkpoints] + extra
 
 
-@pytest.mark.parametrize("argv", [SMALL_2D, SMALL_3D, SPONGE_2D, SAMPLED_2D],
-                         ids=["2d", "3d", "sponge", "sampled"])
+@EVERY_CASE
 def test_bitwise_on_every_layout_grouping_and_schedule(argv):
-    a = fwi.parse(argv)
-    true, start = fwi.builtin_models(a)
-    observed = data_from(argv, true)
+    a, start, observed = problem(argv)
     # The same problem alone on each rank: the one-rank result.
     J_one, g_one = run(argv, observed, start, comm=MPI.COMM_SELF)
     for groups, procs in layouts(world.size, a.ndim, len(a.shots)):
