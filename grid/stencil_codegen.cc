@@ -16,6 +16,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/error.h"
@@ -57,18 +58,27 @@ int constant_index(const std::vector<double>& table, double v) {
   return -1;
 }
 
-// The expression's text with k<i> for its numbers: what the source shows.
-std::string structure(const ExprPtr& e, const std::vector<double>& table) {
-  if (e->op == "const") return named("k", constant_index(table, e->value));
-  if (e->op != "in" && e->op != "inside") {
-    std::string t = e->op + "(";
+// The expression's text with k<i> for its numbers: what the source's
+// comment shows, cut after `cap` characters (a derivative of a derivative
+// prints as a tree many times larger than the code, which shares it).
+void structure(const ExprPtr& e,
+               const std::vector<double>& table,
+               std::size_t cap,
+               std::string& t) {
+  if (t.size() > cap) return;
+  if (e->op == "const") {
+    t += named("k", constant_index(table, e->value));
+  } else if (e->op == "in" || e->op == "inside") {
+    t += print(e);
+  } else {
+    t += e->op;
+    t += '(';
     for (std::size_t i = 0; i < e->args.size(); ++i) {
-      if (i) t += ",";
-      t += structure(e->args[i], table);
+      if (i) t += ',';
+      structure(e->args[i], table, cap, t);
     }
-    return t + ")";
+    t += ')';
   }
-  return print(e);
 }
 
 // How a stretch of a row reads: the edges (head and tail) test each read's
@@ -88,6 +98,11 @@ class Emitter {
       depth_ = std::max<int64_t>(depth_, std::abs(r.offset[s.ndim - 1]));
     for (const Offset& o : insides_)
       depth_ = std::max<int64_t>(depth_, std::abs(o[s.ndim - 1]));
+    std::unordered_map<const Expr*, int> seen;
+    for (const ExprPtr& e : s.outputs) roots_.push_back(intern(e, seen));
+    for (const DagNode& n : dag_)
+      for (int a : n.args) ++dag_[a].uses;
+    for (int r : roots_) ++dag_[r].uses;
   }
 
   std::string function() {
@@ -139,34 +154,53 @@ class Emitter {
   }
 
  private:
-  // One row: the head [lo, m0) and tail [m1, hi) point by point, the
-  // middle [m0, m1) as one vectorisable loop. A first write of a row whose
-  // row pointers stay inside their inputs' memory over all of [lo, hi)
-  // (`whole`) runs the vector loop over the whole row instead, whose trip
-  // count then has no remainder when the row is a multiple of the vector
-  // width, and then writes the head and tail (the vector loop's values
-  // there read the neighbouring rows' ends) with their values computed
-  // point by point before it: an output may share its initial input's
+  // One row: the head [lo, m0) and tail [m1, hi) point by point (one loop
+  // for both), the middle [m0, m1) as one vectorisable loop. A first write
+  // of a row whose row pointers stay inside their inputs' memory over all
+  // of [lo, hi) (`whole`, and ends no wider than the reads reach: `wr`)
+  // runs the vector loop over the whole row instead, whose trip count then
+  // has no remainder when the row is a multiple of the vector width, and
+  // then writes the head and tail (the vector loop's values there read the
+  // neighbouring rows' ends) with their values computed point by point
+  // before it, into h<m> and t<m>: an output may share its initial input's
   // buffer (OpDef::in_place_of), so every point reads that input before
   // the row writes it. Not for a later batch entry of a summed output
-  // (+= must run once).
+  // (+= must run once). Each loop body is written once per kind of read
+  // (the compile time grows with the copies).
   std::string row(bool later) {
     const int d = s_.ndim;
     const std::string lo = "lo[" + std::to_string(d) + "]",
                       hi = "hi[" + std::to_string(d) + "]";
     const std::string w = std::to_string(depth_);
+    const std::string i = ivar(d - 1);
+    const std::size_t n = s_.outputs.size();
     std::ostringstream o;
-    if (!later) {
-      o << "      if (whole && m0 - " << lo << " <= " << w << " && " << hi
-        << " - m1 <= " << w << ") {\n";
-      for (std::size_t m = 0; m < s_.outputs.size(); ++m)
+    o << "      {\n";
+    if (later) {
+      o << "      const bool wr = false;\n";
+    } else {
+      o << "      const bool wr = whole && m0 - " << lo << " <= " << w << " && "
+        << hi << " - m1 <= " << w << ";\n";
+      for (std::size_t m = 0; m < n; ++m)
         o << "      double h" << m << "[" << w << "], t" << m << "[" << w
           << "];\n";
-      o << loop(lo, "m0", later, Stretch::kEdge, "h", lo)
-        << loop("m1", hi, later, Stretch::kEdge, "t", "m1")
-        << middle(lo, hi, later);
-      const std::string i = ivar(d - 1);
-      for (std::size_t m = 0; m < s_.outputs.size(); ++m) {
+    }
+    o << "      for (int part = 0; part < 2; ++part) {\n"
+      << "      const int64_t from = part ? m1 : " << lo << ", to = part ? "
+      << hi << " : m0;\n";
+    for (std::size_t m = 0; m < n; ++m) {
+      o << "      double* e" << m << " = ";
+      if (!later) o << "wr ? (part ? t" << m << " : h" << m << ") : ";
+      o << "o" << m << " + from;\n";
+    }
+    o << loop("from", "to", later, Stretch::kEdge, "e", "from") << "      }\n";
+    o << "      const int64_t mlo = wr ? " << lo << " : m0, mhi = wr ? " << hi
+      << " : m1;\n"
+      << "      if (mlo < mhi) {\n"
+      << middle("mlo", "mhi", later) << "      }\n";
+    if (!later) {
+      o << "      if (wr) {\n";
+      for (std::size_t m = 0; m < n; ++m) {
         o << "      for (int64_t " << i << " = " << lo << "; " << i
           << " < m0; ++" << i << ") o" << m << "[" << i << "] = h" << m << "["
           << i << " - " << lo << "];\n";
@@ -174,12 +208,9 @@ class Emitter {
           << "; ++" << i << ") o" << m << "[" << i << "] = t" << m << "[" << i
           << " - m1];\n";
       }
-      o << "      } else {\n";
+      o << "      }\n";
     }
-    o << loop(lo, "m0", later, Stretch::kEdge);
-    o << "      if (m0 < m1) {\n" << middle("m0", "m1", later) << "      }\n";
-    o << loop("m1", hi, later, Stretch::kEdge);
-    if (!later) o << "      }\n";
+    o << "      }\n";
     return o.str();
   }
 
@@ -223,17 +254,33 @@ class Emitter {
     }
     o << "      for (int64_t " << in << " = " << from << "; " << in << " < "
       << to << "; ++" << in << ") {\n";
-    for (std::size_t m = 0; m < s_.outputs.size(); ++m) {
-      std::string value = expression(s_.outputs[m], how);
-      if (into.empty())
-        o << "        o" << m << "[" << in << "] ";
-      else
-        o << "        " << into << m << "[" << in << " - " << base << "] ";
-      if (later && s_.summed[m]) {
-        o << "+= " << value << ";\n";
+    // Each subexpression used twice or more is computed once into c<n>;
+    // then every output's value into y<m>, then the stores (so a store
+    // never comes before a read of the point it writes).
+    std::vector<std::string> text(dag_.size());
+    for (std::size_t n = 0; n < dag_.size(); ++n) {
+      const DagNode& d = dag_[n];
+      const std::string& op = d.e->op;
+      const bool is_leaf = op == "const" || op == "in" || op == "inside";
+      std::string t;
+      if (is_leaf) {
+        t = leaf(*d.e, how);
+      } else {
+        std::vector<std::string> args;
+        for (int a : d.args) args.push_back(text[a]);
+        t = find_expr_op(op)->emit(args);
+      }
+      const bool cheap = op == "const" || (is_leaf && how != Stretch::kEdge);
+      if (d.uses < 2 || cheap) {
+        text[n] = std::move(t);
         continue;
       }
-      if (s_.init[m] >= 0) {
+      text[n] = named("c", static_cast<int64_t>(n));
+      o << "        const double " << text[n] << " = " << t << ";\n";
+    }
+    for (std::size_t m = 0; m < s_.outputs.size(); ++m) {
+      std::string value = text[roots_[m]];
+      if (s_.init[m] >= 0 && !(later && s_.summed[m])) {
         std::string with_init(1, '(');  // (appending: GCC bug 105329)
         with_init += leaf(*read(s_.init[m]), how);
         with_init += " + ";
@@ -241,7 +288,14 @@ class Emitter {
         with_init += ')';
         value = with_init;
       }
-      o << "= " << value << ";\n";
+      o << "        const double y" << m << " = " << value << ";\n";
+    }
+    for (std::size_t m = 0; m < s_.outputs.size(); ++m) {
+      if (into.empty())
+        o << "        o" << m << "[" << in << "] ";
+      else
+        o << "        " << into << m << "[" << in << " - " << base << "] ";
+      o << (later && s_.summed[m] ? "+= y" : "= y") << m << ";\n";
     }
     o << "      }\n";
     return o.str();
@@ -340,12 +394,42 @@ class Emitter {
     return t + " ? 1.0 : 0.0)";
   }
 
-  std::string expression(const ExprPtr& e, Stretch how) {
-    if (e->op == "const" || e->op == "in" || e->op == "inside")
-      return leaf(*e, how);
-    std::vector<std::string> args;
-    for (const ExprPtr& a : e->args) args.push_back(expression(a, how));
-    return find_expr_op(e->op)->emit(args);
+  // The outputs as a DAG: each distinct subexpression (by structure, as a
+  // derivative repeats its primal's) once, arguments before their users.
+  struct DagNode {
+    ExprPtr e;
+    std::vector<int> args;
+    int uses = 0;  // references from other nodes and from the outputs
+  };
+
+  int intern(const ExprPtr& e, std::unordered_map<const Expr*, int>& seen) {
+    if (auto it = seen.find(e.get()); it != seen.end()) return it->second;
+    std::vector<int> args;
+    for (const ExprPtr& a : e->args) args.push_back(intern(a, seen));
+    std::string key = e->op;
+    key += '|';
+    if (e->op == "const") {
+      uint64_t bits = 0;
+      std::memcpy(&bits, &e->value, sizeof bits);
+      key += std::to_string(bits);
+    } else if (e->op == "in" || e->op == "inside") {
+      key += std::to_string(e->input);
+      Offset o = e->offset;
+      o.resize(s_.ndim, 0);
+      for (int64_t v : o) {
+        key += ',';
+        key += std::to_string(v);
+      }
+    }
+    for (int a : args) {
+      key += ' ';
+      key += std::to_string(a);
+    }
+    const auto [it, fresh] =
+        by_key_.try_emplace(key, static_cast<int>(dag_.size()));
+    if (fresh) dag_.push_back({e, std::move(args)});
+    seen[e.get()] = it->second;
+    return it->second;
   }
 
   const StencilSource& s_;
@@ -354,6 +438,9 @@ class Emitter {
   std::vector<Offset> insides_;
   std::vector<double> constants_;
   int64_t depth_ = 1;  // the widest read or inside[] along the inner axis
+  std::vector<DagNode> dag_;
+  std::map<std::string, int> by_key_;
+  std::vector<int> roots_;  // output m is dag_[roots_[m]]
 };
 
 uint64_t fnv1a(const std::string& text) {
@@ -511,7 +598,10 @@ std::string kernel_source(const StencilSource& s) {
   for (std::size_t m = 0; m < s.outputs.size(); ++m) {
     o << "// output " << m << (s.summed[m] ? " (summed over the batch)" : "");
     if (s.init[m] >= 0) o << " = in" << s.init[m] << " +";
-    o << " " << structure(s.outputs[m], table) << "\n";
+    std::string text;
+    structure(s.outputs[m], table, 2000, text);
+    if (text.size() > 2000) text = text.substr(0, 2000) + "...";
+    o << " " << text << "\n";
   }
   o << "// ndim " << s.ndim << ", periodic";
   for (bool p : s.periodic) o << " " << p;
