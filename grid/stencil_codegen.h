@@ -8,7 +8,11 @@
 // -ffast-math), so the same expression rounds as a hand-written loop in
 // the library would. Each point's value is the expression evaluated in the
 // order it is written; points are independent, so the result does not
-// depend on how the loops are split or vectorised.
+// depend on how the loops are split or vectorised. A subexpression that
+// occurs more than once (by structure: a derivative repeats its primal's
+// parts, a derivative of a derivative repeats them again) is computed once
+// per point into a local, so the source grows with the distinct
+// subexpressions, not with the printed tree; the values are the same.
 //
 // Cache. The shared object is named by a 64-bit FNV-1a hash of the source
 // text (which names the expression's numbers, not their values), the

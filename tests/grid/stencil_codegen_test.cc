@@ -57,6 +57,42 @@ TEST(StencilCodegen, SourceStatesTheExpressionAndItsKernel) {
   EXPECT_NE(src.find("const double s1 = in[1][0];"), std::string::npos);
 }
 
+TEST(StencilCodegen, ComputesASharedSubexpressionOnceAndStaysSmall) {
+  // e = in0[0,1], then the logistic map e = (3.9·e)·(1 − e) twenty-four
+  // times: a tree of 2^24 reads but 74 distinct nodes. Written as a tree
+  // the source would be gigabytes; each distinct node is computed once per
+  // point (c<n>). The map is chaotic, so a kernel that skipped or reordered
+  // a step would not match the same recurrence evaluated here.
+  ExprPtr e = read(0, {0, 1});
+  for (int i = 0; i < 24; ++i)
+    e = apply(
+        "mul",
+        {apply("mul", {constant(3.9), e}), apply("sub", {constant(1.0), e})});
+  StencilSource s = source_of("in0");
+  s.outputs = {e};
+  const std::string src = kernel_source(s);
+  EXPECT_LT(src.size(), 40000u);
+  EXPECT_NE(src.find("const double c"), std::string::npos);
+  const CompiledStencil k = compile_stencil(s);
+  double u[8] = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8}, scalar = 0;
+  double y[6] = {};
+  const double* in[2] = {u, &scalar};
+  const int64_t st[6] = {0, 4, 1, 0, 0, 0}, ost[3] = {0, 3, 1};
+  const int64_t lo[3] = {0, 0, 0}, hi[3] = {1, 2, 3}, gext[2] = {2, 4};
+  const std::vector<double> table = kernel_constants(s.outputs);
+  double* out[1] = {y};
+  const int64_t mid[2] = {0, 3}, sizes[2] = {8, 1};
+  run_whole_grid(k, in, st, out, ost, lo, hi, mid, gext, table.data(), sizes);
+  for (int row = 0; row < 2; ++row) {
+    for (int j = 0; j < 3; ++j) {
+      double want = u[row * 4 + j + 1];
+      for (int i = 0; i < 24; ++i) want = (3.9 * want) * (1.0 - want);
+      EXPECT_GT(want, 0.0);
+      EXPECT_EQ(y[row * 3 + j], want) << row << " " << j;
+    }
+  }
+}
+
 TEST(StencilCodegen, CompilesEachKernelOncePerProcessAndKeepsItInTheFolder) {
   const CompiledStencil a = compile_stencil(source_of("mul(in0[1,0],2.5)"));
   const KernelCacheStats after_first = kernel_cache_stats();
