@@ -1,5 +1,7 @@
-# cmake -DCOMMAND=<arguments separated by |> -DREGEX=<regex> -P ExpectFailure.cmake
-# Passes when COMMAND exits non-zero and its output matches REGEX.
+# cmake -DCOMMAND=<arguments separated by |> -DREGEX=<regex>
+#       [-DSTATUS=<exit status>] [-DFORBID=<regex>] -P ExpectFailure.cmake
+# Passes when COMMAND exits non-zero (with STATUS when given), its output
+# matches REGEX and, when given, does not match FORBID.
 string(REPLACE "|" ";" COMMAND "${COMMAND}")
 execute_process(COMMAND ${COMMAND} RESULT_VARIABLE rc OUTPUT_VARIABLE out
                 ERROR_VARIABLE err)
@@ -9,5 +11,11 @@ if(rc EQUAL 0)
 endif()
 if(NOT "${out}${err}" MATCHES "${REGEX}")
   message(FATAL_ERROR "the output does not match: ${REGEX}")
+endif()
+if(DEFINED STATUS AND NOT rc EQUAL STATUS)
+  message(FATAL_ERROR "expected exit status ${STATUS}, got ${rc}")
+endif()
+if(DEFINED FORBID AND "${out}${err}" MATCHES "${FORBID}")
+  message(FATAL_ERROR "the output matches what it must not: ${FORBID}")
 endif()
 message("failed as expected (exit ${rc})")

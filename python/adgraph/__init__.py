@@ -266,13 +266,18 @@ __all__ = [name for name in globals() if not name.startswith("_")]
 # communicators.
 def _exit_ending_the_job(status=None):
     """``sys.exit`` that, with a failure status on a job of several ranks,
-    ends the whole job at once (SystemExit bypasses the excepthook, and the
-    other ranks would wait for this one until their deadline). A success
-    status is remembered: the exit that follows finalises MPI as usual
+    ends the whole job (SystemExit bypasses the excepthook, and the other
+    ranks would wait for this one until their deadline): unless every rank
+    calls it with the same status within 2 s (a bad option every rank saw),
+    when each leaves quietly with that status. A success status is
+    remembered: the exit that follows finalises MPI as usual
     (``_exits``)."""
     if status is None or status == 0:
         _exits.success_requested = True
     elif communicator().size > 1:
+        code = status if isinstance(status, int) and 0 < status < 256 else 1
+        if _adgraph.agree_to_exit(code, 2.0):
+            _previous_exit(status)
         rank, size = communicator().rank, communicator().size
         _sys.stderr.write(f"adgraph: rank {rank} of {size}: sys.exit({status!r}), "
                           "ending the job\n")

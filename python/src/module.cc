@@ -23,10 +23,42 @@ namespace {
 // already did, and finalised at interpreter exit when started here.
 MpiEnvironment* environment = nullptr;
 
+// Made at import beside the world's duplicate (both collective over
+// MPI_COMM_WORLD, in the same order on every rank): agree_to_exit's own
+// communicator, so its reduction never meets another collective.
+MPI_Comm exit_comm = MPI_COMM_NULL;
+// Set when every rank leaves with the same failure status (agree_to_exit):
+// exit() then waits for MPI_Finalize as for a success.
+std::atomic<bool> shared_exit{false};
+
 void start_mpi() {
   if (environment == nullptr)
     environment = new MpiEnvironment(nullptr, nullptr);
   start_python_world();
+  if (exit_comm == MPI_COMM_NULL && python_world()->size() > 1)
+    MPI_Comm_dup(MPI_COMM_WORLD, &exit_comm);
+}
+
+// Whether every rank calls this with the same status within `seconds`
+// (sys.exit on every rank: a bad option every rank saw). Otherwise the
+// reduction stays pending, and the caller ends the job.
+bool agree_to_exit(int status, double seconds) {
+  if (exit_comm == MPI_COMM_NULL) return false;
+  int mine[2] = {status, -status}, all[2] = {0, 0};
+  MPI_Request request;
+  MPI_Iallreduce(mine, all, 2, MPI_INT, MPI_MAX, exit_comm, &request);
+  py::gil_scoped_release release;
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  int done = 0;
+  while (true) {
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (done || std::chrono::steady_clock::now() > until) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (!done || all[0] != status || -all[1] != status) return false;
+  shared_exit = true;
+  return true;
 }
 
 void finish_mpi() {
@@ -56,7 +88,7 @@ void finalise_mpi() {
 
 void end_job_or_finish(int status, void*) {
   using Clock = std::chrono::steady_clock;
-  const auto until = Clock::now() + std::chrono::seconds(1);
+  const auto until = Clock::now() + std::chrono::seconds(shared_exit ? 60 : 1);
   while (status != 0 && !finished && Clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   if (status != 0 && !finished) {
@@ -144,6 +176,13 @@ PYBIND11_MODULE(_adgraph, m) {
         "ranks, finalises MPI on a thread and lets exit()'s status decide "
         "(a failure the other ranks do not share ends the job at once); "
         "otherwise as finish_mpi().");
+  m.def("agree_to_exit",
+        &agree_to_exit,
+        py::arg("status"),
+        py::arg("seconds"),
+        "Whether every rank of the job leaves with this failure status "
+        "within `seconds` (then exit() finalises MPI as usual); collective "
+        "on a communicator of its own, made at import.");
   m.def(
       "abort_job",
       [](int code) { adgraph::abort_job(code); },
