@@ -314,6 +314,28 @@ def sponge_warnings(a):
     return out
 
 
+def round_down(x, digits=3):
+    """x rounded down to `digits` significant digits (x > 0): a limit to
+    quote that still satisfies it."""
+    scale = 10.0 ** (digits - 1 - math.floor(math.log10(x)))
+    return math.floor(x * scale) / scale
+
+
+def frequency_warnings(a, true, start):
+    """--f0 too high for the grid: fewer than 5 points per minimum
+    wavelength c_min / (2.5·f0·h), with 2.5·f0 taken as the Ricker's
+    highest useful frequency and c_min the slowest velocity of the models
+    used (the wave is then dispersed by the second-order stencil)."""
+    c_min = min(float(np.min(m)) for m in (true, start) if m is not None)
+    points = c_min / (2.5 * a.f0 * a.h)
+    if points >= 5.0:
+        return []
+    return [f"--f0 {a.f0:g}: {points:.3g} points per minimum wavelength "
+            f"c_min/(2.5·f0·h) (c_min = {c_min:g}, h = {a.h:g}, 2.5·f0 the Ricker's highest "
+            "useful frequency), below 5, so the stencil disperses the wave; --f0 "
+            f"{round_down(c_min / (2.5 * 5.0 * a.h)):g} or less gives 5"]
+
+
 def sponge_factors(a, c_ref):
     """(α, β) of the damped update u⁺ = α·(2u − β·u⁻ + (c·dt/h)²·Lap(u)):
     α = 1/(1 + σ·dt/2), β = 1 − σ·dt/2, the centred discretisation of
@@ -524,6 +546,53 @@ def invert(a, problem, start, true, observed):
                        trace=world.rank == 0)
 
 
+def silence_message(a, loss, silent, start):
+    """The line for a gradient that is exactly 0 at the start model: the
+    predicted records are all 0 (`silent`: the wave never reaches the
+    receivers), the start model fits the data exactly, or the records do
+    not depend on c."""
+    if silent and a.amplitude == 0.0:
+        return ("the predicted records and the gradient are exactly 0 at the start model: "
+                "--amplitude is 0, so the sources emit nothing")
+    if silent:
+        c = float(np.max(start))
+        delay = 1.2 / a.f0
+        travel = abs(a.source_depth - a.receiver_depth) * a.h / c
+        return (f"the predicted records are exactly 0 at the start model (loss {loss:g}, "
+                f"gradient 0): the wave does not reach the receivers within --nt {a.nt} "
+                "steps; its peak arrives after about "
+                f"{math.ceil((delay + travel) / a.dt)} steps "
+                f"(1.2/f0 = {delay:.3g} s, plus {travel:.3g} s from --source-depth "
+                f"{a.source_depth:g} to --receiver-depth {a.receiver_depth:g} at c = {c:g}): "
+                "raise --nt, or move the sources and receivers closer")
+    if loss == 0.0:
+        return ("the loss and its gradient are exactly 0 at the start model: it fits the "
+                "data exactly, so there is nothing to invert (check --start-model and "
+                "--true-model or --observed)")
+    return (f"the gradient is exactly 0 at the start model (loss {loss:g}): the predicted "
+            f"records do not depend on c within --nt {a.nt} steps (only the sources' own "
+            "signal reaches the receivers): raise --nt, or move the sources away from "
+            "--receiver-depth")
+
+
+def silence_problem(a, problem, summary, start, observed):
+    """The line of silence_message when dJ/dc is exactly 0 at the start
+    model, else None (also when only the projected gradient is 0: a start
+    on a bound). The same answer on every rank; evaluated only when the
+    first gradient norm is 0."""
+    if summary.gradient_norm_history[0] != 0.0:
+        return None
+    c = problem.patch(start)
+    _, g = problem.evaluate(c, observed)
+    records = problem.predict(c)
+    biggest = world.allreduce(float(np.max(np.abs(g), initial=0.0)), op=MPI.MAX)
+    heard = world.allreduce(float(np.max(np.abs(records), initial=0.0))
+                            if problem.owns_receivers else 0.0, op=MPI.MAX)
+    if biggest != 0.0:
+        return None
+    return silence_message(a, summary.f_history[0], heard == 0.0, start)
+
+
 def write_vti(path, h, fields):
     """A ParaView ImageData file of 2-D or 3-D point fields (x fastest)."""
     shape = next(iter(fields.values())).shape
@@ -547,10 +616,11 @@ def draw(a, stem, true, start, found, observed, predicted, summary):
     cut = (slice(None), slice(None), a.ny // 2) if a.ndim == 3 else (Ellipsis,)
     shown = [(m, t) for m, t in ((true, "true"), (start, "start"), (found, "recovered"))
              if m is not None]
-    lo, hi = float(np.min(shown[0][0])), float(np.max(shown[0][0]))
-    if true is None:  # no true model: the range of the start and the result
-        lo, hi = min(float(np.min(start)), float(np.min(found))), \
-            max(float(np.max(start)), float(np.max(found)))
+    # One colour scale over every model shown, so that a result beyond the
+    # true model's range (an overshoot) is not clipped away.
+    lo = min(float(np.min(m[cut])) for m, _ in shown)
+    hi = max(float(np.max(m[cut])) for m, _ in shown)
+    where = f", y index {a.ny // 2} (y = {a.ny // 2 * a.h:g} m)" if a.ndim == 3 else ""
     extent = (0, (a.nx - 1) * a.h, (a.nz - 1) * a.h, 0)
     fig, axes = plt.subplots(1, len(shown), figsize=(5 * len(shown), 4.5),
                              constrained_layout=True)
@@ -561,7 +631,7 @@ def draw(a, stem, true, start, found, observed, predicted, summary):
         ax.axhline(a.receiver_depth * a.h, color="w", lw=1, ls="--", label="receivers")
         ax.set_xlabel("x (m)")
         ax.set_ylabel("z (m)")
-        ax.set_title(f"{title} velocity")
+        ax.set_title(f"{title} velocity{where}")
         fig.colorbar(image, ax=ax, label="c (m/s)", shrink=0.8)
     axes[0].legend(loc="center right", fontsize=7)
     fig.savefig(files[0], dpi=100)
@@ -574,15 +644,17 @@ def draw(a, stem, true, start, found, observed, predicted, summary):
                           vmax=span, extent=(0, (a.nx - 1) * a.h, a.nt * a.dt, 0))
         ax.set_xlabel("receiver x (m)")
         ax.set_ylabel("t (s)")
-        ax.set_title(f"{title}, shot 0 (x = {a.shots[0] * a.h:g} m)")
+        ax.set_title(f"{title}, shot 0 (x = {a.shots[0] * a.h:g} m){where}")
         fig.colorbar(image, ax=ax, label="u")
     fig.savefig(files[1], dpi=100)
     plt.close(fig)
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.semilogy(summary.f_history, label="loss J")
+    ax.plot(summary.f_history, label="loss J")
     bounded = math.isfinite(a.vmin) or math.isfinite(a.vmax)
-    ax.semilogy(summary.gradient_norm_history,
-                label=("projected " if bounded else "") + "gradient norm (inf)")
+    ax.plot(summary.gradient_norm_history,
+            label=("projected " if bounded else "") + "gradient norm (inf)")
+    if min(min(summary.f_history), min(summary.gradient_norm_history)) > 0:
+        ax.set_yscale("log")  # a loss or norm of exactly 0 stays on a linear axis
     ax.set_xlabel("iteration")
     ax.set_title("L-BFGS convergence")
     ax.legend()
@@ -653,10 +725,10 @@ def main(argv=None):
     message = world.bcast(message, root=0)
     if message:
         fail(message)
-    if world.rank == 0:
-        for warning in sponge_warnings(a):
-            print(f"wave_fwi.py: warning: {warning}", file=sys.stderr, flush=True)
     true, start = models(a)
+    if world.rank == 0:
+        for warning in sponge_warnings(a) + frequency_warnings(a, true, start):
+            print(f"wave_fwi.py: warning: {warning}", file=sys.stderr, flush=True)
     c_ref = max(float(np.max(m)) for m in (true, start) if m is not None)
     problem = Fwi(a, c_ref=c_ref)
     observed = observed_data(a, problem, true)
@@ -671,6 +743,9 @@ def main(argv=None):
         fail(f"the loss or its gradient is not finite ({summary.message}); the wavefield "
              "overflowed: try a smaller --amplitude", status=1)
     report(a, problem, summary, true, start, observed, time.perf_counter() - began)
+    message = silence_problem(a, problem, summary, start, observed)
+    if message:  # after the JSON and the figures: they keep what the run found
+        fail(message)
     return 0
 
 

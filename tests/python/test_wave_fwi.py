@@ -9,6 +9,7 @@ Sizes are small so that the file runs in seconds at 1-4 ranks.
 """
 
 import importlib.util
+import json
 import os
 import pathlib
 import subprocess
@@ -452,5 +453,116 @@ def test_a_loss_that_is_not_finite_ends_with_one_message():
         ok = (done.returncode == 1 and left == [] and done.stderr.startswith(
             "wave_fwi.py: the loss or its gradient is not finite") and
             "Traceback" not in done.stderr)
+        what = f"status {done.returncode}, files {left}, stderr {done.stderr!r}"
+    everywhere(ok if world.rank == 0 else None, what if world.rank == 0 else None)
+
+
+def test_a_frequency_too_high_for_the_grid_is_warned_about():
+    """--f0 beyond 5 points per minimum wavelength c_min/(2.5·f0·h) ran
+    without a word; c_min is the slower of the models used."""
+    a = fwi.parse(SMALL_2D)  # c_min 2000, h 10, f0 12: 6.67 points
+    true, start = fwi.builtin_models(a)
+    assert fwi.frequency_warnings(a, true, start) == []
+    [line] = fwi.frequency_warnings(fwi.parse(SMALL_2D + ["--f0", "20"]), true, start)
+    assert line.startswith("--f0 20: 4 points per minimum wavelength"), line
+    assert "c_min = 2000, h = 10" in line and line.endswith("--f0 16 or less gives 5"), line
+    shape = fwi.shape_of(a)
+    # Exactly 5 points (1500/(2.5·12·10)) is enough; 1400 gives 4.67.
+    assert fwi.frequency_warnings(a, None, np.full(shape, 1500.0)) == []
+    [line] = fwi.frequency_warnings(a, None, np.full(shape, 1400.0))
+    assert line.startswith("--f0 12: 4.67 points") and "--f0 11.2 or less" in line, line
+    slow = np.full(shape, 2000.0)
+    slow[3, 4] = 1000.0  # the true model's slowest point decides: 3.33 points
+    [line] = fwi.frequency_warnings(a, slow, start)
+    assert line.startswith("--f0 12: 3.33 points") and "--f0 8 or less" in line, line
+    assert fwi.round_down(13.3366) == 13.3 and fwi.round_down(0.0123456) == 0.0123
+
+
+def test_the_frequency_warning_is_one_line_on_rank_0_and_the_run_goes_on(capsys):
+    """main() at this test's rank count: the warning once, on rank 0's
+    stderr, and the gradient is still dumped."""
+    folder = world.bcast(tempfile.mkdtemp() if world.rank == 0 else None, root=0)
+    dump = os.path.join(folder, "g.bin")
+    argv = SMALL_2D + ["--f0", "20", "--max-iter", "0", "--dump-gradient", dump,
+                       "--output", os.path.join(folder, "r.json")]
+    status = fwi.main(argv)
+    printed = capsys.readouterr()
+    world.Barrier()
+    if world.rank == 0:
+        a = fwi.parse(argv)
+        [warning] = fwi.frequency_warnings(a, *fwi.builtin_models(a))
+        size = os.path.getsize(dump)
+        ok = (status == 0 and printed.err == f"wave_fwi.py: warning: {warning}\n"
+              and printed.out.startswith("J = ") and size == 8 * 24 * 20)
+        what = f"status {status}, {printed}, dump of {size} bytes"
+        for name in os.listdir(folder):
+            os.remove(os.path.join(folder, name))
+        os.rmdir(folder)
+    else:
+        ok, what = status == 0 and printed.err == "", f"rank {world.rank}: {printed}"
+    assert world.allreduce(int(not ok)) == 0, what
+
+
+def test_a_gradient_of_exactly_zero_is_explained():
+    """Records that never see the wave (3-D, --nt 4: the stencil reaches
+    the receivers 5 rows up after 6 steps) gave loss 0, gradient 0 and a
+    normal end. Patches along z: ranks without the receiver plane read a row
+    that the wave does reach, which must not count."""
+    argv = SMALL_3D + ["--nt", "4", "--max-iter", "3", "--pz", str(world.size), "--px", "1",
+                       "--py", "1"]
+    a, problem, true, start = build_problem(argv)
+    observed = problem.predict(problem.patch(true))
+    summary = fwi.invert(a, problem, start, true, observed)
+    assert summary.f_history == [0.0] and summary.gradient_norm_history == [0.0]
+    message = fwi.silence_problem(a, problem, summary, start, observed)
+    everywhere(world.allgather(message) == [message] * world.size, message)
+    # The peak: (1.2/f0 + 5 rows·h/c)/dt = (0.1 + 0.025)/2e-3 = 62.5 steps.
+    expected = ("the predicted records are exactly 0 at the start model (loss 0, gradient 0): "
+                "the wave does not reach the receivers within --nt 4 steps; its peak arrives "
+                "after about 63 steps (1.2/f0 = 0.1 s, plus 0.025 s")
+    assert message.startswith(expected), message
+    assert message.endswith("raise --nt, or move the sources and receivers closer"), message
+    # The start model is the true one: the data are fitted exactly.
+    a, problem, true, start = build_problem(SMALL_2D + ["--max-iter", "2"])
+    observed = problem.predict(problem.patch(true))
+    summary = fwi.invert(a, problem, true, true, observed)
+    message = fwi.silence_problem(a, problem, summary, true, observed)
+    assert summary.f_history == [0.0] and message.startswith(
+        "the loss and its gradient are exactly 0 at the start model: it fits"), message
+    # A usual start: no message.
+    summary = fwi.invert(a, problem, start, true, observed)
+    assert summary.gradient_norm_history[0] > 0
+    assert fwi.silence_problem(a, problem, summary, start, observed) is None
+    a = fwi.parse(SMALL_2D + ["--amplitude", "0"])
+    assert "--amplitude is 0" in fwi.silence_message(a, 0.0, True, start)
+    assert fwi.silence_message(a, 2.5, False, start).startswith(
+        "the gradient is exactly 0 at the start model (loss 2.5): the predicted records do "
+        "not depend on c within --nt 40 steps")
+
+
+def test_a_run_whose_records_never_see_the_wave_exits_2_after_writing_its_results():
+    """The script on one process of its own: the JSON, figures and .vti,
+    then one line on stderr and status 2."""
+    if world.rank == 0:
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("OMPI_", "PMIX_", "PRTE_"))}
+        env["OMPI_ALLOW_RUN_AS_ROOT"] = env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+        with tempfile.TemporaryDirectory() as folder:
+            output = os.path.join(folder, "r.json")
+            done = subprocess.run(
+                [sys.executable, str(EXAMPLE)] + SMALL_3D +
+                ["--nt", "4", "--max-iter", "3", "--output", output],
+                capture_output=True, text=True, env=env, timeout=60)
+            with open(output) as f:
+                result = json.load(f)
+            left = sorted(os.listdir(folder))
+        lines = done.stderr.splitlines()
+        files = ["r.json", "r.vti", "r_convergence.png", "r_gather.png", "r_velocity.png"]
+        ok = (done.returncode == 2 and len(lines) == 1 and lines[0].startswith(
+            "wave_fwi.py: the predicted records are exactly 0 at the start model") and
+            "--nt 4 steps" in lines[0] and "raise --nt" in lines[0] and
+            result["loss_history"] == [0.0] and result["gradient_norm_history"] == [0.0] and
+            result["iterations"] == 0 and result["shape"] == [10, 8, 6] and
+            result["nt"] == 4 and left == files)
         what = f"status {done.returncode}, files {left}, stderr {done.stderr!r}"
     everywhere(ok if world.rank == 0 else None, what if world.rank == 0 else None)
