@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace adgraph::grid {
@@ -24,15 +25,19 @@ std::string named(const char* prefix, int64_t k) {
 }
 std::string ivar(int axis) { return named("i", axis); }
 
-// Each distinct number of `e` once (by bit pattern), depth first.
-void collect_constants(const ExprPtr& e, std::vector<double>& out) {
+// Each distinct number of `e` once (by bit pattern), depth first; a shared
+// subexpression is walked once (`seen`), not once per use.
+void collect_constants(const ExprPtr& e,
+                       std::vector<double>& out,
+                       std::unordered_set<const Expr*>& seen) {
+  if (!seen.insert(e.get()).second) return;
   if (e->op == "const") {
     for (double v : out)
       if (std::memcmp(&v, &e->value, sizeof v) == 0) return;
     out.push_back(e->value);
     return;
   }
-  for (const ExprPtr& a : e->args) collect_constants(a, out);
+  for (const ExprPtr& a : e->args) collect_constants(a, out, seen);
 }
 
 int constant_index(const std::vector<double>& table, double v) {
@@ -76,7 +81,7 @@ class Emitter {
       : s_(s), all_(tuple_of(s.outputs, s.init)) {
     reads_ = reads_of(all_, s.ndim);
     insides_ = insides_of(all_, s.ndim);
-    for (const ExprPtr& e : s.outputs) collect_constants(e, constants_);
+    constants_ = kernel_constants(s.outputs);
     for (const ReadKey& r : reads_)
       depth_ = std::max<int64_t>(depth_, std::abs(r.offset[s.ndim - 1]));
     for (const Offset& o : insides_)
@@ -430,7 +435,8 @@ class Emitter {
 
 std::vector<double> kernel_constants(const std::vector<ExprPtr>& outputs) {
   std::vector<double> table;
-  for (const ExprPtr& e : outputs) collect_constants(e, table);
+  std::unordered_set<const Expr*> seen;
+  for (const ExprPtr& e : outputs) collect_constants(e, table, seen);
   return table;
 }
 
