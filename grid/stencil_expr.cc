@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -477,18 +478,40 @@ class Parser {
   std::size_t pos_ = 0;
 };
 
+// Both walks go once through each distinct node of the DAG, not through
+// the tree it stands for: a subexpression shared k times (a time step
+// written as a recurrence) is rebuilt or visited once, and a rebuilt
+// expression shares its parts as the original does.
 ExprPtr rebuilt(const ExprPtr& e,
-                const std::function<ExprPtr(const Expr&)>& leaf) {
+                const std::function<ExprPtr(const Expr&)>& leaf,
+                std::map<const Expr*, ExprPtr>& done) {
   if (e->op == "const") return e;
   if (e->op == "in" || e->op == "inside") return leaf(*e);
+  auto it = done.find(e.get());
+  if (it != done.end()) return it->second;
   auto copy = std::make_shared<Expr>(*e);
-  for (ExprPtr& a : copy->args) a = rebuilt(a, leaf);
+  for (ExprPtr& a : copy->args) a = rebuilt(a, leaf, done);
+  done.emplace(e.get(), copy);
   return copy;
 }
 
-void visit(const ExprPtr& e, const std::function<void(const Expr&)>& f) {
+ExprPtr rebuilt(const ExprPtr& e,
+                const std::function<ExprPtr(const Expr&)>& leaf) {
+  std::map<const Expr*, ExprPtr> done;
+  return rebuilt(e, leaf, done);
+}
+
+void visit(const ExprPtr& e,
+           const std::function<void(const Expr&)>& f,
+           std::set<const Expr*>& seen) {
+  if (!seen.insert(e.get()).second) return;
   f(*e);
-  for (const ExprPtr& a : e->args) visit(a, f);
+  for (const ExprPtr& a : e->args) visit(a, f, seen);
+}
+
+void visit(const ExprPtr& e, const std::function<void(const Expr&)>& f) {
+  std::set<const Expr*> seen;
+  visit(e, f, seen);
 }
 
 }  // namespace

@@ -75,6 +75,29 @@ TEST(StencilExpr, ShiftMovesReadsAndInsidesButNotFixedInputs) {
             "mul(in0[0,2],add(in1,inside[-1,1]))");
 }
 
+// A recurrence 200 levels deep shares each level twice: as a tree it has
+// 2^200 leaves, as a DAG 3 nodes a level. The walks that find reads and
+// the rebuilds that shift and renumber go through the DAG, so they finish;
+// a rebuilt expression keeps the sharing (its two arguments stay one node).
+TEST(StencilExpr, WalksAndRebuildsGoThroughTheDagOnce) {
+  ExprPtr x = apply("add", {read(0, {1}), inside({-1})});
+  for (int level = 0; level < 200; ++level)
+    x = apply("mul", {x, apply("sub", {constant(1), x})});
+  std::vector<ReadKey> reads = reads_of(x, 1);
+  ASSERT_EQ(reads.size(), 1u);
+  EXPECT_EQ(reads[0].input, 0);
+  EXPECT_EQ(reads[0].offset, Offset{1});
+  EXPECT_EQ(insides_of(x, 1), (std::vector<Offset>{Offset{-1}}));
+  ExprPtr moved = renumbered(shifted(x, {2}, 1), {3});
+  reads = reads_of(moved, 1);
+  ASSERT_EQ(reads.size(), 1u);
+  EXPECT_EQ(reads[0].input, 3);
+  EXPECT_EQ(reads[0].offset, Offset{3});
+  EXPECT_EQ(insides_of(moved, 1), (std::vector<Offset>{Offset{1}}));
+  ASSERT_EQ(moved->op, "mul");
+  EXPECT_EQ(moved->args[0], moved->args[1]->args[1]);
+}
+
 // Every operation's derivative with respect to each of its two reads
 // against central differences of its value, at points away from kinks.
 TEST(StencilExpr, EveryDerivativeRuleAgreesWithCentralDifferences) {
