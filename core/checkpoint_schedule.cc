@@ -2,14 +2,128 @@
 
 #include <algorithm>
 #include <limits>
+#include <nlohmann/json.hpp>
+#include <utility>
 
 namespace adgraph {
+
+namespace {
+
+// The digits of a count >= 0 that fits int64_t, or nullopt.
+std::optional<int64_t> count_of(std::string_view digits) {
+  if (digits.empty() || digits.size() > 18) return std::nullopt;
+  int64_t n = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+
+// BYTES with an optional binary suffix, >= 1 and within int64_t.
+std::optional<int64_t> bytes_of(std::string_view text) {
+  int64_t unit = 1;
+  for (const auto& [suffix, size] : {std::pair{"KiB", int64_t{1} << 10},
+                                     {"MiB", int64_t{1} << 20},
+                                     {"GiB", int64_t{1} << 30}}) {
+    if (text.ends_with(suffix)) {
+      text.remove_suffix(3);
+      unit = size;
+      break;
+    }
+  }
+  const std::optional<int64_t> n = count_of(text);
+  if (!n || *n > std::numeric_limits<int64_t>::max() / unit) return {};
+  return *n * unit;
+}
+
+std::optional<CheckpointSchedule> schedule_of(std::string_view text) {
+  using S = CheckpointSchedule;
+  if (text == "all") return S::store_all();
+  if (text == "auto") return S::automatic();
+  std::optional<int64_t> n;
+  std::optional<S> out;
+  if (text.starts_with("every:")) {
+    n = count_of(text.substr(6));
+    if (n) out = S::every(*n);
+  } else if (text.starts_with("budget:")) {
+    n = bytes_of(text.substr(7));
+    if (n) out = S::memory_budget(*n);
+  } else {
+    n = count_of(text);
+    if (n) out = S::binomial(*n);
+  }
+  if (!out || out->parameter < 1) return std::nullopt;
+  return out;
+}
+
+std::optional<CheckpointSchedule> refuse(const std::string& got,
+                                         std::string* error) {
+  *error = CheckpointSchedule::refusal(got);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string CheckpointSchedule::refusal(std::string_view got) {
+  return std::string("a checkpoint schedule is ") + kGrammar + "; got " +
+         std::string(got);
+}
+
+std::optional<CheckpointSchedule> CheckpointSchedule::parse(
+    std::string_view text, std::string* error) {
+  std::optional<CheckpointSchedule> s = schedule_of(text);
+  if (!s) return refuse(nlohmann::json(std::string(text)).dump(), error);
+  return s;
+}
+
+std::optional<CheckpointSchedule> CheckpointSchedule::from_json(
+    const nlohmann::json& v, std::string* error) {
+  if (v.is_string()) return parse(v.get_ref<const std::string&>(), error);
+  std::string text;
+  if (v.is_number_integer()) {
+    text = v.dump();
+  } else if (v.is_object() && v.size() == 1 &&
+             v.begin().value().is_number_integer()) {
+    // The older spellings {"every": k}, {"binomial": s}, {"budget": b}.
+    const std::string& key = v.begin().key();
+    const std::string n = v.begin().value().dump();
+    if (key == "every" || key == "budget") text = key + ":" + n;
+    if (key == "binomial") text = n;
+  }
+  std::optional<CheckpointSchedule> s;
+  if (!text.empty()) s = schedule_of(text);
+  if (!s) return refuse(v.dump(), error);
+  return s;
+}
+
+std::string CheckpointSchedule::to_string() const {
+  const std::string n = std::to_string(parameter);
+  switch (kind) {
+    case Kind::kBinomial:
+      return n;
+    case Kind::kEvery:
+    case Kind::kMemoryBudget:
+      return std::string(name_of(kind)) + ":" + n;
+    default:
+      return std::string(name_of(kind));
+  }
+}
+
+CheckpointSchedule CheckpointSchedule::resolved(int64_t steps) const {
+  if (kind != Kind::kAuto) return *this;
+  return binomial(binomial_two_sweep_snapshots(std::max<int64_t>(1, steps)));
+}
 
 bool CheckpointSchedule::is_valid(std::string* error) const {
   switch (kind) {
     case Kind::kDefault:
     case Kind::kStoreAll:
       return true;
+    case Kind::kAuto:
+      *error =
+          "auto depends on a loop's step count: give it to the loop itself";
+      return false;
     case Kind::kEvery:
       if (parameter >= 1) return true;
       *error = "every(k) needs k >= 1, got " + std::to_string(parameter);
@@ -29,19 +143,16 @@ bool CheckpointSchedule::is_valid(std::string* error) const {
 }
 
 std::string CheckpointSchedule::describe() const {
+  const std::string name(name_of(kind));
   switch (kind) {
-    case Kind::kDefault:
-      return "default";
-    case Kind::kStoreAll:
-      return "all";
     case Kind::kEvery:
-      return "every " + std::to_string(parameter);
     case Kind::kBinomial:
-      return "binomial " + std::to_string(parameter);
+      return name + " " + std::to_string(parameter);
     case Kind::kMemoryBudget:
-      return "budget " + std::to_string(parameter) + " B";
+      return name + " " + std::to_string(parameter) + " B";
+    default:
+      return name;
   }
-  return "?";
 }
 
 int64_t binomial_coefficient(int64_t n, int64_t k) {

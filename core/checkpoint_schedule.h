@@ -26,15 +26,42 @@
 // for every s ≤ 39 and n ≤ 400), keeping the state at the split, reversing
 // the right part with s − 1 snapshots, then the left part with s.
 // "Snapshots" count the slot that holds c_0.
+//
+// Text form, the one grammar of every front end (JSON, Python, command
+// lines):
+//   all            store_all()
+//   auto           automatic(): binomial with binomial_two_sweep_snapshots(n)
+//                  snapshots, about sqrt(2n), fixed by resolved(n) once the
+//                  step count n is known
+//   N              binomial(N), N >= 1
+//   every:K        every(K), K >= 1
+//   budget:BYTES   memory_budget(BYTES), BYTES >= 1, optionally with a
+//                  binary suffix: budget:64MiB (KiB, MiB, GiB)
+// The JSON form is that string, or an integer N (binomial). JSON objects
+// {"every": k}, {"binomial": s} and {"budget": bytes} are older spellings
+// of every:k, s and budget:bytes, still read.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
+
+#include "core/enum_names.h"
 
 namespace adgraph {
 
 struct CheckpointSchedule {
-  enum class Kind { kDefault, kStoreAll, kEvery, kBinomial, kMemoryBudget };
+  enum class Kind {
+    kDefault,
+    kStoreAll,
+    kEvery,
+    kBinomial,
+    kMemoryBudget,
+    kAuto
+  };
   Kind kind = Kind::kDefault;
   // every(k): k >= 1; binomial(s): s >= 1; memory_budget: bytes >= 1.
   int64_t parameter = 0;
@@ -50,14 +77,56 @@ struct CheckpointSchedule {
   static CheckpointSchedule memory_budget(int64_t bytes) {
     return {Kind::kMemoryBudget, bytes};
   }
+  // "auto": binomial with about sqrt(2n) snapshots for n steps; a loop
+  // takes it only after resolved(n).
+  static CheckpointSchedule automatic() { return {Kind::kAuto, 0}; }
 
-  // Returns false and names the bad field in `error`.
+  // The grammar of the text form, for messages.
+  static constexpr const char* kGrammar =
+      "all, auto, N (binomial with N >= 1 snapshots), every:K (K >= 1) or "
+      "budget:BYTES (BYTES >= 1, optionally with KiB, MiB or GiB)";
+
+  // The message of a refused value, `got` as the caller writes it:
+  // 'a checkpoint schedule is <kGrammar>; got <got>'.
+  static std::string refusal(std::string_view got);
+  // The schedule `text` names (the grammar above), or nullopt with
+  // `*error` = refusal("\"text\"") (the text as a JSON string).
+  static std::optional<CheckpointSchedule> parse(std::string_view text,
+                                                 std::string* error);
+  // The JSON form: a string as parse() reads it, an integer N (binomial)
+  // or an older object spelling; nullopt and `*error` (the same message,
+  // with the value as JSON) otherwise.
+  static std::optional<CheckpointSchedule> from_json(const nlohmann::json& v,
+                                                     std::string* error);
+  // The text parse() reads back to this schedule: "all", "auto", "8",
+  // "every:10", "budget:1048576". graph_default() is "default", which
+  // parse() does not read (leave the setting out instead).
+  std::string to_string() const;
+
+  // automatic() fixed for a loop of `steps` steps: binomial with
+  // binomial_two_sweep_snapshots(steps) snapshots. Other schedules are
+  // returned as they are.
+  CheckpointSchedule resolved(int64_t steps) const;
+
+  // Returns false and names the bad field in `error`. automatic() is not
+  // valid until resolved.
   bool is_valid(std::string* error) const;
-  // "all", "every 10", "binomial 100", "budget 1048576 B", "default".
+  // For messages: "all", "auto", "every 10", "binomial 100",
+  // "budget 1048576 B", "default".
   std::string describe() const;
   friend bool operator==(const CheckpointSchedule&,
                          const CheckpointSchedule&) = default;
 };
+
+constexpr auto enum_names(CheckpointSchedule::Kind) {
+  using K = CheckpointSchedule::Kind;
+  return std::array{EnumName{K::kDefault, "default"},
+                    EnumName{K::kStoreAll, "all"},
+                    EnumName{K::kAuto, "auto"},
+                    EnumName{K::kEvery, "every"},
+                    EnumName{K::kBinomial, "binomial"},
+                    EnumName{K::kMemoryBudget, "budget"}};
+}
 
 // Binomial coefficient C(n, k), saturating at INT64_MAX; 0 when k < 0 or
 // k > n.

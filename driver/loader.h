@@ -50,7 +50,7 @@
 // A "repeat" entry among the nodes is one loop node (core/loops/loop.h) that
 // runs its body K times; the graph does not grow with K:
 //   {"repeat": K, "carry": {"u": "u0"}, "body": [nodes…],
-//    "checkpoints": "all" | s | {"every": k}}
+//    "checkpoints": "all" | "auto" | s | "every:k" | "budget:bytes"}
 // Inside the body, "u" names the carried value (first "u0", then the body's
 // node "u" of the previous pass); a carried node with several outputs is
 // carried whole ("e:0" … "e:3"), as far as the body's node of that name has
@@ -58,8 +58,11 @@
 // names; nodes outside the block are read as loop invariants. Bodies may
 // hold communication nodes and nested repeat blocks. After the block, "u"
 // names the last pass's value. "checkpoints" is the schedule of the loop's
-// adjoint: every state ("all", the default), s snapshots (binomial), or a
-// snapshot every k steps; every schedule gives the same numbers. Errors
+// adjoint, in core/checkpoint_schedule.h's grammar: every state ("all", the
+// default), about sqrt(2K) snapshots ("auto"), s snapshots (binomial, also
+// the string "s"), a snapshot every k steps, or as many snapshots as fit
+// in a memory budget ("budget:64MiB"); every schedule gives the same
+// numbers. Errors
 // inside a body name the node as written ("u"), errors of the block name it
 // by position ("nodes[4].carry.u").
 //

@@ -111,8 +111,10 @@ class Loader final {
   void build_in_order(const json& nodes, NodeOrder& order, Document& d);
   // Checks the form of a repeat block (and of the blocks nested in it).
   void check_repeat(const json& e, const std::string& where);
-  // "all", a number of snapshots s >= 1, or {"every": k >= 1}.
-  CheckpointSchedule schedule_of(const json& v, const std::string& where);
+  // CheckpointSchedule::from_json's forms; "auto" resolved with `steps`.
+  CheckpointSchedule schedule_of(const json& v,
+                                 int64_t steps,
+                                 const std::string& where);
   // References a repeat block reads from outside it (inputs and "after"),
   // in a stable order; `groups`: those a nested block's carry starts from.
   void free_references(const json& e,

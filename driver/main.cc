@@ -78,6 +78,37 @@ bool same_on_every_rank(Communicator& comm, const std::string& text) {
 // Non-finite values written (as strings, see tensor_to_json), by result.
 using NonFinite = std::map<std::string, int64_t>;
 
+// --check: the plan's own checks (message pairing, loop steps, memory),
+// then a summary of the document.
+json check_summary(const std::string& file,
+                   Communicator& comm,
+                   Graph& g,
+                   const driver::Document& d) {
+  if (!d.fetch_values.empty()) {
+    FeedMap feeds = d.feeds;
+    for (std::size_t k = 0; k < d.optimize.variables.size(); ++k)
+      feeds[d.optimize.variables[k]] = d.optimize.start[k];
+    Session(g).check(d.fetch_values, feeds);
+  }
+  std::map<std::string, int> ops;
+  // Each loop's schedule as it will run ("auto" and budgets resolved).
+  json loops = json::object();
+  for (int id = 0; id < g.num_nodes(); ++id) {
+    ++ops[g.node(id).op_name()];
+    if (g.node(id).loop && g.node(id).op_name() == "loop")
+      loops[g.node(id).name] = loop_stats(Value(&g, id)).schedule;
+  }
+  return {{"file", file},
+          {"valid", true},
+          {"nodes", g.num_nodes()},
+          {"ops", ops},
+          {"fetch", d.fetch},
+          {"ranks", comm.size()},
+          {"deadline_seconds", comm.deadline()},
+          {"optimize", d.has_optimize},
+          {"loops", loops}};
+}
+
 json run(const std::string& file,
          Communicator& comm,
          bool check_only,
@@ -97,25 +128,7 @@ json run(const std::string& file,
   Graph g;
   g.set_same_on_every_rank(true);
   driver::Document d = driver::load_document(doc, file, g);
-  if (check_only) {
-    // The plan's own checks (message pairing, loop steps, memory) too.
-    if (!d.fetch_values.empty()) {
-      FeedMap feeds = d.feeds;
-      for (std::size_t k = 0; k < d.optimize.variables.size(); ++k)
-        feeds[d.optimize.variables[k]] = d.optimize.start[k];
-      Session(g).check(d.fetch_values, feeds);
-    }
-    std::map<std::string, int> ops;
-    for (int id = 0; id < g.num_nodes(); ++id) ++ops[g.node(id).op_name()];
-    return {{"file", file},
-            {"valid", true},
-            {"nodes", g.num_nodes()},
-            {"ops", ops},
-            {"fetch", d.fetch},
-            {"ranks", comm.size()},
-            {"deadline_seconds", comm.deadline()},
-            {"optimize", d.has_optimize}};
-  }
+  if (check_only) return check_summary(file, comm, g, d);
   json result = json::object();
   FeedMap feeds = d.feeds;
   if (d.has_optimize) {

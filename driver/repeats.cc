@@ -1,5 +1,6 @@
 // The Loader's repeat blocks: their form, their schedule, the outer values
 // their bodies read, and the one loop node each becomes.
+#include <optional>
 #include <set>
 
 #include "core/error.h"
@@ -22,7 +23,8 @@ void Loader::check_repeat(const json& e, const std::string& where) {
     if (!init.is_string())
       fail({}, {}, where + ".carry." + var, "expected a node name");
   }
-  if (e.contains("checkpoints")) schedule_of(e.at("checkpoints"), where);
+  if (e.contains("checkpoints"))
+    schedule_of(e.at("checkpoints"), k.get<int64_t>(), where);
   const json& body = require(e, "body", &json::is_array, "a list", {}, where);
   if (body.empty()) fail({}, {}, where + ".body", "the body is empty");
   // Names the body defines, with the index of the entry defining them.
@@ -88,32 +90,16 @@ void Loader::check_repeat(const json& e, const std::string& where) {
   }
 }
 
+// The block's schedule (core/checkpoint_schedule.h's grammar), "auto"
+// fixed by the block's step count.
 CheckpointSchedule Loader::schedule_of(const json& v,
+                                       int64_t steps,
                                        const std::string& where) {
-  const std::string field = where + ".checkpoints";
-  if (v.is_string() && v.get<std::string>() == "all")
-    return CheckpointSchedule::store_all();
-  if (v.is_number_integer()) {
-    if (v.get<int64_t>() < 1)
-      fail(
-          {}, {}, field, "a number of snapshots must be >= 1, got " + v.dump());
-    return CheckpointSchedule::binomial(v.get<int64_t>());
-  }
-  if (v.is_object() && v.contains("every")) {
-    only(v, {"every"}, {}, field);
-    const json& k = v.at("every");
-    if (!k.is_number_integer() || k.get<int64_t>() < 1)
-      fail({},
-           {},
-           field + ".every",
-           "expected an integer >= 1, got " + k.dump());
-    return CheckpointSchedule::every(k.get<int64_t>());
-  }
-  fail({},
-       {},
-       field,
-       "expected \"all\", a number of snapshots or {\"every\": k}, found " +
-           v.dump());
+  std::string error;
+  const std::optional<CheckpointSchedule> s =
+      CheckpointSchedule::from_json(v, &error);
+  if (!s) fail({}, {}, where + ".checkpoints", error);
+  return s->resolved(steps);
 }
 
 void Loader::free_references(const json& e,
@@ -301,7 +287,7 @@ void Loader::build_repeat(const json& e,
   LoopOptions options;
   options.name = where;
   if (e.contains("checkpoints"))
-    options.checkpoints = schedule_of(e.at("checkpoints"), where);
+    options.checkpoints = schedule_of(e.at("checkpoints"), times, where);
   Graph* outer = target_;
   auto body = [&](const LoopArgs& a) {
     target_ = a.graph;

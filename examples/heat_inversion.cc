@@ -128,10 +128,10 @@ void add_run_options(CLI::App& app, Arguments& a) {
   app.add_flag("--resume", a.resume, "continue from --checkpoint");
   app.add_option("--checkpoints",
                  a.checkpoints,
-                 "states the time loop's adjoint keeps: all, a number of "
-                 "snapshots (binomial schedule), or auto (the fewest "
-                 "snapshots that recompute at most one extra sweep, about "
-                 "sqrt(2 nt))")
+                 std::string("states the time loop's adjoint keeps: ") +
+                     CheckpointSchedule::kGrammar +
+                     " (auto: the fewest snapshots that recompute at most "
+                     "one extra sweep, about sqrt(2 nt))")
       ->capture_default_str();
 }
 
@@ -176,22 +176,11 @@ std::optional<int> finish_arguments(Arguments& a, bool root) {
     return 2;
   };
   solvers::HeatConfig& c = a.problem.config;
-  if (a.checkpoints == "all") {
-    c.checkpoints = CheckpointSchedule::store_all();
-  } else if (a.checkpoints == "auto") {
-    c.checkpoints =
-        CheckpointSchedule::binomial(binomial_two_sweep_snapshots(c.nt));
-  } else {
-    char* end = nullptr;
-    const long snapshots = std::strtol(a.checkpoints.c_str(), &end, 10);
-    if (a.checkpoints.empty() || *end != '\0' || snapshots < 1) {
-      return bad(
-          "--checkpoints: expected all, auto or a number of snapshots >= 1, "
-          "got \"" +
-          a.checkpoints + "\"");
-    }
-    c.checkpoints = CheckpointSchedule::binomial(snapshots);
-  }
+  std::string error;
+  const std::optional<CheckpointSchedule> schedule =
+      CheckpointSchedule::parse(a.checkpoints, &error);
+  if (!schedule) return bad("--checkpoints: " + error);
+  c.checkpoints = schedule->resolved(c.nt);
   solvers::parse_heat_scheme(a.scheme, &c.scheme);  // checked by CLI11
   if (!std::isfinite(a.tol) || a.tol < 0) {
     char text[120];

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,26 +16,12 @@
 
 namespace adgraph::grid::detail {
 
-const char* boundary_name(Boundary b) {
-  switch (b) {
-    case Boundary::kZero:
-      return "zero";
-    case Boundary::kMirror:
-      return "mirror";
-    case Boundary::kCopy:
-      return "copy";
-  }
-  return "";
-}
+const char* boundary_name(Boundary b) { return name_of(b).data(); }
 
 bool parse_boundary(const std::string& name, Boundary* out) {
-  for (Boundary b : {Boundary::kZero, Boundary::kMirror, Boundary::kCopy}) {
-    if (name == boundary_name(b)) {
-      *out = b;
-      return true;
-    }
-  }
-  return false;
+  const std::optional<Boundary> b = parse_enum<Boundary>(name);
+  if (b) *out = *b;
+  return b.has_value();
 }
 
 Shape padded_shape(const Shape& local, const HaloSpec& spec) {

@@ -18,10 +18,12 @@
 // ghost layers of a rule in the order k = 1 … width[a].
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/enum_names.h"
 #include "core/tensor.h"
 #include "grid/grid.h"
 
@@ -33,7 +35,13 @@ namespace adgraph::grid::detail {
 
 enum class Boundary { kZero, kMirror, kCopy };
 
-// "zero", "mirror", "copy"; empty string from boundary_name for none.
+constexpr auto enum_names(Boundary) {
+  return std::array{EnumName{Boundary::kZero, "zero"},
+                    EnumName{Boundary::kMirror, "mirror"},
+                    EnumName{Boundary::kCopy, "copy"}};
+}
+
+// "zero", "mirror", "copy" (name_of, as a C string).
 const char* boundary_name(Boundary b);
 // Throws nothing; false for an unknown name.
 bool parse_boundary(const std::string& name, Boundary* out);

@@ -150,23 +150,7 @@ Step Lbfgs::iterate(const Run& run) {
 
 }  // namespace
 
-const char* termination_name(Termination t) {
-  switch (t) {
-    case Termination::kGradientNorm:
-      return "gradient_norm";
-    case Termination::kFunctionChange:
-      return "function_change";
-    case Termination::kMaxIterations:
-      return "max_iterations";
-    case Termination::kMaxEvaluations:
-      return "max_evaluations";
-    case Termination::kLineSearchFailed:
-      return "line_search_failed";
-    case Termination::kNotFinite:
-      return "not_finite";
-  }
-  return "?";
-}
+const char* termination_name(Termination t) { return name_of(t).data(); }
 
 bool LbfgsOptions::is_valid(std::string* error) const {
   auto bad = [&](const std::string& msg) {

@@ -13,11 +13,13 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <array>
 #include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
 
+#include "core/enum_names.h"
 #include "optim/line_search.h"
 #include "optim/more_thuente.h"
 
@@ -52,6 +54,17 @@ enum class Termination {
   kNotFinite,         // f or ∇f at the start point is NaN or infinite
 };
 
+constexpr auto enum_names(Termination) {
+  using T = Termination;
+  return std::array{EnumName{T::kGradientNorm, "gradient_norm"},
+                    EnumName{T::kFunctionChange, "function_change"},
+                    EnumName{T::kMaxIterations, "max_iterations"},
+                    EnumName{T::kMaxEvaluations, "max_evaluations"},
+                    EnumName{T::kLineSearchFailed, "line_search_failed"},
+                    EnumName{T::kNotFinite, "not_finite"}};
+}
+
+// name_of(t), as a C string.
 const char* termination_name(Termination t);
 
 struct LbfgsOptions {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <optional>
 
 #include "core/loops/loop.h"
 #include "core/op.h"
@@ -185,27 +186,13 @@ double heat_dt(const HeatConfig& config) {
 }
 
 const char* heat_scheme_name(HeatScheme scheme) {
-  switch (scheme) {
-    case HeatScheme::kExplicit:
-      return "explicit";
-    case HeatScheme::kBackwardEuler:
-      return "backward_euler";
-    case HeatScheme::kCrankNicolson:
-      return "crank_nicolson";
-  }
-  return "?";
+  return name_of(scheme).data();
 }
 
 bool parse_heat_scheme(const std::string& name, HeatScheme* scheme) {
-  for (HeatScheme s : {HeatScheme::kExplicit,
-                       HeatScheme::kBackwardEuler,
-                       HeatScheme::kCrankNicolson}) {
-    if (name == heat_scheme_name(s)) {
-      *scheme = s;
-      return true;
-    }
-  }
-  return false;
+  const std::optional<HeatScheme> s = parse_enum<HeatScheme>(name);
+  if (s) *scheme = *s;
+  return s.has_value();
 }
 
 HeatSolution heat_solve(Value u0,
@@ -217,7 +204,7 @@ HeatSolution heat_solve(Value u0,
   const bool observing = !observe_steps.empty();
   LoopOptions options;
   options.name = "heat_loop";
-  options.checkpoints = config.checkpoints;
+  options.checkpoints = config.checkpoints.resolved(config.nt);
   // Level t is the carry after loop step t − 1.
   for (int64_t t : observe_steps) options.output_steps.push_back(t - 1);
   if (config.scheme != HeatScheme::kExplicit) {

@@ -10,10 +10,12 @@
 // (sparse/, solvers/patch_operators.h).
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
 #include "core/checkpoint_schedule.h"
+#include "core/enum_names.h"
 #include "core/graph.h"
 #include "core/tensor.h"
 #include "sparse/sparse_matrix.h"
@@ -26,7 +28,13 @@ namespace adgraph::solvers {
 //   Crank–Nicolson  (I − dt/2·KΔ_h) u⁺ = (I + dt/2·KΔ_h) u + dt·f
 enum class HeatScheme { kExplicit, kBackwardEuler, kCrankNicolson };
 
-// "explicit", "backward_euler", "crank_nicolson".
+constexpr auto enum_names(HeatScheme) {
+  return std::array{EnumName{HeatScheme::kExplicit, "explicit"},
+                    EnumName{HeatScheme::kBackwardEuler, "backward_euler"},
+                    EnumName{HeatScheme::kCrankNicolson, "crank_nicolson"}};
+}
+
+// "explicit", "backward_euler", "crank_nicolson" (name_of, as a C string).
 const char* heat_scheme_name(HeatScheme scheme);
 // False for an unknown name.
 bool parse_heat_scheme(const std::string& name, HeatScheme* scheme);
@@ -43,8 +51,8 @@ struct HeatConfig {
   // Range >= 0.
   double dt = 0.0;
   // Checkpoint schedule of the time loop's adjoint
-  // (core/checkpoint_schedule.h). Default: the graph's default (store_all()
-  // unless changed).
+  // (core/checkpoint_schedule.h); automatic() is resolved with nt. Default:
+  // the graph's default (store_all() unless changed).
   CheckpointSchedule checkpoints;
   // Overlap each step's halo exchange with the update of the points that
   // need no halo, forward and adjoint (heat_step_overlapped); false runs

@@ -40,7 +40,8 @@ def parse():
     p.add_argument("--output", default="heat_inversion.json",
                    help="JSON result; PNG files are written next to it")
     p.add_argument("--checkpoints", default="auto",
-                   help="all, auto or a number of snapshots of the time loop's adjoint")
+                   help="the time loop adjoint's schedule: all, auto, N (binomial, N "
+                   "snapshots), every:K or budget:BYTES")
     p.add_argument("--observe-steps", type=int, nargs="+", default=[],
                    help="observe u at these time levels instead of the final one")
     p.add_argument("--kappa-min", type=float, default=-math.inf, help="lower bound on kappa")
@@ -134,12 +135,10 @@ def main():
         if not math.isfinite(getattr(a, name)):
             fail(f"--{name.replace('_', '-')}: expected a finite number, got {getattr(a, name)}")
     checkpoints = a.checkpoints
-    if checkpoints not in ("all", "auto"):
-        try:
-            checkpoints = int(checkpoints)
-        except ValueError:
-            fail(f"--checkpoints: expected all, auto or a number of snapshots >= 1, "
-                 f"got {a.checkpoints!r}")
+    try:
+        ag._adgraph.checkpoint_schedule(checkpoints)
+    except ag.OptionsError as e:
+        fail(f"--{e}")
     problem_here = world.bcast(writable(a.output) if root else None, root=0)
     if problem_here:
         fail(problem_here)

@@ -16,7 +16,6 @@ import argparse
 import json
 import math
 import os
-import re
 import resource
 import sys
 import time
@@ -86,8 +85,8 @@ def parse(argv=None):
     p.add_argument("--vmin", type=float, default=-math.inf, help="lower bound on c")
     p.add_argument("--vmax", type=float, default=math.inf, help="upper bound on c")
     p.add_argument("--checkpoints", default="all",
-                   help="the loop adjoint's schedule: all, N (binomial, N snapshots) "
-                   "or every:K")
+                   help="the loop adjoint's schedule: all, auto, N (binomial, N "
+                   "snapshots), every:K or budget:BYTES")
     p.add_argument("--output", default="wave_fwi.json",
                    help="JSON result; figures and a .vti are written next to it")
     a = p.parse_args(argv)
@@ -112,16 +111,13 @@ def procs_of(a, patches):
 
 
 def checkpoint_schedule(text):
-    """--checkpoints as ag.loop's `checkpoints`, or None when malformed."""
-    if text == "all":
-        return "all"
-    # ASCII digits only: str.isdigit() also accepts "²", which int() refuses.
-    every = re.fullmatch(r"every:([0-9]+)", text)
-    if every and int(every.group(1)) >= 1:
-        return {"every": int(every.group(1))}
-    if re.fullmatch(r"[0-9]+", text) and int(text) >= 1:
-        return int(text)
-    return None
+    """--checkpoints as ag.loop's `checkpoints`, or None when malformed (the
+    library's schedule grammar: all, auto, N, every:K, budget:BYTES)."""
+    try:
+        ag._adgraph.checkpoint_schedule(text)
+    except ag.OptionsError:
+        return None
+    return text
 
 
 def ricker(a):
@@ -236,7 +232,10 @@ def option_problem(a, size):
     if a.sponge < 0 or 2 * a.sponge >= min(shape):
         return f"--sponge: width {a.sponge} must be >= 0 and leave an interior"
     if checkpoint_schedule(a.checkpoints) is None:
-        return f"--checkpoints: expected all, a number >= 1 or every:K, got {a.checkpoints!r}"
+        try:
+            ag._adgraph.checkpoint_schedule(a.checkpoints)
+        except ag.OptionsError as e:
+            return f"--{e}"
     if a.max_iter < 0:
         return f"--max-iter: expected >= 0, got {a.max_iter}"
     if not a.vmin < a.vmax:

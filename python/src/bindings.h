@@ -370,9 +370,11 @@ void start_python_world();
 std::shared_ptr<Communicator> python_world();
 
 // A checkpoint schedule from its Python forms: None (the graph's default),
-// "all", a number of snapshots, {"every": k}, {"binomial": s} or
-// {"budget": bytes}; OptionsError naming "checkpoints" otherwise
-// (graph_bindings.cc).
+// or CheckpointSchedule::from_json's forms ("all", "auto", an int or "N",
+// "every:k", "budget:bytes"; the older dicts {"every": k}, {"binomial": s},
+// {"budget": bytes}); OptionsError naming "checkpoints" with the parser's
+// message otherwise (loop_bindings.cc). "auto" is left to the caller to
+// resolve with its step count.
 CheckpointSchedule schedule_from(py::handle spec);
 // Refuses a node name holding ':' (GraphError naming `function`).
 void check_node_name(const std::string& name, const std::string& function);

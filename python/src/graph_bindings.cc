@@ -81,33 +81,6 @@ std::shared_ptr<Communicator> communicator_from(py::handle comm) {
 
 }  // namespace
 
-CheckpointSchedule schedule_from(py::handle spec) {
-  if (spec.is_none()) return CheckpointSchedule::graph_default();
-  if (PyUnicode_Check(spec.ptr()) && spec.cast<std::string>() == "all")
-    return CheckpointSchedule::store_all();
-  auto count = [](py::handle v, const char* name) {
-    return option_checks::option_value<int64_t>(v, "checkpoints", name);
-  };
-  if (PyLong_Check(spec.ptr()) && !PyBool_Check(spec.ptr()))
-    return CheckpointSchedule::binomial(count(spec, "checkpoints"));
-  if (py::isinstance<py::dict>(spec)) {
-    auto d = spec.cast<py::dict>();
-    if (d.size() == 1 && d.contains("every"))
-      return CheckpointSchedule::every(count(d["every"], "every"));
-    if (d.size() == 1 && d.contains("binomial"))
-      return CheckpointSchedule::binomial(count(d["binomial"], "binomial"));
-    if (d.size() == 1 && d.contains("budget"))
-      return CheckpointSchedule::memory_budget(count(d["budget"], "budget"));
-  }
-  throw OptionsError(
-      "expected \"all\", a number of snapshots (binomial), {\"every\": k} or "
-      "{\"budget\": bytes}, got " +
-          py::repr(spec).cast<std::string>(),
-      {},
-      {},
-      "checkpoints");
-}
-
 // Node names may not hold ':' ("pe:1" is output 1 of node "pe" in
 // Graph.get, fetches and feeds).
 void check_node_name(const std::string& name, const std::string& function) {

@@ -1,6 +1,7 @@
 // Loops from Python: adgraph.LoopArgs, _loop (python/adgraph's loop),
 // loop_stats and loop_adjoints.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -83,7 +84,40 @@ LoopBodyFn python_body(py::function body, const std::string& label) {
 
 }  // namespace
 
+// The Python forms of a checkpoint schedule (bindings.h).
+CheckpointSchedule schedule_from(py::handle spec) {
+  if (spec.is_none()) return CheckpointSchedule::graph_default();
+  // A str or an int reads as its JSON form, with the same message; other
+  // values (the older dicts among them) are named by their repr.
+  const bool text_or_count =
+      PyUnicode_Check(spec.ptr()) ||
+      (PyLong_Check(spec.ptr()) && !PyBool_Check(spec.ptr()));
+  std::string error;
+  std::optional<CheckpointSchedule> s;
+  try {
+    s = CheckpointSchedule::from_json(to_json(spec, "checkpoints"), &error);
+  } catch (const GraphError&) {
+  }
+  if (s) return *s;
+  if (!text_or_count || error.empty())  // error: an int beyond 64 bits
+    error = CheckpointSchedule::refusal(py::repr(spec).cast<std::string>());
+  throw OptionsError(error, {}, {}, "checkpoints");
+}
+
 void bind_loop(py::module_& m) {
+  m.def(
+      "checkpoint_schedule",
+      [](py::handle spec, int64_t steps) {
+        const CheckpointSchedule s = schedule_from(spec);
+        return py::make_tuple(s.to_string(),
+                              (steps > 0 ? s.resolved(steps) : s).describe());
+      },
+      py::arg("checkpoints"),
+      py::arg("steps") = 0,
+      "Reads a checkpoint schedule as loop() does: returns its canonical "
+      "text (all, auto, N, every:K, budget:BYTES) and, with `steps`, its "
+      "description once \"auto\" is fixed for that many steps. Raises "
+      "OptionsError naming \"checkpoints\" for a malformed one.");
   py::class_<PyLoopArgs>(m, "LoopArgs", "What a loop body receives.")
       .def_readonly(
           "carries", &PyLoopArgs::carries, "c_t, one Value per carry.")
@@ -109,7 +143,7 @@ void bind_loop(py::module_& m) {
             init.empty() ? invariants[0].owner : init[0].owner;
         LoopOptions options;
         options.name = name;
-        options.checkpoints = schedule_from(checkpoints);
+        options.checkpoints = schedule_from(checkpoints).resolved(trips);
         options.output_steps = output_steps;
         const std::string label = name.empty() ? "loop" : name;
         const LoopBodyFn build = python_body(body, label);

@@ -25,26 +25,10 @@ void set_scheme(solvers::HeatInverseOptions& o, py::handle v) {
   }
 }
 
-// HeatConfig::checkpoints: "all", "auto" (about sqrt(2 nt) snapshots,
-// resolved with nt) or a number of snapshots.
+// HeatConfig::checkpoints: the schedule grammar (schedule_from); "auto"
+// (and None, the default) resolved with nt once the options are read.
 void set_checkpoints(solvers::HeatInverseOptions& o, py::handle v) {
-  CheckpointSchedule& schedule = o.config.checkpoints;
-  if (PyUnicode_Check(v.ptr()) && v.cast<std::string>() == "all") {
-    schedule = CheckpointSchedule::store_all();
-  } else if (PyUnicode_Check(v.ptr()) && v.cast<std::string>() == "auto") {
-    schedule = CheckpointSchedule();
-  } else if (PyLong_Check(v.ptr()) && !PyBool_Check(v.ptr()) &&
-             option_checks::option_value<int64_t>(
-                 v, "HeatInverse", "checkpoints") >= 1) {
-    schedule = CheckpointSchedule::binomial(v.cast<int64_t>());
-  } else {
-    throw OptionsError(
-        "expected \"all\", \"auto\" or a number of snapshots >= 1, got " +
-            py::repr(v).cast<std::string>(),
-        {},
-        {},
-        "checkpoints");
-  }
+  o.config.checkpoints = schedule_from(v);
 }
 
 std::string format_double(double v) {
@@ -140,8 +124,8 @@ solvers::HeatInverseOptions heat_options(const py::dict& options) {
   HeatConfig& c = o.config;
   check_explicit_dt(c);
   if (c.checkpoints.kind == CheckpointSchedule::Kind::kDefault)
-    c.checkpoints = CheckpointSchedule::binomial(
-        binomial_two_sweep_snapshots(std::max(1, c.nt)));
+    c.checkpoints = CheckpointSchedule::automatic();
+  c.checkpoints = c.checkpoints.resolved(c.nt);
   return o;
 }
 

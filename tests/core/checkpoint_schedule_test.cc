@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -93,6 +95,7 @@ TEST(CheckpointSchedule, AutoTakesTheFewestSnapshotsOfAtMostOneRecomputation) {
 TEST(CheckpointSchedule, DescribesAndChecksItself) {
   EXPECT_EQ(CheckpointSchedule::graph_default().describe(), "default");
   EXPECT_EQ(CheckpointSchedule::store_all().describe(), "all");
+  EXPECT_EQ(CheckpointSchedule::automatic().describe(), "auto");
   EXPECT_EQ(CheckpointSchedule::every(10).describe(), "every 10");
   EXPECT_EQ(CheckpointSchedule::binomial(100).describe(), "binomial 100");
   EXPECT_EQ(CheckpointSchedule::memory_budget(1 << 20).describe(),
@@ -107,8 +110,152 @@ TEST(CheckpointSchedule, DescribesAndChecksItself) {
   EXPECT_EQ(error, "binomial(s) needs s >= 1 snapshots, got -2");
   EXPECT_FALSE(CheckpointSchedule::memory_budget(0).is_valid(&error));
   EXPECT_EQ(error, "memory_budget needs at least 1 byte, got 0");
+  EXPECT_FALSE(CheckpointSchedule::automatic().is_valid(&error));
+  EXPECT_EQ(error,
+            "auto depends on a loop's step count: give it to the loop itself");
   EXPECT_EQ(CheckpointSchedule::every(3), CheckpointSchedule::every(3));
   EXPECT_FALSE(CheckpointSchedule::every(3) == CheckpointSchedule::binomial(3));
+}
+
+using S = CheckpointSchedule;
+
+std::optional<S> parsed(const std::string& text) {
+  std::string error;
+  std::optional<S> s = S::parse(text, &error);
+  EXPECT_EQ(error, "") << text;
+  return s;
+}
+
+// The message of a refused text: the grammar, then the text as written.
+std::string refused(const std::string& text) {
+  std::string error;
+  EXPECT_EQ(S::parse(text, &error), std::nullopt) << text;
+  return error;
+}
+
+const std::string kGrammarMessage =
+    "a checkpoint schedule is all, auto, N (binomial with N >= 1 snapshots), "
+    "every:K (K >= 1) or budget:BYTES (BYTES >= 1, optionally with KiB, MiB "
+    "or GiB); got ";
+
+TEST(CheckpointSchedule, ParsesEachFormOfTheGrammar) {
+  EXPECT_EQ(parsed("all"), S::store_all());
+  EXPECT_EQ(parsed("auto"), S::automatic());
+  EXPECT_EQ(parsed("1"), S::binomial(1));
+  EXPECT_EQ(parsed("40"), S::binomial(40));
+  EXPECT_EQ(parsed("007"), S::binomial(7));
+  EXPECT_EQ(parsed("every:1"), S::every(1));
+  EXPECT_EQ(parsed("every:25"), S::every(25));
+  EXPECT_EQ(parsed("budget:1"), S::memory_budget(1));
+  EXPECT_EQ(parsed("budget:4096"), S::memory_budget(4096));
+  EXPECT_EQ(parsed("budget:3KiB"), S::memory_budget(3 * 1024));
+  EXPECT_EQ(parsed("budget:64MiB"), S::memory_budget(64 * 1048576));
+  EXPECT_EQ(parsed("budget:2GiB"), S::memory_budget(2147483648));
+  EXPECT_EQ(parsed("999999999999999999"), S::binomial(999999999999999999));
+}
+
+TEST(CheckpointSchedule, RefusesWithTheGrammarAndTheTextAsWritten) {
+  for (const char* text : {"",
+                           "0",
+                           "-1",
+                           "+3",
+                           " 3",
+                           "3 ",
+                           "3.0",
+                           "1e3",
+                           "All",
+                           "AUTO",
+                           "every",
+                           "every:",
+                           "every:0",
+                           "every:-2",
+                           "every 10",
+                           "every:3:4",
+                           "binomial 100",
+                           "binomial:4",
+                           "budget",
+                           "budget:",
+                           "budget:0",
+                           "budget:0KiB",
+                           "budget:KiB",
+                           "budget:1kB",
+                           "budget:1 MiB",
+                           "budget:1TiB",
+                           "default",
+                           "9999999999999999999",
+                           "budget:9999999999GiB"}) {
+    EXPECT_EQ(refused(text), kGrammarMessage + nlohmann::json(text).dump());
+  }
+  // The text is quoted as JSON writes it.
+  EXPECT_EQ(refused("say \"x\""), kGrammarMessage + "\"say \\\"x\\\"\"");
+}
+
+TEST(CheckpointSchedule, ReadsItsJsonFormTheSameWay) {
+  std::string error;
+  auto from = [&](const char* text) {
+    error.clear();
+    return S::from_json(nlohmann::json::parse(text), &error);
+  };
+  EXPECT_EQ(from(R"("every:4")"), S::every(4));
+  EXPECT_EQ(from("12"), S::binomial(12));
+  EXPECT_EQ(from(R"({"every": 3})"), S::every(3));
+  EXPECT_EQ(from(R"({"binomial": 5})"), S::binomial(5));
+  EXPECT_EQ(from(R"({"budget": 512})"), S::memory_budget(512));
+  EXPECT_EQ(error, "");
+  const std::pair<const char*, const char*> bad[] = {
+      {"0", "0"},
+      {"-4", "-4"},
+      {"2.5", "2.5"},
+      {"true", "true"},
+      {"null", "null"},
+      {"[3]", "[3]"},
+      {R"("every:0")", R"("every:0")"},
+      {R"({"every": 0})", R"({"every":0})"},
+      {R"({"every": "2"})", R"({"every":"2"})"},
+      {R"({"every": 2, "budget": 9})", R"({"budget":9,"every":2})"},
+      {R"({"often": 2})", R"({"often":2})"},
+      {"18446744073709551615", "18446744073709551615"}};
+  for (const auto& [text, shown] : bad) {
+    EXPECT_EQ(from(text), std::nullopt) << text;
+    EXPECT_EQ(error, kGrammarMessage + shown) << text;
+  }
+}
+
+TEST(CheckpointSchedule, ToStringReadsBackToTheSameSchedule) {
+  const S all[] = {S::store_all(),
+                   S::automatic(),
+                   S::binomial(1),
+                   S::binomial(123456789012),
+                   S::every(1),
+                   S::every(17),
+                   S::memory_budget(1),
+                   S::memory_budget(int64_t{5} << 30)};
+  const char* text[] = {"all",
+                        "auto",
+                        "1",
+                        "123456789012",
+                        "every:1",
+                        "every:17",
+                        "budget:1",
+                        "budget:5368709120"};
+  for (std::size_t i = 0; i < std::size(all); ++i) {
+    EXPECT_EQ(all[i].to_string(), text[i]);
+    EXPECT_EQ(parsed(all[i].to_string()), all[i]) << text[i];
+  }
+  EXPECT_EQ(S::graph_default().to_string(), "default");
+}
+
+TEST(CheckpointSchedule, AutoResolvesToTheTwoSweepBinomial) {
+  // C(s + 2, 2) >= n: 1 step needs 1 snapshot, 10 steps 3 (C(5,2) = 10),
+  // 11 steps 4, 1000 steps 44.
+  EXPECT_EQ(S::automatic().resolved(1), S::binomial(1));
+  EXPECT_EQ(S::automatic().resolved(10), S::binomial(3));
+  EXPECT_EQ(S::automatic().resolved(11), S::binomial(4));
+  EXPECT_EQ(S::automatic().resolved(1000), S::binomial(44));
+  EXPECT_EQ(S::automatic().resolved(0), S::binomial(1));
+  EXPECT_EQ(S::every(5).resolved(1000), S::every(5));
+  EXPECT_EQ(S::store_all().resolved(7), S::store_all());
+  EXPECT_EQ(S::graph_default().resolved(7), S::graph_default());
 }
 
 }  // namespace

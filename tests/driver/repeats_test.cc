@@ -92,12 +92,17 @@ TEST(Repeats, ErrorsNameTheBlockByPosition) {
       with("\"carry\": {\"u\": \"u0\"}", "\"carry\": {\"w\": \"u0\"}"),
       "t.json: nodes[3].carry.w: the body has no node \"w\" to "
       "carry");
+  const std::string grammar =
+      "nodes[3].checkpoints: a checkpoint schedule is all, auto, N (binomial "
+      "with N >= 1 snapshots), every:K (K >= 1) or budget:BYTES (BYTES >= 1, "
+      "optionally with KiB, MiB or GiB); got ";
   expect_refused(with("\"checkpoints\": \"all\"", "\"checkpoints\": 0"),
-                 "nodes[3].checkpoints: a number of snapshots must be >= 1, "
-                 "got 0");
+                 grammar + "0");
   expect_refused(with("\"checkpoints\": \"all\"", "\"checkpoints\": \"some\""),
-                 "nodes[3].checkpoints: expected \"all\", a number of "
-                 "snapshots or {\"every\": k}, found \"some\"");
+                 grammar + "\"some\"");
+  expect_refused(
+      with("\"checkpoints\": \"all\"", "\"checkpoints\": {\"every\": 0}"),
+      grammar + "{\"every\":0}");
 }
 
 }  // namespace
