@@ -230,6 +230,11 @@ const OpDef& OpRegistry::get(const std::string& name) const {
   std::string detail = "unknown op \"" + name + "\"";
   if (!nearest.empty() && best <= std::max<std::size_t>(2, name.size() / 3)) {
     detail += "; did you mean \"" + nearest + "\"?";
+  } else {
+    detail +=
+        ": no registered op has this name (a layer registers its ops when "
+        "its node builders are first called; to look every op of the "
+        "library up by name, call adgraph::register_all_ops() first)";
   }
   throw GraphError(detail);
 }
@@ -243,14 +248,15 @@ std::vector<const OpDef*> OpRegistry::all() const {
 OpRegistry& OpRegistry::global() {
   static OpRegistry registry;
   static std::once_flag once;
-  // register_op calls global() while the families register; that nested
-  // call on the registering thread must not wait for itself.
+  // register_op calls global() while the core's ops register; that nested
+  // call on the registering thread must not wait for itself. The layers
+  // above register their own ops (their register_*_layer()); the core
+  // calls none of them.
   thread_local bool registering = false;
   if (!registering) {
     std::call_once(once, [] {
       registering = true;
       register_core_ops();
-      detail::register_library_ops();
       registering = false;
     });
   }

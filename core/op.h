@@ -323,15 +323,20 @@ class OpRegistry final {
   void add(OpDef def);
   // nullptr when unknown.
   const OpDef* find(const std::string& name) const;
-  // Throws GraphError naming the nearest registered name when unknown.
+  // Throws GraphError when unknown, naming the nearest registered name, or,
+  // when none is near, saying how a family's ops get registered.
   const OpDef& get(const std::string& name) const;
   // All ops, sorted by name.
   std::vector<const OpDef*> all() const;
 
   // The process-wide registry. On first use it registers the core's own
-  // ops (core/core_ops.h) and then asks the library's entry
-  // point to register every other family, the loop ops among them
-  // (detail::register_library_ops).
+  // ops (core/core_ops.h), and nothing else: the core calls no code above
+  // it. Each layer above registers its own families, once, when its node
+  // builders are first called (register_ops_layer(), …,
+  // solvers::register_solvers_layer(), each also registering the layers
+  // below it); a program that looks ops up by name only, as the JSON
+  // driver and the Python module do, calls register_all_ops()
+  // (builtin_ops.h) first.
   static OpRegistry& global();
 
  private:
@@ -341,11 +346,5 @@ class OpRegistry final {
 // Registers an op in the global registry: the one way to add an op, for
 // the library's own families and for users alike.
 void register_op(OpDef def);
-
-namespace detail {
-// Defined by the library's entry point (builtin_ops.cc beside adgraph.h),
-// which calls each layer's register_*_ops(). Runs once, from global().
-void register_library_ops();
-}  // namespace detail
 
 }  // namespace adgraph

@@ -9,6 +9,7 @@
 #include <queue>
 #include <set>
 
+#include "builtin_ops.h"
 #include "core/error.h"
 #include "core/exec/plan_checks.h"
 #include "core/exec/session.h"
@@ -446,6 +447,7 @@ json parse_document(const std::string& text, const std::string& file) {
 }
 
 Document load_document(const json& doc, const std::string& file, Graph& graph) {
+  register_all_ops();  // the document names its ops (builtin_ops.h)
   return detail::Loader(file, graph).load(doc);
 }
 

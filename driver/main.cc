@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "adgraph.h"
+#include "builtin_ops.h"
 #include "core/exec/plan_checks.h"
 #include "core/output_file.h"
 #include "core/tensor_json.h"
@@ -23,6 +24,7 @@ using nlohmann::json;
 namespace {
 
 json list_ops() {
+  register_all_ops();
   json out = json::array();
   for (const OpDef* op : OpRegistry::global().all()) {
     json attrs = json::array();

@@ -1,5 +1,6 @@
 #include "grid/halo.h"
 
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -8,6 +9,9 @@
 #include "core/op.h"
 #include "grid/exchange.h"
 #include "grid/grid_ops_impl.h"
+#include "grid/points.h"
+#include "grid/stencil.h"
+#include "mpi_ops/collectives.h"
 #include "mpi_ops/communicator.h"
 
 namespace adgraph::grid {
@@ -325,6 +329,7 @@ Value grid_halo_node(const char* op,
                      Value x,
                      std::vector<int64_t> width,
                      const HaloOptions& options) {
+  register_grid_layer();
   nlohmann::json attrs = grid.layout().attrs();
   attrs["width"] = widths_for(std::move(width), grid.ndim());
   attrs["corners"] = options.corners;
@@ -351,10 +356,21 @@ Value halo_start(const Grid& grid,
 }
 
 Value halo_finish(Value request) {
+  register_grid_layer();
   NodeOptions o;
   o.comm = request.node().comm;
   return request.graph().add_node(
       "grid_halo_finish", {request}, nlohmann::json::object(), std::move(o));
+}
+
+void register_grid_layer() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_mpi_ops_layer();
+    register_halo_ops();
+    register_point_ops();
+    register_stencil_ops();
+  });
 }
 
 void register_halo_ops() {

@@ -56,6 +56,13 @@ Value halo_start(const Grid& grid,
                  const HaloOptions& options = {});
 Value halo_finish(Value request);
 
+// Registers this family's ops; once only: call register_grid_layer().
 void register_halo_ops();
+
+// The grid layer's package initialiser: registers its families (halos,
+// points, stencils) and the layers below, once per process, thread-safe,
+// returning at once after the first call. Every node builder of the layer
+// calls it.
+void register_grid_layer();
 
 }  // namespace adgraph::grid

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/op.h"
 #include "grid/grid_ops_impl.h"
+#include "grid/halo.h"
 #include "mpi_ops/communicator.h"
 #include "ops/elementwise.h"
 #include "ops/reductions.h"
@@ -141,6 +142,7 @@ Value point_node(const char* op,
                  const nlohmann::json& attrs,
                  Value x,
                  std::shared_ptr<CommContext> comm) {
+  register_grid_layer();
   NodeOptions o;
   o.comm = std::move(comm);
   return x.graph().add_node(op, {x}, attrs, std::move(o));
@@ -350,6 +352,7 @@ Value inject(const Grid& grid,
              Value u,
              const Points& points,
              Value amplitudes) {
+  register_grid_layer();
   const Shape& as = amplitudes.shape();
   if (as.empty() || as.back() != static_cast<int64_t>(points.size()))
     throw ShapeError("shape " + shape_string(as) +

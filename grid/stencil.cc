@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/op.h"
 #include "grid/grid_ops_impl.h"
+#include "grid/halo.h"
 #include "grid/stencil_impl.h"
 #include "mpi_ops/communicator.h"
 #include "ops/reductions.h"
@@ -109,6 +110,7 @@ std::vector<Value> stencil_node(const GridLayout& layout,
                                 const std::vector<OutputSpec>& outputs,
                                 const std::vector<Value>& inputs,
                                 const std::string& name = {}) {
+  register_grid_layer();
   std::vector<bool> used(inputs.size(), false);
   for (const OutputSpec& o : outputs) {
     for (const ReadKey& r : reads_of(o.expr, layout.ndim()))
@@ -156,6 +158,7 @@ Value stencil(const Grid& grid,
               const std::string& text,
               const std::vector<Value>& inputs,
               const std::string& name) {
+  register_grid_layer();
   if (inputs.empty()) throw OptionsError("stencil: no inputs");
   nlohmann::json attrs = grid.layout().attrs();
   attrs["expr"] = text;

@@ -1,5 +1,6 @@
 #include "mpi_ops/collectives.h"
 
+#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
@@ -11,6 +12,9 @@
 #include "core/op.h"
 #include "mpi_ops/collective_impl.h"
 #include "mpi_ops/communicator.h"
+#include "mpi_ops/halo.h"
+#include "mpi_ops/nonblocking.h"
+#include "mpi_ops/point_to_point.h"
 #include "ops/elementwise.h"
 #include "ops/reductions.h"
 #include "ops/shape_ops.h"
@@ -107,32 +111,53 @@ bool sums_exactly(const std::string& mode, int64_t elements) {
 // Mask of the elements where this rank holds the extreme `y` of x over the
 // ranks, ties to the lowest rank. Helper of the max/min adjoint.
 Value allreduce_owner(Value x, Value y) {
+  register_mpi_ops_layer();
   return x.graph().add_node("mpi_allreduce_owner", {x, y});
 }
 
 }  // namespace
 
 Value mpi_sum(Value x, int root, const std::string& exact) {
+  register_mpi_ops_layer();
   return x.graph().add_node("mpi_sum", {x}, {{"root", root}, {"exact", exact}});
 }
 Value mpi_allreduce(Value x, const std::string& op, const std::string& exact) {
+  register_mpi_ops_layer();
   return x.graph().add_node(
       "mpi_allreduce", {x}, {{"op", op}, {"exact", exact}});
 }
-Value mpi_bcast(Value x, int root) { return with_root("mpi_bcast", x, root); }
-Value mpi_gather(Value x, int root) { return with_root("mpi_gather", x, root); }
+Value mpi_bcast(Value x, int root) {
+  register_mpi_ops_layer();
+  return with_root("mpi_bcast", x, root);
+}
+Value mpi_gather(Value x, int root) {
+  register_mpi_ops_layer();
+  return with_root("mpi_gather", x, root);
+}
 Value mpi_scatter(Value x, int root) {
+  register_mpi_ops_layer();
   return with_root("mpi_scatter", x, root);
 }
 Value mpi_allgather(Value x) {
+  register_mpi_ops_layer();
   return x.graph().add_node("mpi_allgather", {x});
 }
 Value mpi_reduce_scatter(Value x) {
+  register_mpi_ops_layer();
   return x.graph().add_node("mpi_reduce_scatter", {x});
 }
-Value mpi_alltoall(Value x) { return x.graph().add_node("mpi_alltoall", {x}); }
-Value mpi_rank(Graph& graph) { return graph.add_node("mpi_rank", {}); }
-Value mpi_size(Graph& graph) { return graph.add_node("mpi_size", {}); }
+Value mpi_alltoall(Value x) {
+  register_mpi_ops_layer();
+  return x.graph().add_node("mpi_alltoall", {x});
+}
+Value mpi_rank(Graph& graph) {
+  register_mpi_ops_layer();
+  return graph.add_node("mpi_rank", {});
+}
+Value mpi_size(Graph& graph) {
+  register_mpi_ops_layer();
+  return graph.add_node("mpi_size", {});
+}
 
 namespace {
 
@@ -516,6 +541,18 @@ void register_collective_ops() {
   register_mpi_reduce_scatter_op();
   register_mpi_alltoall_op();
   register_mpi_rank_ops();
+}
+
+void register_mpi_ops_layer() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_ops_layer();
+    register_collective_ops();
+    register_exact_total_ops();
+    register_point_to_point_ops();
+    register_halo_ops();
+    register_nonblocking_ops();
+  });
 }
 
 }  // namespace adgraph

@@ -99,8 +99,15 @@ Value mpi_alltoall(Value x);
 Value mpi_rank(Graph& graph);
 Value mpi_size(Graph& graph);
 
+// Register this layer's families; once only: call register_mpi_ops_layer().
 void register_collective_ops();
 // mpi_total, mpi_dot and mpi_total_rows (mpi_ops/exact_totals.cc).
 void register_exact_total_ops();
+
+// The mpi_ops layer's package initialiser: registers its families
+// (collectives, exact totals, point-to-point, halo, nonblocking) and the
+// layers below, once per process, thread-safe, returning at once after the
+// first call. Every node builder of the layer calls it.
+void register_mpi_ops_layer();
 
 }  // namespace adgraph

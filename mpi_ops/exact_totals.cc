@@ -164,11 +164,16 @@ void register_total_rows_op() {
 
 }  // namespace
 
-Value mpi_total(Value x, int root) { return with_root("mpi_total", x, root); }
+Value mpi_total(Value x, int root) {
+  register_mpi_ops_layer();
+  return with_root("mpi_total", x, root);
+}
 Value mpi_dot(Value a, Value b, int root) {
+  register_mpi_ops_layer();
   return a.graph().add_node("mpi_dot", {a, b}, {{"root", root}});
 }
 Value mpi_total_rows(Value x, int root) {
+  register_mpi_ops_layer();
   return with_root("mpi_total_rows", x, root);
 }
 

@@ -7,6 +7,7 @@
 #include "core/core_ops.h"
 #include "core/error.h"
 #include "core/op.h"
+#include "mpi_ops/collectives.h"
 #include "mpi_ops/communicator.h"
 #include "mpi_ops/tags.h"
 
@@ -27,6 +28,7 @@ HaloNeighbours neighbours_of(int rank, int rows, int cols) {
 
 std::array<Value, 4> data_exchange(
     Value left, Value right, Value up, Value down, int rows, int cols) {
+  register_mpi_ops_layer();
   auto out = left.graph().add_node_outputs("data_exchange",
                                            {left, right, up, down},
                                            {{"rows", rows}, {"cols", cols}});
@@ -35,12 +37,14 @@ std::array<Value, 4> data_exchange(
 
 Value data_exchange_start(
     Value left, Value right, Value up, Value down, int rows, int cols) {
+  register_mpi_ops_layer();
   return left.graph().add_node("data_exchange_start",
                                {left, right, up, down},
                                {{"rows", rows}, {"cols", cols}});
 }
 
 std::array<Value, 4> data_exchange_finish(Value request) {
+  register_mpi_ops_layer();
   auto out =
       request.graph().add_node_outputs("data_exchange_finish", {request});
   return {out[0], out[1], out[2], out[3]};

@@ -7,6 +7,7 @@
 #include "core/core_ops.h"
 #include "core/error.h"
 #include "core/op.h"
+#include "mpi_ops/collectives.h"
 #include "mpi_ops/communicator.h"
 #include "mpi_ops/peer_attrs.h"
 #include "mpi_ops/tags.h"
@@ -76,18 +77,22 @@ OpDef start_def(const char* name, const char* doc, const char* peer) {
 }  // namespace
 
 Value mpi_isend(Value x, int dest, int tag) {
+  register_mpi_ops_layer();
   return x.graph().add_node(kIsend, {x}, {{"dest", dest}, {"tag", tag}});
 }
 Value mpi_irecv(Value like, int src, int tag) {
+  register_mpi_ops_layer();
   return like.graph().add_node(kIrecv, {like}, {{"src", src}, {"tag", tag}});
 }
 Value mpi_irecv(Graph& graph, Shape shape, int src, int tag) {
   return mpi_irecv(zeros(graph, std::move(shape)), src, tag);
 }
 Value mpi_wait(Value request) {
+  register_mpi_ops_layer();
   return request.graph().add_node("mpi_wait", {request});
 }
 std::vector<Value> mpi_waitall(const std::vector<Value>& requests) {
+  register_mpi_ops_layer();
   if (requests.empty()) throw GraphError("mpi_waitall of no requests");
   return requests[0].graph().add_node_outputs("mpi_waitall", requests);
 }

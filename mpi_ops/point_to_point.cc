@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "core/op.h"
+#include "mpi_ops/collectives.h"
 #include "mpi_ops/communicator.h"
 #include "mpi_ops/peer_attrs.h"
 #include "mpi_ops/tags.h"
@@ -82,17 +83,21 @@ OpDef sendrecv_def(std::string name, std::string doc, bool transpose) {
 }  // namespace
 
 Value mpi_send(Value x, int dest, int tag) {
+  register_mpi_ops_layer();
   return x.graph().add_node("mpi_send", {x}, {{"dest", dest}, {"tag", tag}});
 }
 Value mpi_recv(Value like, int src, int tag) {
+  register_mpi_ops_layer();
   return like.graph().add_node(
       "mpi_recv", {like}, {{"src", src}, {"tag", tag}});
 }
 Value mpi_sendrecv(Value x, int src, int dest, int tag) {
+  register_mpi_ops_layer();
   return x.graph().add_node(
       "mpi_sendrecv", {x}, {{"src", src}, {"dest", dest}, {"tag", tag}});
 }
 Value mpi_sendrecv_adjoint(Value x, int src, int dest, int tag) {
+  register_mpi_ops_layer();
   return x.graph().add_node("mpi_sendrecv_adjoint",
                             {x},
                             {{"src", src}, {"dest", dest}, {"tag", tag}});

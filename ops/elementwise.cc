@@ -3,13 +3,16 @@
 #include <array>
 #include <cmath>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/loops/loop.h"
 #include "core/op.h"
 #include "ops/broadcast_impl.h"
+#include "ops/linalg.h"
 #include "ops/reductions.h"
 #include "ops/shape_ops.h"
 
@@ -164,10 +167,12 @@ Values binary_tangent(const TangentContext& c, Da da, Db db) {
 }
 
 Value binary_node(const char* op, Value a, Value b) {
+  register_ops_layer();
   return a.graph().add_node(op, {a, b});
 }
 
 Value unary_node(const char* op, Value x) {
+  register_ops_layer();
   return x.graph().add_node(op, {x});
 }
 
@@ -179,6 +184,7 @@ Value mul(Value a, Value b) { return binary_node("mul", a, b); }
 Value div(Value a, Value b) { return binary_node("div", a, b); }
 Value pow(Value a, Value b) { return binary_node("pow", a, b); }
 Value pow(Value a, double p) {
+  register_ops_layer();
   return a.graph().add_node("pow_scalar", {a}, {{"exponent", p}});
 }
 Value neg(Value x) { return unary_node("neg", x); }
@@ -193,6 +199,7 @@ Value abs(Value x) { return unary_node("abs", x); }
 Value sign(Value x) { return unary_node("sign", x); }
 
 Value where(Value c, Value a, Value b) {
+  register_ops_layer();
   return c.graph().add_node("where", {c, a, b});
 }
 Value maximum(Value a, Value b) { return binary_node("maximum", a, b); }
@@ -590,6 +597,17 @@ void register_elementwise_ops() {
   register_where_op();
   register_extremum_ops();
   register_comparison_ops();
+}
+
+void register_ops_layer() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_loops_layer();
+    register_elementwise_ops();
+    register_reduction_ops();
+    register_shape_ops();
+    register_linalg_ops();
+  });
 }
 
 }  // namespace adgraph

@@ -75,6 +75,15 @@ Value operator*(double a, Value b);
 Value operator/(Value a, double b);
 Value operator/(double a, Value b);
 
+// Registers this family's ops; once only: call register_ops_layer().
 void register_elementwise_ops();
+
+// The ops layer's package initialiser: registers its four families
+// (element-wise, reductions, shape ops, linear algebra) and the layers
+// below, once per process, thread-safe, returning at once after the first
+// call. Every node builder of the layer calls it, so a graph built through
+// them has the layer's ops; a program that builds ops by name only calls it
+// (or register_all_ops()) first.
+void register_ops_layer();
 
 }  // namespace adgraph

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/op.h"
+#include "ops/elementwise.h"
 #include "ops/shape_ops.h"
 
 namespace adgraph {
@@ -37,9 +38,18 @@ Shape product_shape(const ShapeContext& c, bool vector) {
 
 }  // namespace
 
-Value matmul(Value a, Value b) { return a.graph().add_node("matmul", {a, b}); }
-Value matvec(Value a, Value x) { return a.graph().add_node("matvec", {a, x}); }
-Value transpose(Value a) { return a.graph().add_node("transpose", {a}); }
+Value matmul(Value a, Value b) {
+  register_ops_layer();
+  return a.graph().add_node("matmul", {a, b});
+}
+Value matvec(Value a, Value x) {
+  register_ops_layer();
+  return a.graph().add_node("matvec", {a, x});
+}
+Value transpose(Value a) {
+  register_ops_layer();
+  return a.graph().add_node("transpose", {a});
+}
 
 void register_linalg_ops() {
   // Y = A·B;  Ā += Ȳ·Bᵀ,  B̄ += Aᵀ·Ȳ

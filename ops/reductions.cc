@@ -200,21 +200,28 @@ OpDef reduction(std::string name, std::string doc, bool mean) {
 
 Value sum(Value x) { return sum(x, {}); }
 Value sum(Value x, std::vector<int64_t> axes, bool exact) {
+  register_ops_layer();
   return x.graph().add_node(
       "sum", {x}, {{"axes", axes}, {"exact", exact ? "yes" : "no"}});
 }
 Value mean(Value x) { return mean(x, {}); }
 Value mean(Value x, std::vector<int64_t> axes, bool exact) {
+  register_ops_layer();
   return x.graph().add_node(
       "mean", {x}, {{"axes", axes}, {"exact", exact ? "yes" : "no"}});
 }
-Value dot(Value a, Value b) { return a.graph().add_node("dot", {a, b}); }
+Value dot(Value a, Value b) {
+  register_ops_layer();
+  return a.graph().add_node("dot", {a, b});
+}
 Value broadcast_to(Value x, Shape shape) {
   if (x.shape() == shape) return x;
+  register_ops_layer();
   return x.graph().add_node("broadcast_to", {x}, {{"shape", shape}});
 }
 Value sum_to(Value x, Shape shape) {
   if (x.shape() == shape) return x;
+  register_ops_layer();
   return x.graph().add_node("sum_to", {x}, {{"shape", shape}});
 }
 

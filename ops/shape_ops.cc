@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/op.h"
+#include "ops/elementwise.h"
 
 namespace adgraph {
 namespace {
@@ -73,13 +74,16 @@ Shape with_extent(Shape x, int64_t axis, int64_t extent) {
 }  // namespace
 
 Value reshape(Value x, Shape shape) {
+  register_ops_layer();
   return x.graph().add_node("reshape", {x}, {{"shape", shape}});
 }
 Value slice(Value x, int64_t axis, int64_t begin, int64_t end) {
+  register_ops_layer();
   return x.graph().add_node(
       "slice", {x}, {{"axis", axis}, {"begin", begin}, {"end", end}});
 }
 Value pad(Value x, int64_t axis, int64_t before, int64_t after, double value) {
+  register_ops_layer();
   return x.graph().add_node(
       "pad",
       {x},
@@ -87,6 +91,7 @@ Value pad(Value x, int64_t axis, int64_t before, int64_t after, double value) {
 }
 Value concat(const std::vector<Value>& xs, int64_t axis) {
   if (xs.empty()) throw GraphError("concat of no values");
+  register_ops_layer();
   return xs[0].graph().add_node("concat", xs, {{"axis", axis}});
 }
 

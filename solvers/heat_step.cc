@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +12,9 @@
 #include "core/op.h"
 #include "ops/elementwise.h"
 #include "solvers/heat_step_impl.h"
+#include "solvers/patch_operators.h"
+#include "solvers/regularization.h"
+#include "sparse/sparse_matrix.h"
 
 namespace adgraph::solvers {
 
@@ -22,6 +26,7 @@ HeatStep heat_step(Value u,
                    const std::array<Value, 4>& halos,
                    double dt,
                    double h) {
+  register_solvers_layer();
   auto out = u.graph().add_node_outputs(
       "heat_step",
       {u, kappa, f, halos[0], halos[1], halos[2], halos[3]},
@@ -30,6 +35,7 @@ HeatStep heat_step(Value u,
 }
 
 std::array<Value, 4> patch_edges(Value u) {
+  register_solvers_layer();
   auto out = u.graph().add_node_outputs("patch_edges", {u});
   return {out[0], out[1], out[2], out[3]};
 }
@@ -185,6 +191,16 @@ void register_heat_ops() {
   register_patch_edges_op();
   register_patch_edges_adjoint_op();
   register_heat_step_op();
+}
+
+void register_solvers_layer() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    sparse::register_sparse_layer();
+    register_heat_ops();
+    register_patch_operator_ops();
+    register_regularization_ops();
+  });
 }
 
 }  // namespace adgraph::solvers

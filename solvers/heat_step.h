@@ -80,7 +80,14 @@ HeatStep heat_step_overlapped(Value u,
 
 // Registers heat_step, heat_step_adjoint, heat_step_adjoint_gather,
 // heat_step_adjoint_edges, patch_edges, patch_edges_adjoint and the split
-// ops of heat_step_overlapped.
+// ops of heat_step_overlapped (once only: call register_solvers_layer()).
 void register_heat_ops();
+
+// The solvers layer's package initialiser: registers its families (the
+// heat step, the patch operators, the regularization terms) and the layers
+// below that it uses (sparse and under), once per process, thread-safe,
+// returning at once after the first call. Every node builder of the layer
+// calls it.
+void register_solvers_layer();
 
 }  // namespace adgraph::solvers

@@ -401,6 +401,7 @@ HeatStep heat_step_overlapped(Value u,
                               int cols,
                               double dt,
                               double h) {
+  register_solvers_layer();
   Graph& g = u.graph();
   Value request =
       data_exchange_start(edges[0], edges[1], edges[2], edges[3], rows, cols);

@@ -274,6 +274,7 @@ Value five_point_values(const HeatConfig& config,
                         int rank,
                         Value center,
                         const std::array<Value, 4>& sides) {
+  register_solvers_layer();
   return center.graph().add_node(
       "five_point_values",
       {sides[0], sides[1], sides[2], sides[3], center},

@@ -231,6 +231,7 @@ Value regularization_smoothness(Value kappa,
                                 const HeatConfig& config,
                                 const Patch& patch,
                                 double alpha) {
+  register_solvers_layer();
   const auto edges = patch_edges(kappa);
   const auto halos = data_exchange(
       edges[0], edges[1], edges[2], edges[3], config.px, config.py);

@@ -195,7 +195,13 @@ Value solve_transpose(const SparseMatrix& a,
 bool petsc_available();
 
 // Registers sparse_matvec, sparse_matvec_transpose, sparse_outer,
-// sparse_solve and sparse_solve_transpose.
+// sparse_solve and sparse_solve_transpose (once only: call
+// register_sparse_layer()).
 void register_sparse_ops();
+
+// The sparse layer's package initialiser: registers its ops and the layers
+// below, once per process, thread-safe, returning at once after the first
+// call. Every node builder of the layer calls it.
+void register_sparse_layer();
 
 }  // namespace adgraph::sparse

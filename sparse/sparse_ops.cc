@@ -1,9 +1,11 @@
 // The sparse ops: shape rules, kernels and derivative rules. The PETSc
 // calls are in petsc_engine.cc.
 #include <memory>
+#include <mutex>
 
 #include "core/core_ops.h"
 #include "core/error.h"
+#include "mpi_ops/collectives.h"
 #include "mpi_ops/communicator.h"
 #include "ops/elementwise.h"
 #include "ops/shape_ops.h"
@@ -23,6 +25,7 @@ Value sparse_node(const OperatorPtr& a,
                   const std::string& op,
                   std::vector<Value> inputs,
                   nlohmann::json attrs = nlohmann::json::object()) {
+  register_sparse_layer();
   NodeOptions options;
   options.resource = a;
   options.comm = a->node_comm();
@@ -324,6 +327,14 @@ void register_sparse_ops() {
   register_outer();
   register_solve(false);
   register_solve(true);
+}
+
+void register_sparse_layer() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_mpi_ops_layer();
+    register_sparse_ops();
+  });
 }
 
 }  // namespace adgraph::sparse

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 #include "core/ad/gradients.h"
@@ -283,6 +284,7 @@ LoopResult loop(int64_t trips,
                 const std::vector<Value>& invariants,
                 const LoopBodyFn& body,
                 LoopOptions options) {
+  register_loops_layer();
   if (init.empty() && invariants.empty())
     throw GraphError(
         "a loop needs at least one carry or invariant", options.name, "loop");
@@ -538,6 +540,11 @@ Shapes loop_adjoint_shapes(const ShapeContext& c) {
 }
 
 }  // namespace
+
+void register_loops_layer() {
+  static std::once_flag once;
+  std::call_once(once, register_loop_ops);
+}
 
 void register_loop_ops() {
   OpDef loop =

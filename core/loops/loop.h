@@ -258,7 +258,13 @@ struct LoopSpec {
   std::string signature_;
 };
 
-// Registers loop and loop_adjoint.
+// Registers loop, loop_adjoint, step_row and row_add (once only: call
+// register_loops_layer(), which loop() calls).
 void register_loop_ops();
+// The loops layer's package initialiser: registers its ops once per
+// process, thread-safe, and returns at once after the first call. loop()
+// calls it, so a graph built through loop() has them; the core below
+// registers its own ops itself.
+void register_loops_layer();
 
 }  // namespace adgraph

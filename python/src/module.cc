@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "builtin_ops.h"
 #include "core/interrupt.h"
 #include "python/src/bindings.h"
 
@@ -162,6 +163,8 @@ void translate_errors(py::module_& m) {
 PYBIND11_MODULE(_adgraph, m) {
   using namespace adgraph::python;
   m.doc() = "adgraph's C++ runtime; use the adgraph package, not this module.";
+  // Every op, for lookups by name (the generated op functions, load_json).
+  adgraph::register_all_ops();
   translate_errors(m);
   m.def("start_mpi",
         &start_mpi,

@@ -11,6 +11,7 @@
 #include "core/ad/jvp.h"
 #include "core/error.h"
 #include "core/exec/session.h"
+#include "core/graph.h"
 
 namespace adgraph {
 namespace {
@@ -100,6 +101,31 @@ TEST(OpRegistry, LooksUpByNameAndSuggestsTheNearest) {
   const std::string far = message_of("softmax");
   EXPECT_TRUE(contains(far, "unknown op \"softmax\"")) << far;
   EXPECT_FALSE(contains(far, "did you mean")) << far;
+  // With no near name, the message says how ops get registered.
+  EXPECT_TRUE(contains(far, "no registered op has this name")) << far;
+  EXPECT_TRUE(contains(far, "adgraph::register_all_ops()")) << far;
+  EXPECT_FALSE(contains(message_of("matmull"), "register_all_ops")) << far;
+}
+
+// The core registers its own ops and calls nothing above it: this program
+// builds no node through a layer above the core, so none of their ops is
+// registered (the loops' "loop", the ops layer's "exp"), and an unknown
+// name fails with the message that says so.
+TEST(OpRegistry, TheGlobalRegistryHoldsTheCoresOwnOps) {
+  const OpRegistry& global = OpRegistry::global();
+  for (const char* core : {"placeholder", "constant", "identity", "zeros"})
+    EXPECT_NE(global.find(core), nullptr) << core;
+  for (const char* above : {"loop", "exp", "mpi_allreduce", "heat_step"})
+    EXPECT_EQ(global.find(above), nullptr) << above;
+  Graph g;
+  Value x = g.placeholder("x", {2});
+  try {
+    g.add_node("heat_step", {x});
+    FAIL() << "expected a GraphError";
+  } catch (const GraphError& e) {
+    EXPECT_TRUE(contains(e.what(), "unknown op \"heat_step\"")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "register_all_ops")) << e.what();
+  }
 }
 
 TEST(OpRegistry, AnOpThatOnlyBindsRunsThroughItsBoundKernel) {
