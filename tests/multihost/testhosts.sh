@@ -98,11 +98,13 @@ run() {
   # Ranks by host in turn; TCP between hosts (no shared memory), the
   # launch agent above, and out-of-band traffic on the test subnet only.
   # A lost daemon is noticed by TCP keepalive within about 3 s.
+  # doc:begin mpirun_flags
   export ADGRAPH_MPIRUN_HOSTS="--host ${addresses//,/:8,}:8 --map-by node
     --mca plm_rsh_agent $self --mca btl tcp,self
     --mca btl_tcp_if_include $subnet.0/24 --mca oob_tcp_if_include $subnet.0/24
     --mca oob_tcp_keepalive_time 1 --mca oob_tcp_keepalive_intvl 1
     --mca oob_tcp_keepalive_probes ${ADGRAPH_KEEPALIVE_PROBES:-2}"
+  # doc:end mpirun_flags
   ip netns exec "$(host_ns 1)" "$@"
 }
 
