@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "mpi_ops/collectives.h"
 #include "mpi_ops/communicator.h"
 #include "mpi_ops/mpi_detail.h"
 
@@ -129,6 +130,9 @@ std::shared_ptr<Communicator> program_world() {
 }
 
 MpiEnvironment::MpiEnvironment(int* argc, char*** argv) {
+  // A program that starts MPI through adgraph has the MPI layer's ops (and
+  // those below) by name too, as PetscInitialize registers its packages.
+  register_mpi_ops_layer();
   int initialised = 0;
   MPI_Initialized(&initialised);
   int provided = 0;
