@@ -1,5 +1,6 @@
 """Builds adgraph's extension module adgraph._adgraph with CMake for
-`pip install --no-build-isolation .` (metadata: pyproject.toml).
+`pip install --no-build-isolation .` (metadata: pyproject.toml), with the
+type stubs (adgraph/*.pyi) the build generates from it.
 
 The library and the module are compiled in a CMake tree of their own under
 build/pip (tests, examples and benchmarks left out), for the interpreter
@@ -41,16 +42,21 @@ class CMakeBuild(build_ext):
                  f"-DADGRAPH_PYTHON_EXECUTABLE={sys.executable}"],
                 check=True)
         subprocess.run(
-            ["cmake", "--build", tree, "--target", "_adgraph", "--parallel",
-             str(os.cpu_count() or 1)],
+            ["cmake", "--build", tree, "--target", "_adgraph", "adgraph_stubs",
+             "--parallel", str(os.cpu_count() or 1)],
             check=True)
-        built = sorted((pathlib.Path(tree) / "python" / "adgraph")
-                       .glob("_adgraph*.so"))
+        package = pathlib.Path(tree) / "python" / "adgraph"
+        built = sorted(package.glob("_adgraph*.so"))
         if not built:
             sys.exit(f"setup.py: CMake built no _adgraph module in {tree}")
         target = pathlib.Path(self.get_ext_fullpath(ext.name))
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(built[0], target)
+        # The type stubs generated from that module, beside it (not into
+        # the sources for an in-place build).
+        if not self.inplace:
+            for stub in sorted(package.glob("*.pyi")):
+                shutil.copyfile(stub, target.parent / stub.name)
 
 
 setup(
