@@ -6,6 +6,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <queue>
 #include <set>
 
@@ -13,6 +14,7 @@
 #include "core/error.h"
 #include "core/exec/plan_checks.h"
 #include "core/exec/session.h"
+#include "core/fields.h"
 #include "core/loops/loop.h"
 #include "core/op.h"
 #include "core/tensor_json.h"
@@ -338,45 +340,24 @@ void Loader::load_bounds(const json& bounds, Optimize& opt) {
   }
 }
 
+// Every field of LbfgsOptions' table, by its name, with the table's type,
+// range and message.
 optim::LbfgsOptions Loader::lbfgs_options(const json& options) const {
-  only(options,
-       {"history",
-        "max_iterations",
-        "max_evaluations",
-        "tolerance_gradient",
-        "tolerance_function"},
-       {},
-       "optimize.options");
+  using optim::LbfgsOptions;
+  const FieldTable<LbfgsOptions>& table = LbfgsOptions::fields();
+  LbfgsOptions out;
   for (const auto& [key, v] : options.items()) {
-    if (!v.is_number() || !std::isfinite(v.get<double>())) {
-      fail({}, {}, "optimize.options." + key, "expected a finite number");
-    }
-  }
-  optim::LbfgsOptions out;
-  // Counts are integers within their range, never truncated or wrapped.
-  auto count = [&](const char* key, int64_t low, int64_t high, int& into) {
-    if (!options.contains(key)) return;
-    const json& v = options.at(key);
-    const double d = v.get<double>();
-    const std::string range =
-        "[" + std::to_string(low) + ", " + std::to_string(high) + "]";
-    if (d != std::floor(d) || d < static_cast<double>(low) ||
-        d > static_cast<double>(high)) {
+    const Field<LbfgsOptions>* f = find_field(table, key);
+    const std::string where = "optimize.options." + key;
+    if (f == nullptr) {
       fail({},
            {},
-           std::string("optimize.options.") + key,
-           "expected an integer in " + range + ", found " + v.dump());
+           where,
+           "unknown field (allowed: " + field_names(names_of(table)) + ")");
     }
-    into = static_cast<int>(d);
-  };
-  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
-  count("history", 1, 1000, out.history);
-  count("max_iterations", 0, kIntMax, out.max_iterations);
-  count("max_evaluations", 1, kIntMax, out.max_evaluations);
-  out.tolerance_gradient =
-      options.value("tolerance_gradient", out.tolerance_gradient);
-  out.tolerance_function =
-      options.value("tolerance_function", out.tolerance_function);
+    if (std::optional<std::string> why = set_from_json(*f, v, out))
+      fail({}, {}, where, *why);
+  }
   std::string error;
   if (!out.is_valid(&error)) fail({}, {}, "optimize.options", error);
   return out;

@@ -18,8 +18,9 @@
 //                "method": "lbfgs" | "lbfgsb",
 //                "bounds": {"theta": {"lower": value, "upper": value}},
 //                "layout": "replicated" | "sharded",
-//                "options": {"history", "max_iterations", "max_evaluations",
-//                            "tolerance_gradient", "tolerance_function"}}
+//                "options": {any field of optim::LbfgsOptions::fields():
+//                            "history", "max_iterations", "tolerance_gradient",
+//                            …, by name, with its type and range}}
 //                                      "bounds" (L-BFGS-B, the method when
 //                                      bounds are given): per variable, a
 //                                      number for every entry or a value of
@@ -74,8 +75,10 @@
 // cycle between them is an error. A value may be fed, or listed as an
 // optimize variable, under one name only ("x" and "x:0" are one value).
 // A communicator has exactly one of "color", "rows_of", "columns_of".
-// Optimizer counts are integers within their range (history [1, 1000],
-// max_iterations [0, 2^31 − 1], max_evaluations [1, 2^31 − 1]).
+// Optimizer options are read by LbfgsOptions' field table (core/fields.h):
+// counts are integers within their range (history [1, 1000]), never
+// truncated or wrapped, and a value out of range is refused with the
+// table's message ("must be in [1, 1000], got 0").
 // adgraph-run reads at most 64 MiB of document and writes infinities and
 // NaN as the strings "Infinity", "-Infinity", "NaN".
 //

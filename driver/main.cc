@@ -100,8 +100,14 @@ json check_summary(const std::string& file,
     if (g.node(id).loop && g.node(id).op_name() == "loop")
       loops[g.node(id).name] = loop_stats(Value(&g, id)).schedule;
   }
+  json options = nullptr;  // what "optimize.options" set, every field
+  if (d.has_optimize) {
+    options = fields_json(
+        field_values(optim::LbfgsOptions::fields(), d.optimize.options));
+  }
   return {{"file", file},
           {"valid", true},
+          {"options", options},
           {"nodes", g.num_nodes()},
           {"ops", ops},
           {"fetch", d.fetch},

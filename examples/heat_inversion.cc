@@ -43,69 +43,19 @@ nlohmann::json bound_text(double b) {
 // What the command line asks for.
 struct Arguments {
   solvers::HeatInverseOptions problem;
-  std::string scheme = "explicit";
-  std::string checkpoints = "auto";
   int max_iter = 100;
   double tol = 1e-10;
   std::string output = "heat_inversion.json", dump_gradient, checkpoint;
-  bool resume = false;
+  bool resume = false, print_options = false;
 
   Arguments() {
     solvers::HeatConfig& c = problem.config;
     c.nx = c.ny = 256;
     c.px = c.py = 2;
     c.nt = 2800;
+    c.checkpoints = CheckpointSchedule::automatic();
   }
 };
-
-// --nt, --scheme, the implicit step's solver, --dt, --overlap.
-void add_time_options(CLI::App& app, Arguments& a) {
-  solvers::HeatConfig& c = a.problem.config;
-  app.add_option("--nt", c.nt, "time steps")->capture_default_str();
-  app.add_option("--scheme",
-                 a.scheme,
-                 "time scheme: explicit, backward_euler or crank_nicolson "
-                 "(implicit steps solve a sparse system with PETSc)")
-      ->check(CLI::IsMember({"explicit", "backward_euler", "crank_nicolson"}))
-      ->capture_default_str();
-  app.add_option("--implicit-ksp",
-                 c.implicit_solver.ksp,
-                 "Krylov method of an implicit step: cg, gmres, bcgs or "
-                 "preonly (with --implicit-pc lu); the step's matrix is "
-                 "symmetric positive definite")
-      ->check(CLI::IsMember({"cg", "gmres", "bcgs", "preonly"}))
-      ->capture_default_str();
-  app.add_option("--implicit-pc",
-                 c.implicit_solver.pc,
-                 "preconditioner of an implicit step: jacobi, bjacobi, gamg, "
-                 "hypre, lu (MUMPS) or mg (geometric multigrid on the patch "
-                 "grid)")
-      ->check(CLI::IsMember(
-          {"none", "jacobi", "bjacobi", "ilu", "gamg", "hypre", "lu", "mg"}))
-      ->capture_default_str();
-  app.add_option("--implicit-rtol",
-                 c.implicit_solver.rtol,
-                 "relative residual tolerance of an implicit step's solve; "
-                 "the gradient is exact to about this much (1e-4 is enough "
-                 "for the inversion, docs/PERFORMANCE.md)")
-      ->check(CLI::Range(1e-16, 0.5))
-      ->capture_default_str();
-  app.add_option("--implicit-prefix",
-                 c.implicit_solver.prefix,
-                 "PETSc options prefix of an implicit step's solver: with "
-                 "'heat', its KSP also reads PETSC_OPTIONS such as "
-                 "-heat_ksp_monitor or -heat_ksp_rtol 1e-6")
-      ->capture_default_str();
-  app.add_option("--dt",
-                 c.dt,
-                 "time step; 0 selects 0.2 h^2 / max kappa_true (the explicit "
-                 "stability rule); implicit schemes take any dt > 0")
-      ->capture_default_str();
-  app.add_flag("--overlap",
-               c.overlap,
-               "overlap each step's halo exchange with the interior update "
-               "(the same results, bit for bit)");
-}
 
 // The optimizer, its checkpoints and the time loop's, where results go.
 void add_run_options(CLI::App& app, Arguments& a) {
@@ -126,62 +76,15 @@ void add_run_options(CLI::App& app, Arguments& a) {
                  a.checkpoint,
                  "write the optimizer state here every iteration");
   app.add_flag("--resume", a.resume, "continue from --checkpoint");
-  app.add_option("--checkpoints",
-                 a.checkpoints,
-                 std::string("states the time loop's adjoint keeps: ") +
-                     CheckpointSchedule::kGrammar +
-                     " (auto: the fewest snapshots that recompute at most "
-                     "one extra sweep, about sqrt(2 nt))")
-      ->capture_default_str();
 }
 
-// The observations, the bounds and the regularization.
-void add_problem_options(CLI::App& app, Arguments& a) {
-  solvers::HeatInverseOptions& p = a.problem;
-  app.add_option("--observe-steps",
-                 p.observe_steps,
-                 "observe u at these time levels (1..nt) instead of the "
-                 "final one only");
-  app.add_option("--kappa-min",
-                 p.kappa_min,
-                 "lower bound on kappa (L-BFGS-B when a bound is given)");
-  app.add_option("--kappa-max", p.kappa_max, "upper bound on kappa");
-  app.add_option("--sensors-every",
-                 p.sensors_every,
-                 "observe only every k-th grid point in x and y (0: all)")
-      ->capture_default_str();
-  app.add_option("--noise",
-                 p.noise,
-                 "Gaussian noise on the observations, relative to their RMS")
-      ->capture_default_str();
-  app.add_option("--seed", p.seed, "seed of the noise")->capture_default_str();
-  app.add_option("--reg-tikhonov",
-                 p.reg_tikhonov,
-                 "weight of the Tikhonov term |kappa - 1|^2")
-      ->capture_default_str();
-  app.add_option("--reg-smooth",
-                 p.reg_smooth,
-                 "weight of the smoothness term |grad kappa|^2")
-      ->capture_default_str();
-  app.add_flag("--replicated",
-               p.replicated,
-               "replicate kappa on every rank (ADCME mpi_bcast style)");
-}
-
-// What CLI11 cannot check: the schedule, the tolerance, --resume's file.
+// What CLI11 cannot check: the tolerance, --resume's file.
 // Returns the exit code of a bad argument (rank 0 says why).
 std::optional<int> finish_arguments(Arguments& a, bool root) {
   auto bad = [root](const std::string& why) {
     if (root) std::fprintf(stderr, "heat_inversion: %s\n", why.c_str());
     return 2;
   };
-  solvers::HeatConfig& c = a.problem.config;
-  std::string error;
-  const std::optional<CheckpointSchedule> schedule =
-      CheckpointSchedule::parse(a.checkpoints, &error);
-  if (!schedule) return bad("--checkpoints: " + error);
-  c.checkpoints = schedule->resolved(c.nt);
-  solvers::parse_heat_scheme(a.scheme, &c.scheme);  // checked by CLI11
   if (!std::isfinite(a.tol) || a.tol < 0) {
     char text[120];
     std::snprintf(text,
@@ -193,6 +96,30 @@ std::optional<int> finish_arguments(Arguments& a, bool root) {
   if (a.resume && a.checkpoint.empty())
     return bad("--resume needs --checkpoint FILE");
   return std::nullopt;
+}
+
+// --print-options: the problem's and the implicit solver's fields as JSON
+// after the options' own check (as HeatInverse makes it, for px·py ranks).
+int print_options(const Arguments& a, bool root) {
+  const solvers::HeatInverseOptions& p = a.problem;
+  std::string error, field;
+  const int64_t ranks = int64_t{p.config.px} * p.config.py;
+  if (!p.is_valid(static_cast<int>(std::min<int64_t>(ranks, 1 << 30)),
+                  &error,
+                  &field)) {
+    if (root)
+      std::fprintf(
+          stderr, "heat_inversion: %s: %s\n", field.c_str(), error.c_str());
+    return 2;
+  }
+  const nlohmann::json out = {
+      {"HeatInverseOptions",
+       fields_json(field_values(solvers::HeatInverseOptions::fields(), p))},
+      {"SolverOptions",
+       fields_json(field_values(sparse::SolverOptions::fields(),
+                                p.config.implicit_solver))}};
+  if (root) std::printf("%s\n", out.dump().c_str());
+  return 0;
 }
 
 // Where the results go, checked on rank 0 before any work: "" or why not.
@@ -455,13 +382,23 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Recover the diffusivity of a 2-D heat equation with distributed L-BFGS"};
   Arguments a;
-  examples::add_grid_options(app, a.problem.config);
-  add_time_options(app, a);
+  // The problem's options from its field table (HeatConfig's by their own
+  // names: --nx, --nt, --scheme, --checkpoints, …), the implicit step's
+  // solver from SolverOptions' (--implicit-ksp, …).
+  examples::add_field_options(
+      app, solvers::HeatInverseOptions::fields(), a.problem);
+  examples::add_field_options(app,
+                              sparse::SolverOptions::fields(),
+                              a.problem.config.implicit_solver,
+                              "implicit-");
   add_run_options(app, a);
-  add_problem_options(app, a);
+  app.add_flag("--print-options",
+               a.print_options,
+               "check the problem's options, print them as JSON and exit");
   if (auto code = examples::parse_command_line(app, argc, argv, root))
     return *code;
   if (auto code = finish_arguments(a, root)) return *code;
+  if (a.print_options) return print_options(a, root);
 
   try {
     const std::string unwritable = unwritable_output(a, *comm);

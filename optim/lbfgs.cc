@@ -152,19 +152,57 @@ Step Lbfgs::iterate(const Run& run) {
 
 const char* termination_name(Termination t) { return name_of(t).data(); }
 
+const FieldTable<LbfgsOptions>& LbfgsOptions::fields() {
+  using O = LbfgsOptions;
+  static const FieldTable<O> table = {
+      field("history", &O::history, Range::closed(1, 1000), "history size m"),
+      field("tolerance_gradient",
+            &O::tolerance_gradient,
+            Range::at_least(0),
+            "stop when the gradient's infinity norm is at most this"),
+      field("tolerance_function",
+            &O::tolerance_function,
+            Range::at_least(0),
+            "stop when f's relative change is at most this (0: never)"),
+      field("max_iterations",
+            &O::max_iterations,
+            Range::at_least(0),
+            "iteration limit"),
+      field("max_evaluations",
+            &O::max_evaluations,
+            Range::at_least(1),
+            "objective evaluation limit"),
+      field("trace", &O::trace, {}, "print one line per iteration on rank 0"),
+      field("checkpoint_every",
+            &O::checkpoint_every,
+            Range::at_least(0),
+            "write a checkpoint every this many iterations (0: never)"),
+      field("checkpoint_path",
+            &O::checkpoint_path,
+            {},
+            "checkpoint path prefix (rank r writes <path>.rank<r>of<P>)"),
+      field("resume",
+            &O::resume,
+            {},
+            "continue from the checkpoint at checkpoint_path"),
+      field("checkpoint_problem",
+            &O::checkpoint_problem,
+            {},
+            "the objective as a flat JSON object, checked when resuming"),
+  };
+  return table;
+}
+
 bool LbfgsOptions::is_valid(std::string* error) const {
   auto bad = [&](const std::string& msg) {
     *error = msg;
     return false;
   };
-  if (history < 1 || history > 1000) return bad("history must be in [1, 1000]");
-  if (!(tolerance_gradient >= 0)) return bad("tolerance_gradient must be >= 0");
-  if (!(tolerance_function >= 0)) return bad("tolerance_function must be >= 0");
-  if (max_iterations < 0) return bad("max_iterations must be >= 0");
-  if (max_evaluations < 1) return bad("max_evaluations must be >= 1");
+  std::string why, name;
+  if (!check_fields(fields(), *this, &why, &name))
+    return bad(name + ": " + why);
   if (!line_search.is_valid(error)) return false;
   if (!line_search_bounded.is_valid(error)) return false;
-  if (checkpoint_every < 0) return bad("checkpoint_every must be >= 0");
   if ((checkpoint_every > 0 || resume) && checkpoint_path.empty()) {
     return bad(
         "checkpoint_path is required with checkpoint_every > 0 or resume");

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/enum_names.h"
+#include "core/fields.h"
 #include "optim/line_search.h"
 #include "optim/more_thuente.h"
 
@@ -108,6 +109,11 @@ struct LbfgsOptions {
   // naming each field that differs. Empty: not recorded nor checked.
   std::string checkpoint_problem;
 
+  // The fields' table (core/fields.h): name, range, doc of each setting the
+  // front ends expose. The line searches have their own.
+  static const FieldTable<LbfgsOptions>& fields();
+  // False with "<field>: <why>" in *error for a field out of its range (or
+  // a line search's), or a checkpoint path missing.
   bool is_valid(std::string* error) const;
 };
 

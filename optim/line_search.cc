@@ -34,19 +34,39 @@ double cubic_step(
 
 }  // namespace
 
-bool LineSearchOptions::is_valid(std::string* error) const {
-  auto bad = [&](const std::string& msg) {
-    *error = msg;
-    return false;
+const FieldTable<LineSearchOptions>& LineSearchOptions::fields() {
+  using O = LineSearchOptions;
+  static const FieldTable<O> table = {
+      field("c1",
+            &O::c1,
+            Range::open(0, 1),
+            "sufficient decrease: phi(a) <= phi(0) + c1 a phi'(0); c1 < c2"),
+      field("c2",
+            &O::c2,
+            Range::open(0, 1),
+            "curvature: |phi'(a)| <= c2 |phi'(0)|; c2 > c1"),
+      field("max_step", &O::max_step, Range::above(0), "largest step tried"),
+      field("max_evaluations",
+            &O::max_evaluations,
+            Range::at_least(1),
+            "evaluations allowed per search"),
+      field("approximate_wolfe_epsilon",
+            &O::approximate_wolfe_epsilon,
+            Range::closed(0, 1e-6),
+            "epsilon of the approximate Wolfe test (0: off)"),
   };
-  if (!(c1 > 0 && c1 < c2 && c2 < 1)) {
-    return bad("line_search needs 0 < c1 < c2 < 1");
+  return table;
+}
+
+bool LineSearchOptions::is_valid(std::string* error) const {
+  std::string why, name;
+  if (!check_fields(fields(), *this, &why, &name)) {
+    *error = "line_search." + name + ": " + why;
+    return false;
   }
-  if (!(max_step > 0)) return bad("line_search.max_step must be > 0");
-  if (max_evaluations < 1)
-    return bad("line_search.max_evaluations must be >= 1");
-  if (!(approximate_wolfe_epsilon >= 0 && approximate_wolfe_epsilon <= 1e-6)) {
-    return bad("line_search.approximate_wolfe_epsilon must be in [0, 1e-6]");
+  if (!(c1 < c2)) {
+    *error = "line_search needs 0 < c1 < c2 < 1";
+    return false;
   }
   return true;
 }

@@ -12,6 +12,8 @@
 #include <functional>
 #include <string>
 
+#include "core/fields.h"
+
 namespace adgraph::optim {
 
 // φ(α) = f(x + α d) and φ'(α) = ∇f(x + α d)·d for a trial step α; the
@@ -31,8 +33,10 @@ struct LineSearchOptions {
   // ε of the approximate Wolfe test; 0 disables it. Range [0, 1e-6]. 1e-12.
   double approximate_wolfe_epsilon = 1e-12;
 
-  // False (and the reason in *error, naming the field) when a member is out
-  // of its range.
+  // The fields' table (core/fields.h).
+  static const FieldTable<LineSearchOptions>& fields();
+  // False (and the reason in *error, "line_search.<field>: <why>") when a
+  // member is out of its range, or c1 >= c2.
   bool is_valid(std::string* error) const;
 };
 

@@ -20,6 +20,67 @@
 
 namespace adgraph::solvers {
 
+const FieldTable<HeatInverseOptions>& HeatInverseOptions::fields() {
+  using O = HeatInverseOptions;
+  using C = HeatConfig;
+  constexpr auto c = &O::config;
+  const Range counts = Range::at_least(1);
+  const Range weight = Range::at_least(0).finite_only();
+  static const FieldTable<O> table = {
+      field("nx", c, &C::nx, counts, "interior grid points in x"),
+      field("ny", c, &C::ny, counts, "interior grid points in y"),
+      field("px", c, &C::px, counts, "patch rows (px x py ranks)"),
+      field("py", c, &C::py, counts, "patch columns"),
+      field("nt", c, &C::nt, counts, "time steps"),
+      field("dt",
+            c,
+            &C::dt,
+            Range::at_least(0).finite_only(),
+            "time step; 0 selects 0.2 h^2 / max kappa_true"),
+      field("scheme", c, &C::scheme, {}, "time scheme"),
+      field("overlap",
+            c,
+            &C::overlap,
+            {},
+            "overlap each step's halo exchange with the interior update"),
+      field("checkpoints",
+            c,
+            &C::checkpoints,
+            {},
+            "the time loop adjoint's schedule (auto: about sqrt(2 nt) "
+            "snapshots)"),
+      field("replicated",
+            &O::replicated,
+            {},
+            "replicate kappa on every rank instead of sharding it"),
+      field("sensors",
+            &O::sensors,
+            Range::at_least(0),
+            "global (row, column) sensor points; empty: the whole grid"),
+      field("sensors_every",
+            &O::sensors_every,
+            Range::at_least(0),
+            "sensors at every k-th point in x and y (0: none)"),
+      field("observe_steps",
+            &O::observe_steps,
+            Range::at_least(1),
+            "observation times in [1, nt]; empty: the final time"),
+      field("noise", &O::noise, weight, "noise relative to the RMS of u_obs"),
+      field("seed", &O::seed, {}, "seed of the noise"),
+      field("reg_tikhonov",
+            &O::reg_tikhonov,
+            weight,
+            "weight of the Tikhonov term |kappa - 1|^2"),
+      field("reg_smooth",
+            &O::reg_smooth,
+            weight,
+            "weight of the smoothness term"),
+      field("kappa_min", &O::kappa_min, {}, "lower bound on kappa"),
+      field("kappa_max", &O::kappa_max, {}, "upper bound on kappa"),
+  };
+  return table;
+}
+
 bool HeatInverseOptions::is_valid(int ranks,
                                   std::string* error,
                                   std::string* field) const {
@@ -27,18 +88,10 @@ bool HeatInverseOptions::is_valid(int ranks,
     return invalid_option(error, field, option, std::move(why));
   };
   const HeatConfig& c = config;
-  std::string why;
+  std::string why, name;
+  if (!check_fields(fields(), *this, &why, &name))
+    return bad(name.c_str(), why);
   if (!c.is_valid(ranks, &why)) return bad("HeatConfig", why);
-  if (sensors_every < 0) return bad("sensors_every", "must be >= 0");
-  const std::pair<const char*, double> weights[] = {
-      {"noise", noise},
-      {"reg_tikhonov", reg_tikhonov},
-      {"reg_smooth", reg_smooth}};
-  for (const auto& [name, v] : weights) {
-    if (!(std::isfinite(v) && v >= 0))
-      return bad(name,
-                 "must be a finite number >= 0, got " + std::to_string(v));
-  }
   // An open side is ±infinity; +inf as a lower bound (or −inf as an upper
   // one) would leave no κ at all.
   if (kappa_min == std::numeric_limits<double>::infinity() ||

@@ -63,6 +63,10 @@ struct HeatInverseOptions {
   double kappa_max = std::numeric_limits<double>::infinity();
 
   bool bounded() const;
+  // The fields' table (core/fields.h), HeatConfig's at the top level by
+  // their own names (nx, …, checkpoints); what Python's HeatInverse and
+  // heat_inversion's command line take.
+  static const FieldTable<HeatInverseOptions>& fields();
   // True when these options describe a problem on `ranks` ranks;
   // otherwise false, with the reason in *error and the option's name in
   // *field (if given): "HeatConfig" for the configuration's own checks

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "core/error.h"
 #include "sparse/operator_impl.h"
@@ -12,16 +13,6 @@ namespace {
 const std::vector<std::string> kKsps = {"cg", "gmres", "bcgs", "preonly"};
 const std::vector<std::string> kPcs = {
     "none", "jacobi", "bjacobi", "ilu", "gamg", "hypre", "lu", "mg"};
-
-bool one_of(const std::string& s, const std::vector<std::string>& list) {
-  return std::find(list.begin(), list.end(), s) != list.end();
-}
-
-std::string joined(const std::vector<std::string>& list) {
-  std::string out;
-  for (const auto& s : list) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
 
 // Every rank's `local` problem agreed on: the one with the smallest key
 // (a global row, or a large number for an input), the same text on every
@@ -39,20 +30,37 @@ std::string agree_on_problem(CommContext& comm,
 
 }  // namespace
 
+const FieldTable<SolverOptions>& SolverOptions::fields() {
+  using O = SolverOptions;
+  static const FieldTable<O> table = {
+      field("ksp", &O::ksp, {}, "Krylov method (preonly with pc lu)", kKsps),
+      field("pc", &O::pc, {}, "preconditioner", kPcs),
+      field("rtol", &O::rtol, Range::open(0, 1), "relative residual tolerance"),
+      field("atol",
+            &O::atol,
+            Range::at_least(0).finite_only(),
+            "absolute residual tolerance"),
+      field("max_it", &O::max_it, Range::at_least(1), "iteration limit"),
+      field("symmetric",
+            &O::symmetric,
+            {},
+            "the matrix is symmetric for every value of its inputs"),
+      field("prefix",
+            &O::prefix,
+            {},
+            "PETSc options prefix (letters, digits and '_')"),
+  };
+  return table;
+}
+
 bool SolverOptions::is_valid(std::string* error) const {
   auto fail = [&](const std::string& text) {
     if (error) *error = text;
     return false;
   };
-  if (!one_of(ksp, kKsps)) {
-    return fail("ksp: \"" + ksp + "\" is not one of " + joined(kKsps));
-  }
-  if (!one_of(pc, kPcs)) {
-    return fail("pc: \"" + pc + "\" is not one of " + joined(kPcs));
-  }
-  if (!(rtol > 0 && rtol < 1)) return fail("rtol: must be in (0, 1)");
-  if (!(atol >= 0 && std::isfinite(atol))) return fail("atol: must be >= 0");
-  if (max_it < 1) return fail("max_it: must be >= 1");
+  std::string why, name;
+  if (!check_fields(fields(), *this, &why, &name))
+    return fail(name + ": " + why);
   if (ksp == "preonly" && pc != "lu") {
     return fail(
         "ksp: \"preonly\" applies the preconditioner once; it "
@@ -71,24 +79,20 @@ bool SolverOptions::is_valid(std::string* error) const {
 }
 
 nlohmann::json SolverOptions::to_attrs() const {
-  return {{"ksp", ksp},
-          {"pc", pc},
-          {"rtol", rtol},
-          {"atol", atol},
-          {"max_it", max_it},
-          {"symmetric", symmetric},
-          {"prefix", prefix}};
+  nlohmann::json out = nlohmann::json::object();
+  for (const Field<SolverOptions>& f : fields())
+    out[f.name] = field_json(f.get(*this));
+  return out;
 }
 
 SolverOptions SolverOptions::from_attrs(const nlohmann::json& attrs) {
   SolverOptions o;
-  o.ksp = attrs.at("ksp").get<std::string>();
-  o.pc = attrs.at("pc").get<std::string>();
-  o.rtol = attrs.at("rtol").get<double>();
-  o.atol = attrs.at("atol").get<double>();
-  o.max_it = attrs.at("max_it").get<int>();
-  o.symmetric = attrs.at("symmetric").get<bool>();
-  o.prefix = attrs.at("prefix").get<std::string>();
+  std::string error;
+  for (const Field<SolverOptions>& f : fields()) {
+    std::optional<FieldValue> v = field_from_json(f, attrs.at(f.name), &error);
+    if (!v) throw GraphError(error, {}, {}, f.name);
+    f.set(o, *v);
+  }
   return o;
 }
 

@@ -61,6 +61,7 @@
 #include <vector>
 
 #include "core/comm_context.h"
+#include "core/fields.h"
 #include "core/graph.h"
 
 namespace adgraph::sparse {
@@ -119,7 +120,10 @@ struct SolverOptions {
   // database under it (e.g. PETSC_OPTIONS="-heat_ksp_monitor").
   std::string prefix;
 
-  // Checks the fields; returns false and names the first bad one.
+  // The fields' table (core/fields.h); to_attrs and from_attrs follow it.
+  static const FieldTable<SolverOptions>& fields();
+  // Checks the fields; returns false with "<field>: <why>" for the first
+  // bad one.
   bool is_valid(std::string* error) const;
   // As node attributes (and back).
   nlohmann::json to_attrs() const;

@@ -31,25 +31,49 @@ struct Reducer {
 
 }  // namespace
 
-bool GradientCheckOptions::is_valid(std::string* error) const {
-  auto bad = [&](const std::string& msg) {
-    *error = msg;
-    return false;
+const FieldTable<GradientCheckOptions>& GradientCheckOptions::fields() {
+  using O = GradientCheckOptions;
+  static const FieldTable<O> table = {
+      field("step", &O::step, Range::above_to(0, 1), "central-difference step"),
+      field("tolerance",
+            &O::tolerance,
+            Range::above(0),
+            "largest |fd - g| / max(1, |g|) per entry"),
+      field("directions",
+            &O::directions,
+            Range::at_least(0),
+            "random Taylor directions"),
+      field("taylor_epsilon",
+            &O::taylor_epsilon,
+            Range::above_to(0, 1),
+            "first Taylor step; later ones are divided by 4"),
+      field("taylor_steps",
+            &O::taylor_steps,
+            Range::closed(2, 20),
+            "Taylor steps"),
+      field("rate_tolerance",
+            &O::rate_tolerance,
+            Range::above_to(0, 1),
+            "accepted deviation of the measured rate from 2"),
+      field("seed", &O::seed, {}, "seed of the random directions"),
+      field("finite_differences",
+            &O::finite_differences,
+            {},
+            "compare with finite differences"),
+      field("check_jvp", &O::check_jvp, {}, "check jvp() in every direction"),
+      field("jvp_tolerance",
+            &O::jvp_tolerance,
+            Range::above(0),
+            "largest |jvp d - grad J d| / max(1, |grad J d|)"),
   };
-  if (!(step > 0 && step <= 1)) return bad("step must be in (0, 1]");
-  if (!(tolerance > 0)) return bad("tolerance must be > 0");
-  if (directions < 0) return bad("directions must be >= 0");
-  if (!(taylor_epsilon > 0 && taylor_epsilon <= 1)) {
-    return bad("taylor_epsilon must be in (0, 1]");
-  }
-  if (taylor_steps < 2 || taylor_steps > 20) {
-    return bad("taylor_steps must be in [2, 20]");
-  }
-  if (!(rate_tolerance > 0 && rate_tolerance <= 1)) {
-    return bad("rate_tolerance must be in (0, 1]");
-  }
-  if (!(jvp_tolerance > 0)) return bad("jvp_tolerance must be > 0");
-  return true;
+  return table;
+}
+
+bool GradientCheckOptions::is_valid(std::string* error) const {
+  std::string why, name;
+  if (check_fields(fields(), *this, &why, &name)) return true;
+  *error = name + ": " + why;
+  return false;
 }
 
 namespace {

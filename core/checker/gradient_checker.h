@@ -17,8 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "core/graph.h"
 #include "core/exec/session.h"
+#include "core/fields.h"
+#include "core/graph.h"
 
 namespace adgraph {
 
@@ -49,6 +50,9 @@ struct GradientCheckOptions {
   // Default 1e-9.
   double jvp_tolerance = 1e-9;
 
+  // The fields' table (core/fields.h).
+  static const FieldTable<GradientCheckOptions>& fields();
+  // False with "<field>: <why>" in *error for a field out of its range.
   bool is_valid(std::string* error) const;
 };
 

@@ -216,6 +216,22 @@ void check_body_result(const LoopStep& result,
 // ---------------------------------------------------------------------------
 // The public API.
 
+const FieldTable<LoopOptions>& LoopOptions::fields() {
+  using O = LoopOptions;
+  static const FieldTable<O> table = {
+      field("name", &O::name, {}, "the loop node's name (empty: loop_<id>)"),
+      field("checkpoints",
+            &O::checkpoints,
+            {},
+            "the adjoint's schedule (default: the graph's)"),
+      field("output_steps",
+            &O::output_steps,
+            Range::at_least(0),
+            "steps whose outputs are kept, increasing (empty: every step)"),
+  };
+  return table;
+}
+
 bool LoopOptions::is_valid(int64_t trips,
                            std::string* error,
                            std::string* field) const {

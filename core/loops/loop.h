@@ -62,6 +62,7 @@
 #include <vector>
 
 #include "core/checkpoint_schedule.h"
+#include "core/fields.h"
 #include "core/graph.h"
 
 namespace adgraph {
@@ -105,6 +106,8 @@ struct LoopOptions {
   // Empty: every step.
   std::vector<int64_t> output_steps;
 
+  // The fields' table (core/fields.h).
+  static const FieldTable<LoopOptions>& fields();
   // True when these options fit a loop of `trips` steps; otherwise false,
   // with the reason in *error and the option's name in *field (if given).
   bool is_valid(int64_t trips,

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "adgraph.h"
+#include "core/fields.h"
 
 namespace adgraph::python {
 
@@ -112,8 +113,18 @@ T option_value(py::handle v,
   }
 }
 
+// `v` as a value of the field `f` (its type only; the range is
+// check_value's): OptionsError naming the field otherwise.
+FieldValue field_value(const FieldInfo& f,
+                       py::handle v,
+                       const std::string& function);
+
 }  // namespace option_checks
 
+// The keyword arguments of a function that fills an options struct. Fed
+// from the struct's field table (fields()), every field is a keyword with
+// the table's type and range, refused with the table's message; setter()
+// adds a keyword the table does not have.
 template <class Options>
 class OptionTable {
  public:
@@ -139,6 +150,18 @@ class OptionTable {
         name, [inner, member, name, f = function_](Options& o, py::handle v) {
           (o.*inner).*member = option_checks::option_value<T>(v, f, name);
         });
+  }
+  // Every field of `table` (which outlives this object: a fields() table).
+  OptionTable& fields(const FieldTable<Options>& table) {
+    for (const Field<Options>& f : table) {
+      setter(f.name.c_str(), [&f, fn = function_](Options& o, py::handle v) {
+        const FieldValue value = option_checks::field_value(f, v, fn);
+        if (std::optional<std::string> why = check_value(f, value))
+          throw OptionsError(*why, {}, {}, f.name);
+        f.set(o, value);
+      });
+    }
+    return *this;
   }
   OptionTable& setter(const char* name, Setter set) {
     names_.push_back(name);
@@ -389,6 +412,12 @@ py::dict stats_dict(const LoopStats& s);
 // LbfgsOptions from keyword arguments with the C++ field names; throws
 // OptionsError naming an unknown or invalid one.
 optim::LbfgsOptions lbfgs_options(const py::dict& options);
+// The other options structs from keyword arguments, through their field
+// tables: check_gradients', HeatInverse's (HeatConfig's fields at the top
+// level, "auto" resolved with nt) and a sparse solve's.
+GradientCheckOptions check_options(const py::dict& options);
+solvers::HeatInverseOptions heat_options(const py::dict& options);
+sparse::SolverOptions solver_options(const py::dict& options);
 // An optimisation's summary as a dict of the C++ fields, with "x": the
 // minimiser, one array per variable (`values` moved into them).
 py::dict summary_dict(const optim::LbfgsSummary& s,

@@ -104,7 +104,119 @@ CheckpointSchedule schedule_from(py::handle spec) {
   throw OptionsError(error, {}, {}, "checkpoints");
 }
 
-void bind_loop(py::module_& m) {
+namespace option_checks {
+
+FieldValue field_value(const FieldInfo& f,
+                       py::handle v,
+                       const std::string& function) {
+  const std::string& name = f.name;
+  switch (f.type) {
+    case FieldType::kBool:
+      return option_value<bool>(v, function, name);
+    case FieldType::kInteger: {
+      if (PyBool_Check(v.ptr()) ||
+          !(PyLong_Check(v.ptr()) || is_numpy(v, "integer")))
+        bad_option(function, name, "an integer", v);
+      int overflow = 0;
+      const long long x = PyLong_AsLongLongAndOverflow(
+          py::int_(py::reinterpret_borrow<py::object>(v)).ptr(), &overflow);
+      if (overflow != 0) {
+        throw OptionsError("must be " + f.range.text() + ", got " +
+                               py::str(v).cast<std::string>(),
+                           {},
+                           {},
+                           name);
+      }
+      return static_cast<int64_t>(x);
+    }
+    case FieldType::kReal:
+      return option_value<double>(v, function, name);
+    case FieldType::kText:
+      return option_value<std::string>(v, function, name);
+    case FieldType::kSchedule:
+      return schedule_from(v);
+    case FieldType::kIntegers:
+      return option_value<std::vector<int64_t>>(v, function, name);
+    case FieldType::kIntPairs:
+      return option_value<IntPairs>(v, function, name);
+  }
+  bad_option(function, name, "a value", v);
+}
+
+}  // namespace option_checks
+
+namespace {
+
+// A table's fields for Python: name, type, range, choices, doc and the
+// default as JSON text.
+template <class O>
+py::list fields_of(const FieldTable<O>& table) {
+  py::list out;
+  for (const Field<O>& f : table) {
+    py::dict d;
+    d["name"] = f.name;
+    d["type"] = std::string(name_of(f.type));
+    d["range"] = f.range.text();
+    d["choices"] = f.choices;
+    d["doc"] = f.doc;
+    d["default"] = field_json(f.get(O{})).dump();
+    d["low"] = f.range.low;
+    d["high"] = f.range.high;
+    d["low_open"] = f.range.low_open;
+    d["high_open"] = f.range.high_open;
+    d["finite"] = f.range.finite;
+    out.append(d);
+  }
+  return out;
+}
+
+template <class O>
+std::string values_of(const O& o) {
+  return fields_json(field_values(O::fields(), o)).dump();
+}
+
+// The options struct `kind` as the public functions read `options`
+// (minimize, check_gradients, HeatInverse, sparse.solve), every field as
+// JSON text: what reached the struct.
+std::string options_of(const std::string& kind, const py::dict& options) {
+  std::string error;
+  if (kind == "LbfgsOptions") return values_of(lbfgs_options(options));
+  if (kind == "GradientCheckOptions") {
+    const GradientCheckOptions o = check_options(options);
+    if (!o.is_valid(&error))
+      throw OptionsError(error, {}, {}, "GradientCheckOptions");
+    return values_of(o);
+  }
+  if (kind == "HeatInverseOptions") return values_of(heat_options(options));
+  if (kind == "SolverOptions") return values_of(solver_options(options));
+  throw OptionsError("no options struct " + kind);
+}
+
+}  // namespace
+
+// adgraph's settings from Python: the schedule grammar and the options
+// structs' field tables (for tests and tools).
+void bind_settings(py::module_& m) {
+  m.def(
+      "_option_fields",
+      [] {
+        py::dict d;
+        d["LbfgsOptions"] = fields_of(optim::LbfgsOptions::fields());
+        d["LineSearchOptions"] = fields_of(optim::LineSearchOptions::fields());
+        d["LoopOptions"] = fields_of(LoopOptions::fields());
+        d["HeatInverseOptions"] =
+            fields_of(solvers::HeatInverseOptions::fields());
+        d["SolverOptions"] = fields_of(sparse::SolverOptions::fields());
+        d["GradientCheckOptions"] = fields_of(GradientCheckOptions::fields());
+        return d;
+      },
+      "Every options struct's field table (name, type, range, default).");
+  m.def("_options",
+        &options_of,
+        py::arg("kind"),
+        py::arg("options"),
+        "The options struct `kind` as its public function reads `options` "
+        "(JSON text of every field).");
   m.def(
       "checkpoint_schedule",
       [](py::handle spec, int64_t steps) {
@@ -118,6 +230,10 @@ void bind_loop(py::module_& m) {
       "text (all, auto, N, every:K, budget:BYTES) and, with `steps`, its "
       "description once \"auto\" is fixed for that many steps. Raises "
       "OptionsError naming \"checkpoints\" for a malformed one.");
+}
+
+void bind_loop(py::module_& m) {
+  bind_settings(m);
   py::class_<PyLoopArgs>(m, "LoopArgs", "What a loop body receives.")
       .def_readonly(
           "carries", &PyLoopArgs::carries, "c_t, one Value per carry.")

@@ -8,16 +8,7 @@ optim::LbfgsOptions lbfgs_options(const py::dict& options) {
   using optim::LbfgsOptions;
   optim::LbfgsOptions o;
   OptionTable<LbfgsOptions>("LbfgsOptions has", "LbfgsOptions")
-      .field("history", &LbfgsOptions::history)
-      .field("tolerance_gradient", &LbfgsOptions::tolerance_gradient)
-      .field("tolerance_function", &LbfgsOptions::tolerance_function)
-      .field("max_iterations", &LbfgsOptions::max_iterations)
-      .field("max_evaluations", &LbfgsOptions::max_evaluations)
-      .field("trace", &LbfgsOptions::trace)
-      .field("checkpoint_every", &LbfgsOptions::checkpoint_every)
-      .field("checkpoint_path", &LbfgsOptions::checkpoint_path)
-      .field("resume", &LbfgsOptions::resume)
-      .field("checkpoint_problem", &LbfgsOptions::checkpoint_problem)
+      .fields(LbfgsOptions::fields())
       .apply(options, o);
   std::string error;
   if (!o.is_valid(&error)) throw OptionsError(error, {}, {}, "LbfgsOptions");

@@ -262,23 +262,18 @@ py::object run(PySession& s, py::handle fetches, py::handle feeds) {
   return arrays;
 }
 
+}  // namespace
+
 GradientCheckOptions check_options(const py::dict& options) {
   GradientCheckOptions o;
   OptionTable<GradientCheckOptions>("GradientCheckOptions has",
                                     "check_gradients")
-      .field("step", &GradientCheckOptions::step)
-      .field("tolerance", &GradientCheckOptions::tolerance)
-      .field("directions", &GradientCheckOptions::directions)
-      .field("taylor_epsilon", &GradientCheckOptions::taylor_epsilon)
-      .field("taylor_steps", &GradientCheckOptions::taylor_steps)
-      .field("rate_tolerance", &GradientCheckOptions::rate_tolerance)
-      .field("seed", &GradientCheckOptions::seed)
-      .field("finite_differences", &GradientCheckOptions::finite_differences)
-      .field("check_jvp", &GradientCheckOptions::check_jvp)
-      .field("jvp_tolerance", &GradientCheckOptions::jvp_tolerance)
+      .fields(GradientCheckOptions::fields())
       .apply(options, o);
   return o;
 }
+
+namespace {
 
 // Session.stats: the counters of the last run.
 py::dict stats_dict(const PySession& s) {

@@ -11,26 +11,6 @@
 namespace adgraph::python {
 namespace {
 
-// HeatConfig::scheme from its name.
-void set_scheme(solvers::HeatInverseOptions& o, py::handle v) {
-  if (!PyUnicode_Check(v.ptr()) ||
-      !solvers::parse_heat_scheme(v.cast<std::string>(), &o.config.scheme)) {
-    throw OptionsError(
-        "expected \"explicit\", \"backward_euler\" or \"crank_nicolson\", "
-        "got " +
-            py::repr(v).cast<std::string>(),
-        {},
-        {},
-        "scheme");
-  }
-}
-
-// HeatConfig::checkpoints: the schedule grammar (schedule_from); "auto"
-// (and None, the default) resolved with nt once the options are read.
-void set_checkpoints(solvers::HeatInverseOptions& o, py::handle v) {
-  o.config.checkpoints = schedule_from(v);
-}
-
 std::string format_double(double v) {
   char text[32];
   std::snprintf(text, sizeof text, "%.6g", v);
@@ -93,33 +73,16 @@ Tensor kappa_of(const solvers::HeatInverse& h,
   return k;
 }
 
+}  // namespace
+
 // HeatInverseOptions from the keyword arguments of HeatInverse(), by their
 // C++ names (HeatConfig's fields at the top level).
 solvers::HeatInverseOptions heat_options(const py::dict& options) {
   using solvers::HeatConfig;
   using solvers::HeatInverseOptions;
-  constexpr auto config = &HeatInverseOptions::config;
   HeatInverseOptions o;
   OptionTable<HeatInverseOptions>("HeatInverse takes", "HeatInverse")
-      .field("nx", config, &HeatConfig::nx)
-      .field("ny", config, &HeatConfig::ny)
-      .field("px", config, &HeatConfig::px)
-      .field("py", config, &HeatConfig::py)
-      .field("nt", config, &HeatConfig::nt)
-      .field("dt", config, &HeatConfig::dt)
-      .setter("scheme", set_scheme)
-      .field("overlap", config, &HeatConfig::overlap)
-      .setter("checkpoints", set_checkpoints)
-      .field("replicated", &HeatInverseOptions::replicated)
-      .field("sensors", &HeatInverseOptions::sensors)
-      .field("sensors_every", &HeatInverseOptions::sensors_every)
-      .field("observe_steps", &HeatInverseOptions::observe_steps)
-      .field("noise", &HeatInverseOptions::noise)
-      .field("seed", &HeatInverseOptions::seed)
-      .field("reg_tikhonov", &HeatInverseOptions::reg_tikhonov)
-      .field("reg_smooth", &HeatInverseOptions::reg_smooth)
-      .field("kappa_min", &HeatInverseOptions::kappa_min)
-      .field("kappa_max", &HeatInverseOptions::kappa_max)
+      .fields(HeatInverseOptions::fields())
       .apply(options, o);
   HeatConfig& c = o.config;
   check_explicit_dt(c);
@@ -128,6 +91,8 @@ solvers::HeatInverseOptions heat_options(const py::dict& options) {
   c.checkpoints = c.checkpoints.resolved(c.nt);
   return o;
 }
+
+namespace {
 
 // A document loaded into a new graph on the Python world communicator.
 py::dict load_json(const std::string& text, const std::string& file) {

@@ -5,20 +5,13 @@
 #include "solvers/patch_operators.h"
 
 namespace adgraph::python {
-namespace {
 
 // SolverOptions from keyword arguments with the C++ field names.
 sparse::SolverOptions solver_options(const py::dict& options) {
   using sparse::SolverOptions;
   SolverOptions o;
   OptionTable<SolverOptions>("a solve takes", "sparse.solve")
-      .field("ksp", &SolverOptions::ksp)
-      .field("pc", &SolverOptions::pc)
-      .field("rtol", &SolverOptions::rtol)
-      .field("atol", &SolverOptions::atol)
-      .field("max_it", &SolverOptions::max_it)
-      .field("symmetric", &SolverOptions::symmetric)
-      .field("prefix", &SolverOptions::prefix)
+      .fields(SolverOptions::fields())
       .apply(options, o);
   std::string error;
   if (!o.is_valid(&error)) {
@@ -27,6 +20,8 @@ sparse::SolverOptions solver_options(const py::dict& options) {
   }
   return o;
 }
+
+namespace {
 
 // The patch grid of `function`'s arguments, and `rank` checked against it.
 solvers::HeatConfig grid_of(

@@ -103,7 +103,8 @@ TEST(Lbfgs, OptionsAreValidatedNamingTheField) {
     lbfgs(rosenbrock, x, bad);
     ADD_FAILURE();
   } catch (const OptionsError& e) {
-    EXPECT_STREQ(e.what(), "LbfgsOptions: history must be in [1, 1000]");
+    EXPECT_STREQ(e.what(),
+                 "LbfgsOptions: history: must be in [1, 1000], got 0");
   }
   bad = {};
   bad.checkpoint_every = 5;
@@ -111,6 +112,17 @@ TEST(Lbfgs, OptionsAreValidatedNamingTheField) {
   bad = {};
   bad.line_search.c2 = 1e-5;
   EXPECT_THROW(lbfgs(rosenbrock, x, bad), OptionsError);
+  std::string error;
+  EXPECT_FALSE(bad.is_valid(&error));
+  EXPECT_EQ(error, "line_search needs 0 < c1 < c2 < 1");
+  bad = {};
+  bad.line_search.max_step = 0;
+  EXPECT_FALSE(bad.is_valid(&error));
+  EXPECT_EQ(error, "line_search.max_step: must be > 0, got 0");
+  bad = {};
+  bad.tolerance_gradient = -1e-3;
+  EXPECT_FALSE(bad.is_valid(&error));
+  EXPECT_EQ(error, "tolerance_gradient: must be >= 0, got -0.001");
 }
 
 TEST(Lbfgs, OutcomesAreTerminationReasonsNotExceptions) {

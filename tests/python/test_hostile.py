@@ -314,25 +314,24 @@ def test_custom_op_refuses_what_cannot_be_called_when_registered(field, kwargs):
 
 @pytest.mark.parametrize("call, message", [
     (lambda loss, x: ag.minimize(loss, [x], [np.zeros(2)], history=2 ** 63),
-     r"history: LbfgsOptions: expected an integer in \[-2147483648, 2147483647\], "
-     r"got int 9223372036854775808"),
+     r"history: must be in \[1, 1000\], got 9223372036854775808"),
     (lambda loss, x: ag.minimize(loss, [x], [np.zeros(2)], max_iterations=2 ** 40),
-     r"max_iterations: LbfgsOptions: expected an integer .*got int 1099511627776"),
+     r"max_iterations: must be in \[0, 2147483647\], got 1099511627776"),
     (lambda loss, x: ag.minimize(loss, [x], [np.zeros(2)], trace="yes"),
      r"trace: LbfgsOptions: expected True or False, got str 'yes'"),
     (lambda loss, x: ag.minimize(loss, [x], [np.zeros(2)], tolerance_gradient="1e-3"),
      r"tolerance_gradient: LbfgsOptions: expected a real number \(int or float\), got str"),
     (lambda loss, x: ag.minimize(loss, [x], [np.zeros(2)], history=2.5),
-     r"history: LbfgsOptions: expected an integer .*got float 2.5"),
+     r"history: LbfgsOptions: expected an integer, got float 2.5"),
     (lambda loss, x: ag.check_gradients(loss, [x], {x: np.zeros(2)}, directions=True),
-     r"directions: check_gradients: expected an integer .*got bool True"),
+     r"directions: check_gradients: expected an integer, got bool True"),
     (lambda loss, x: ag.loop(2, [x], [], lambda a: [a.carries[0]], checkpoints=True),
      r"checkpoints: a checkpoint schedule is all, auto, N .*; got True"),
     (lambda loss, x: ag.loop(2, [x], [], lambda a: [a.carries[0]],
                              checkpoints={"every": "2"}),
      r"checkpoints: a checkpoint schedule is all, auto, N .*; got {'every': '2'}"),
     (lambda loss, x: ag.solvers.HeatInverse(nx=8, ny=8, px=SIZE, py=1, nt=2 ** 40),
-     r"nt: HeatInverse: expected an integer .*got int 1099511627776"),
+     r"nt: must be in \[1, 2147483647\], got 1099511627776"),
     (lambda loss, x: ag.solvers.HeatInverse(nx=8, ny=8, px=SIZE, py=1, checkpoints=True),
      r"checkpoints: a checkpoint schedule is all, auto, N .*; got True")])
 def test_options_of_the_wrong_type_or_range_are_named(call, message):
@@ -347,7 +346,7 @@ def test_options_of_the_wrong_type_or_range_are_named(call, message):
 @pytest.mark.parametrize("options, message", [
     (dict(symmetric="yes"), r"symmetric: sparse.solve: expected True or False, got str 'yes'"),
     (dict(ksp=3), r"ksp: sparse.solve: expected a string, got int 3"),
-    (dict(max_it=2 ** 63), r"max_it: sparse.solve: expected an integer in")])
+    (dict(max_it=2 ** 63), r"max_it: must be in \[1, 2147483647\], got 9223372036854775808")])
 def test_solver_options_of_the_wrong_type_are_named(options, message):
     g = ag.Graph(MPI.COMM_SELF)
     a = ag.sparse.SparseMatrix(0, [0, 1], [0])

@@ -62,7 +62,7 @@ def detail(message):
     """The message after the place a front end names ("...checkpoints: ")."""
     head, sep, rest = message.partition("checkpoints: ")
     assert sep, message
-    return rest.strip()
+    return rest.split("\n")[0].strip()
 
 
 def outcome(ok, text):

@@ -26,23 +26,29 @@ TEST(SolverOptions, EachFieldIsCheckedAndNamed) {
   SolverOptions o;
   o.ksp = "minres";
   EXPECT_EQ(problem_of(o),
-            "ksp: \"minres\" is not one of cg, gmres, bcgs, preonly");
+            "ksp: must be cg, gmres, bcgs or preonly, got \"minres\"");
   o = {};
   o.pc = "sor";
   EXPECT_EQ(problem_of(o),
-            "pc: \"sor\" is not one of none, jacobi, bjacobi, ilu, gamg, "
-            "hypre, lu, mg");
+            "pc: must be none, jacobi, bjacobi, ilu, gamg, hypre, lu or mg, "
+            "got \"sor\"");
   for (double rtol : {0.0, 1.0, -1e-3, std::nan("")}) {
     o = {};
     o.rtol = rtol;
-    EXPECT_EQ(problem_of(o), "rtol: must be in (0, 1)") << rtol;
+    EXPECT_EQ(
+        problem_of(o),
+        "rtol: must be in (0, 1), got " + std::string(rtol == 0   ? "0"
+                                                      : rtol == 1 ? "1"
+                                                      : rtol < 0  ? "-0.001"
+                                                                  : "nan"))
+        << rtol;
   }
   o = {};
   o.atol = -1;
-  EXPECT_EQ(problem_of(o), "atol: must be >= 0");
+  EXPECT_EQ(problem_of(o), "atol: must be a finite number >= 0, got -1");
   o = {};
   o.max_it = 0;
-  EXPECT_EQ(problem_of(o), "max_it: must be >= 1");
+  EXPECT_EQ(problem_of(o), "max_it: must be in [1, 2147483647], got 0");
   o = {};
   o.ksp = "preonly";
   EXPECT_EQ(problem_of(o),
