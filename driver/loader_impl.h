@@ -1,8 +1,15 @@
 // The JSON loader's internals (driver/loader.h documents the format): one
-// Loader per document, its members in four files by concern:
-// json_fields.cc (typed field access and error messages), graph_nodes.cc
-// (node entries, their order, repeat blocks), derivatives.cc (gradients and
-// tangents) and loader.cc (the other sections). Not installed.
+// Loader per document, its members in seven files by concern:
+//   loader.cc       reading the document, its top level, "feeds", "fetch",
+//                   "optimize" (the options through LbfgsOptions' field
+//                   table), "communicators"
+//   json_fields.cc  typed field access and the error messages
+//   graph_nodes.cc  node entries: their form, their order, one node each
+//   stencils.cc     a node's "stencil" field (a patch grid's operator)
+//   grids.cc        a node's "grid" field (a placeholder's patch)
+//   repeats.cc      repeat blocks: form, schedule, outer values, the loop
+//   derivatives.cc  "gradients" and "tangents"
+// Not installed.
 #pragma once
 
 #include <cstdint>
