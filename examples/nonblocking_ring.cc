@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   const int rank = comm->rank(), size = comm->size();
   const int right = (rank + 1) % size, left = (rank + size - 1) % size;
 
+  // doc:begin ring
   Graph g;
   Value x = g.placeholder("x", {2});
   Value send = mpi_isend(x, right, 0);
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
   Value y = done[1];
   Value loss = sum(g.constant(Tensor({1.0, 2.0})) * square(y)) + own;
   Value grad = gradient(loss, x);
+  // doc:end ring
 
   Session session(g);
   const Tensor xv({rank + 1.0, 2.0 * rank});

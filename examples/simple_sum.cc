@@ -10,6 +10,7 @@
 using namespace adgraph;
 
 int main(int argc, char** argv) {
+  // doc:begin mpi
   MpiEnvironment env(&argc, &argv);
   auto comm = program_world();
   Graph g;
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   Value grad = gradient(loss, theta);
   Session session(g);
   auto out = session.run({loss, grad}, {{theta, Tensor({2.0})}});
+  // doc:end mpi
   if (comm->rank() == 0) {
     std::printf("L = %g\ndL/dtheta = %g\n", out[0].item(), out[1][0]);
   }
