@@ -1,6 +1,7 @@
 // Umbrella header: everything a user of adgraph needs.
 #pragma once
 
+#include "builtin_ops.h"
 #include "core/ad/gradients.h"
 #include "core/ad/jvp.h"
 #include "core/checker/gradient_checker.h"
@@ -36,3 +37,11 @@
 #include "solvers/heat_solver.h"
 #include "solvers/heat_step.h"
 #include "sparse/sparse_matrix.h"
+
+namespace adgraph::detail {
+// A program that includes this header may name any op of the library
+// (Graph::add_node("neg", …)) before building through its layer: the
+// registry completes itself on the first name it does not know.
+inline const bool every_op_by_name =
+    (OpRegistry::set_completion(&register_all_ops), true);
+}  // namespace adgraph::detail

@@ -285,7 +285,7 @@ std::vector<Value> Graph::add_node_outputs(const std::string& op,
   const OpDef* def = registry_->find(op);
   if (def == nullptr) {
     try {
-      registry_->get(op);
+      def = &registry_->get(op);  // may complete the registry (op.h)
     } catch (const GraphError& e) {
       throw GraphError(e.detail(), name, {}, "op");
     }

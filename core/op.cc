@@ -1,6 +1,7 @@
 #include "core/op.h"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <utility>
 
@@ -29,26 +30,6 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 }
 
 }  // namespace
-
-const char* attr_type_name(AttrType type) {
-  switch (type) {
-    case AttrType::kInt:
-      return "int";
-    case AttrType::kFloat:
-      return "float";
-    case AttrType::kBool:
-      return "bool";
-    case AttrType::kString:
-      return "string";
-    case AttrType::kInts:
-      return "int list";
-    case AttrType::kFloats:
-      return "float list";
-    case AttrType::kTensor:
-      return "tensor";
-  }
-  return "?";
-}
 
 CommContext* ShapeContext::comm() const {
   return node_.comm ? node_.comm.get() : graph_.comm();
@@ -219,8 +200,23 @@ const OpDef* OpRegistry::find(const std::string& name) const {
   return it == ops_.end() ? nullptr : it->second.get();
 }
 
+namespace {
+std::atomic<void (*)()>& completion() {
+  static std::atomic<void (*)()> f{nullptr};
+  return f;
+}
+}  // namespace
+
+void OpRegistry::set_completion(void (*register_all)()) {
+  completion().store(register_all);
+}
+
 const OpDef& OpRegistry::get(const std::string& name) const {
   if (const OpDef* def = find(name)) return *def;
+  if (void (*register_all)() = completion().load()) {
+    register_all();  // once only: later calls return at once
+    if (const OpDef* def = find(name)) return *def;
+  }
   std::string nearest;
   std::size_t best = name.size() + 1;
   for (const auto& [known, def] : ops_) {

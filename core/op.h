@@ -19,6 +19,7 @@
 //   register_op(std::move(def));
 #pragma once
 
+#include <array>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -27,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/enum_names.h"
 #include "core/fwd.h"
 #include "core/graph.h"
 #include "core/tensor.h"
@@ -38,8 +40,20 @@ using Values = std::vector<Value>;
 
 enum class AttrType { kInt, kFloat, kBool, kString, kInts, kFloats, kTensor };
 
+constexpr auto enum_names(AttrType) {
+  return std::array{EnumName{AttrType::kInt, "int"},
+                    EnumName{AttrType::kFloat, "float"},
+                    EnumName{AttrType::kBool, "bool"},
+                    EnumName{AttrType::kString, "string"},
+                    EnumName{AttrType::kInts, "int list"},
+                    EnumName{AttrType::kFloats, "float list"},
+                    EnumName{AttrType::kTensor, "tensor"}};
+}
+
 // "int", "float", ... as shown by error messages and --list-ops.
-const char* attr_type_name(AttrType type);
+inline const char* attr_type_name(AttrType type) {
+  return name_of(type).data();
+}
 
 // One attribute of an op's schema.
 struct AttrSpec {
@@ -338,6 +352,13 @@ class OpRegistry final {
   // driver and the Python module do, calls register_all_ops()
   // (builtin_ops.h) first.
   static OpRegistry& global();
+
+  // `register_all` registers every op of the library (adgraph.h passes
+  // register_all_ops): get() runs it when a name is not found, then looks
+  // again, so a program that includes adgraph.h may name any op without
+  // calling a builder first. The core holds only the pointer; it names no
+  // code above it.
+  static void set_completion(void (*register_all)());
 
  private:
   std::map<std::string, std::unique_ptr<OpDef>> ops_;

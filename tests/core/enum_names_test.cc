@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "core/checkpoint_schedule.h"
+#include "core/op.h"
 #include "grid/exchange.h"
 #include "optim/lbfgs.h"
 #include "solvers/heat_solver.h"
@@ -51,6 +52,9 @@ TEST(EnumNames, TheLibrarysNamesComeFromTheirTables) {
                "mirror");
   EXPECT_EQ(enum_choices<CheckpointSchedule::Kind>(),
             "default, all, auto, every, binomial or budget");
+  EXPECT_STREQ(attr_type_name(AttrType::kFloats), "float list");
+  EXPECT_EQ(enum_choices<AttrType>(),
+            "int, float, bool, string, int list, float list or tensor");
 }
 
 }  // namespace

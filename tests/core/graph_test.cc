@@ -45,6 +45,7 @@ TEST(Graph, ShapeMismatchNamesNodeOpAndBothShapes) {
 }
 
 TEST(Graph, UnknownOpSuggestsNearestName) {
+  register_ops_layer();  // the ops named below
   Graph g;
   std::string msg = error_of([&] { g.add_node("sqaure", {}); });
   EXPECT_NE(msg.find("unknown op \"sqaure\""), std::string::npos) << msg;
@@ -52,6 +53,7 @@ TEST(Graph, UnknownOpSuggestsNearestName) {
 }
 
 TEST(Graph, AttributeErrorsNameTheField) {
+  register_ops_layer();  // the ops named below
   Graph g;
   Value a = g.placeholder("a", {2, 2});
   EXPECT_EQ(
@@ -94,6 +96,7 @@ TEST(Graph, AttributeErrorsNameTheField) {
 }
 
 TEST(Graph, InputErrorsNameTheField) {
+  register_ops_layer();  // the ops named below
   Graph g;
   Graph other;
   Value a = g.placeholder("a", {2});

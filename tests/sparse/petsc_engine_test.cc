@@ -38,6 +38,7 @@ void expect_same_error(Run run, const std::vector<std::string>& parts) {
 }
 
 TEST(PetscEngine, ANonConvergedSolveFailsOnEveryRankAndTheNextRunWorks) {
+  sparse::register_sparse_layer();  // sparse_solve is named below
   CsrPattern p = tridiagonal();
   SparseMatrix a(p);
   Graph g;

@@ -55,6 +55,7 @@ TEST(SessionPlan, UnfetchedBranchNeverExecutes) {
 }
 
 TEST(SessionPlan, ControlInputsRunEvenWithoutDataEdges) {
+  register_ops_layer();  // the ops named below
   register_counted_op();
   Graph g;
   Value x = g.placeholder("x", {});

@@ -322,6 +322,7 @@ TEST(Session, RecycledStorageIsReusedForLaterOutputs) {
 }
 
 TEST(Session, RunIntoNamesTheFetchOfABadOutput) {
+  register_ops_layer();  // the ops named below
   Graph g;
   Value x = g.placeholder("x", {2});
   NodeOptions named;
@@ -368,6 +369,7 @@ TEST(Session, RunIntoNamesTheFetchOfABadOutput) {
 
 // The one-fetch form: the same checks and the same buffer reuse.
 TEST(Session, RunIntoOneFetchWritesIntoTheCallersBuffer) {
+  register_ops_layer();  // the ops named below
   constexpr int64_t kSize = 1000;
   Graph g;
   Value x = g.placeholder("x", {kSize});
