@@ -119,11 +119,8 @@ bool CheckpointSchedule::is_valid(std::string* error) const {
   switch (kind) {
     case Kind::kDefault:
     case Kind::kStoreAll:
+    case Kind::kAuto:  // each loop resolves it with its own step count
       return true;
-    case Kind::kAuto:
-      *error =
-          "auto depends on a loop's step count: give it to the loop itself";
-      return false;
     case Kind::kEvery:
       if (parameter >= 1) return true;
       *error = "every(k) needs k >= 1, got " + std::to_string(parameter);

@@ -77,8 +77,9 @@ struct CheckpointSchedule {
   static CheckpointSchedule memory_budget(int64_t bytes) {
     return {Kind::kMemoryBudget, bytes};
   }
-  // "auto": binomial with about sqrt(2n) snapshots for n steps; a loop
-  // takes it only after resolved(n).
+  // "auto": binomial with about sqrt(2n) snapshots for n steps; each loop
+  // resolves it with its own step count (resolved(n)), so it may also be
+  // a graph's default.
   static CheckpointSchedule automatic() { return {Kind::kAuto, 0}; }
 
   // The grammar of the text form, for messages.
@@ -108,8 +109,7 @@ struct CheckpointSchedule {
   // returned as they are.
   CheckpointSchedule resolved(int64_t steps) const;
 
-  // Returns false and names the bad field in `error`. automatic() is not
-  // valid until resolved.
+  // Returns false and names the bad field in `error`.
   bool is_valid(std::string* error) const;
   // For messages: "all", "auto", "every 10", "binomial 100",
   // "budget 1048576 B", "default".

@@ -136,8 +136,10 @@ std::string field_text(const FieldValue& v) {
   }
   if (std::holds_alternative<std::vector<int64_t>>(v)) {
     std::string out;
-    for (int64_t x : std::get<std::vector<int64_t>>(v))
-      out += (out.empty() ? "" : ",") + std::to_string(x);
+    for (int64_t x : std::get<std::vector<int64_t>>(v)) {
+      if (!out.empty()) out += ',';  // not "," + …: GCC 12's false
+      out += std::to_string(x);      // -Wstringop-overflow
+    }
     return out;
   }
   const nlohmann::json j = field_json(v);

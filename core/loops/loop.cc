@@ -331,6 +331,7 @@ LoopResult loop(int64_t trips,
   CheckpointSchedule schedule = options.checkpoints;
   if (schedule.kind == CheckpointSchedule::Kind::kDefault)
     schedule = g.default_checkpoints();
+  schedule = schedule.resolved(trips);  // auto: about sqrt(2·trips) snapshots
   if (!schedule.is_valid(&error))
     throw OptionsError(error, label, "loop", "checkpoints");
 

@@ -79,13 +79,12 @@ int main() {
   print("dL/da =", all.out[2]);
   print("dL/dx =", all.out[3]);
   // doc:begin schedules
-  std::string error;
   std::vector<CheckpointSchedule> schedules = {
-      CheckpointSchedule::store_all(),                          // "all"
-      CheckpointSchedule::every(2),                             // "every:2"
-      CheckpointSchedule::binomial(2),                          // "2"
-      CheckpointSchedule::memory_budget(16),                    // "budget:16"
-      CheckpointSchedule::parse("auto", &error)->resolved(4)};  // 4 steps
+      CheckpointSchedule::store_all(),        // "all"
+      CheckpointSchedule::every(2),           // "every:2"
+      CheckpointSchedule::binomial(2),        // "2"
+      CheckpointSchedule::memory_budget(16),  // "budget:16"
+      CheckpointSchedule::automatic()};       // "auto": per loop
   // doc:end schedules
   // The text form of each, as a JSON document or Python would give it.
   const char* texts[] = {"all", "every:2", "2", "budget:16", "auto"};

@@ -136,7 +136,7 @@ def main():
             fail(f"--{name.replace('_', '-')}: expected a finite number, got {getattr(a, name)}")
     checkpoints = a.checkpoints
     try:
-        ag._adgraph.checkpoint_schedule(checkpoints)
+        ag.checkpoint_schedule(checkpoints)
     except ag.OptionsError as e:
         fail(f"--{e}")
     problem_here = world.bcast(writable(a.output) if root else None, root=0)

@@ -114,7 +114,7 @@ def checkpoint_schedule(text):
     """--checkpoints as ag.loop's `checkpoints`, or None when malformed (the
     library's schedule grammar: all, auto, N, every:K, budget:BYTES)."""
     try:
-        ag._adgraph.checkpoint_schedule(text)
+        ag.checkpoint_schedule(text)
     except ag.OptionsError:
         return None
     return text
@@ -233,7 +233,7 @@ def option_problem(a, size):
         return f"--sponge: width {a.sponge} must be >= 0 and leave an interior"
     if checkpoint_schedule(a.checkpoints) is None:
         try:
-            ag._adgraph.checkpoint_schedule(a.checkpoints)
+            ag.checkpoint_schedule(a.checkpoints)
         except ag.OptionsError as e:
             return f"--{e}"
     if a.max_iter < 0:

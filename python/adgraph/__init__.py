@@ -48,6 +48,7 @@ from ._adgraph import (  # noqa: E402  (MPI must be up first)
     LoopArgs,
     Session,
     Value,
+    checkpoint_schedule,
     communicator,
     gradients,
     jvp,
@@ -122,10 +123,14 @@ def loop(n, init, invariants, body, checkpoints=None, output_steps=(), name="", 
         next carries (a list), or ``(carries, outputs)`` with per-step
         outputs. The Values it sees belong to the body's graph and are valid
         inside the function only.
-    checkpoints : "all", int, dict or None
-        The adjoint's schedule: ``"all"`` (store every step), ``s`` (binomial
-        with s snapshots), ``{"every": k}``, ``{"budget": bytes}``; None: the
-        graph's default (store all).
+    checkpoints : str, int or None
+        The adjoint's schedule, in the grammar of every front end:
+        ``"all"`` (store every step), ``"auto"`` (binomial with about
+        sqrt(2n) snapshots), ``s`` or ``"s"`` (binomial with s snapshots),
+        ``"every:k"``, ``"budget:bytes"`` (``"budget:64MiB"``); None: the
+        graph's default (store all). ``checkpoint_schedule(text, n)`` shows
+        what a text means for n steps. The older ``{"every": k}`` and
+        ``{"budget": bytes}`` are still read.
     output_steps : sequence of int
         Steps whose outputs are kept (default: every step).
     xs : list of Value

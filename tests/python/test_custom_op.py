@@ -84,7 +84,7 @@ def test_forward_mode_without_jvp_says_so():
 def test_a_python_op_inside_a_loop_under_every_schedule():
     # c_{t+1} = cube(c_t) * k, 5 steps, from c0 small enough to stay finite.
     results = []
-    for schedule in ["all", 1, 2, {"every": 2}]:
+    for schedule in ["all", 1, 2, "every:2"]:
         g = ag.Graph()
         c = g.placeholder("c", (2,))
         k = g.placeholder("k", ())

@@ -69,7 +69,7 @@ def test_a_loop_and_its_gradient_by_hand_under_every_schedule():
     # c_{t+1} = a * c_t + t: c_n and dc_n/da derived by hand for n = 6.
     n, a0, c0 = 6, 1.5, np.array([1.0, -2.0])
     results = []
-    for schedule in ["all", 2, {"every": 3}, None]:
+    for schedule in ["all", 2, "every:3", "auto", None]:
         g = ag.Graph()
         a = g.placeholder("a", ())
         c = g.placeholder("c", (2,))

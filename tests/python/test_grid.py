@@ -247,7 +247,7 @@ def test_loop_hands_each_step_its_row_of_xs():
     steps = 5
     xs_value = np.arange(2.0 * steps).reshape(steps, 2)
     grads = []
-    for checkpoints in ["all", 2, {"every": 2}]:
+    for checkpoints in ["all", 2, "every:2"]:
         g = ag.Graph()
         c0 = g.placeholder("c0", (2,))
         xs = g.placeholder("xs", (steps, 2))
