@@ -12,6 +12,8 @@ ADGRAPH_PACKAGES=(cmake ninja-build g++ make libopenmpi-dev openmpi-bin
   # packages, which CMake and the tests use.
   python3 python3-dev pybind11-dev python3-numpy python3-mpi4py python3-scipy
   python3-pytest python3-matplotlib python3-flake8
+  # The generated type stubs are checked with mypy --strict (python/test_stubs).
+  mypy
   # `pip install --no-build-isolation .` into a venv (tests/python/pip_install).
   python3-venv python3-setuptools python3-wheel)
 

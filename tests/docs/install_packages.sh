@@ -4,5 +4,5 @@ sudo apt-get install --no-install-recommends \
   nlohmann-json3-dev libgtest-dev libcli11-dev libplplot-dev plplot-driver-cairo \
   iproute2 iputils-ping util-linux libpetsc-real-dev pkg-config \
   python3 python3-dev pybind11-dev python3-numpy python3-mpi4py python3-scipy \
-  python3-pytest python3-matplotlib python3-flake8 \
+  python3-pytest python3-matplotlib python3-flake8 mypy \
   python3-venv python3-setuptools python3-wheel

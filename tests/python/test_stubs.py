@@ -3,9 +3,10 @@
 They must parse, cover every public name of each module and nothing that
 is not there at run time, give every function the parameter names, kinds
 and defaults it has at run time, match what a fresh run of the generator
-writes, and give a newly registered op its stub with no edit. With mypy
-installed, ``mypy --strict`` accepts typed code using them and refuses a
-wrong attribute type and a misspelt keyword.
+writes, and give a newly registered op its stub with no edit.
+``mypy --strict`` (Debian's mypy, which scripts/common.sh installs)
+accepts typed code using them and refuses a wrong attribute type and a
+misspelt keyword.
 
 Run by ctest in one process (a singleton MPI job); the regeneration runs
 ``python3 -m adgraph._stubgen`` in a process of its own, as the build does.
@@ -15,7 +16,6 @@ import ast
 import inspect
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 
@@ -276,7 +276,6 @@ n: int = ag.square(x)
 '''
 
 
-@pytest.mark.skipif(shutil.which("mypy") is None, reason="mypy is not installed")
 def test_mypy_strict_reads_the_stubs(tmp_path):
     env = dict(os.environ, MYPYPATH=str(STUB_DIR.parent))
     good = tmp_path / "good.py"
