@@ -213,7 +213,8 @@ void OpRegistry::set_completion(void (*register_all)()) {
 
 const OpDef& OpRegistry::get(const std::string& name) const {
   if (const OpDef* def = find(name)) return *def;
-  if (void (*register_all)() = completion().load()) {
+  void (*register_all)() = completion().load();
+  if (register_all != nullptr && this == &global()) {
     register_all();  // once only: later calls return at once
     if (const OpDef* def = find(name)) return *def;
   }

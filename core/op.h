@@ -354,10 +354,10 @@ class OpRegistry final {
   static OpRegistry& global();
 
   // `register_all` registers every op of the library (adgraph.h passes
-  // register_all_ops): get() runs it when a name is not found, then looks
-  // again, so a program that includes adgraph.h may name any op without
-  // calling a builder first. The core holds only the pointer; it names no
-  // code above it.
+  // register_all_ops): the global registry's get() runs it when a name is
+  // not found, then looks again, so a program that includes adgraph.h may name
+  // any op without calling a builder first. The core holds only the pointer; it
+  // names no code above it.
   static void set_completion(void (*register_all)());
 
  private:

@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "builtin_ops.h"
 #include "core/ad/jvp.h"
 #include "core/error.h"
 #include "core/exec/session.h"
@@ -109,9 +110,11 @@ TEST(OpRegistry, LooksUpByNameAndSuggestsTheNearest) {
 
 // The core registers its own ops and calls nothing above it: this program
 // builds no node through a layer above the core, so none of their ops is
-// registered (the loops' "loop", the ops layer's "exp"), and an unknown
-// name fails with the message that says so.
+// registered (the loops' "loop", the ops layer's "exp"), and, with no
+// completion (a program that does not include adgraph.h), an unknown name
+// fails with the message that says so.
 TEST(OpRegistry, TheGlobalRegistryHoldsTheCoresOwnOps) {
+  OpRegistry::set_completion(nullptr);  // undo adgraph.h's, for this test
   const OpRegistry& global = OpRegistry::global();
   for (const char* core : {"placeholder", "constant", "identity", "zeros"})
     EXPECT_NE(global.find(core), nullptr) << core;
@@ -126,6 +129,20 @@ TEST(OpRegistry, TheGlobalRegistryHoldsTheCoresOwnOps) {
     EXPECT_TRUE(contains(e.what(), "unknown op \"heat_step\"")) << e.what();
     EXPECT_TRUE(contains(e.what(), "register_all_ops")) << e.what();
   }
+}
+
+// With adgraph.h's completion (register_all_ops), naming an op of any
+// layer finds it: the first unknown name registers every layer.
+TEST(OpRegistry, TheCompletionRegistersEveryLayerOnAnUnknownName) {
+  OpRegistry::set_completion(&register_all_ops);
+  Graph g;
+  Value x = g.placeholder("x", {2});
+  Value y = g.add_node("exp", {x});
+  EXPECT_EQ(g.node(y.node_id()).op->name, "exp");
+  for (const char* above : {"loop", "mpi_allreduce", "heat_step", "stencil"})
+    EXPECT_NE(OpRegistry::global().find(above), nullptr) << above;
+  // A name no layer has still fails, after the completion, with a message.
+  EXPECT_THROW(g.add_node("no_such_op", {x}), GraphError);
 }
 
 TEST(OpRegistry, AnOpThatOnlyBindsRunsThroughItsBoundKernel) {
