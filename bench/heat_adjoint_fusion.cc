@@ -6,9 +6,9 @@
 // fused pass moves 4 arrays per step against 7, so if the adjoint were
 // bound by DRAM bandwidth it would take ~0.6 of the time. Both compute each
 // point by the same expression in the same order: the cotangents must be
-// bitwise equal (exit 1 otherwise). See docs/performance-history.md, session 17.
-// Run: build/bench/heat_adjoint_fusion [n, default 2048] [NT, even, default
-// 10] [reps, default 5]
+// bitwise equal (exit 1 otherwise). See docs/performance-history.md,
+// session 17. Run: build/bench/heat_adjoint_fusion [n, default 2048] [NT, even,
+// default 10] [reps, default 5]
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
