@@ -1,5 +1,7 @@
 """adgraph-run's JSON graph documents from Python (format: driver/loader.h)."""
 
+from __future__ import annotations
+
 import os
 import types
 
@@ -7,7 +9,7 @@ from . import _adgraph
 from ._errors import JsonError
 
 
-def _decoded(data, file):
+def _decoded(data: bytes, file: str) -> str:
     """``data`` (bytes) as text: UTF-8, an optional byte order mark dropped."""
     try:
         return data.decode("utf-8-sig")
@@ -16,7 +18,8 @@ def _decoded(data, file):
                         f"0x{data[e.start]:02x} at offset {e.start}: {e.reason})") from None
 
 
-def _document_text(document, file):
+def _document_text(document: str | bytes | bytearray | memoryview | os.PathLike[str],
+                   file: str | None) -> tuple[str, str]:
     """The text of ``load_json``'s document and the name its errors give."""
     limit = _adgraph._max_document_bytes
     if isinstance(document, (bytes, bytearray, memoryview)):
@@ -42,7 +45,8 @@ def _document_text(document, file):
     return _decoded(_adgraph._read_document(name), name), name
 
 
-def load_json(document, file=None):
+def load_json(document: str | bytes | bytearray | memoryview | os.PathLike[str],
+              file: str | None = None) -> types.SimpleNamespace:
     """Builds the graph of a driver document, as ``adgraph-run`` would.
 
     Parameters

@@ -9,6 +9,8 @@ atexit handler) therefore hands such an exit to
 ``_adgraph.finish_mpi_after_exit``, which lets ``exit()``'s status decide.
 """
 
+from __future__ import annotations
+
 import sys
 
 from . import _adgraph
@@ -18,7 +20,7 @@ from . import _adgraph
 success_requested = False
 
 
-def leaving_through_system_exit():
+def leaving_through_system_exit() -> bool:
     """Whether the interpreter ends through an uncaught SystemExit rather
     than at the end of its script.
 
@@ -33,7 +35,7 @@ def leaving_through_system_exit():
     return main is not None and "__file__" in vars(main)
 
 
-def finish_mpi():
+def finish_mpi() -> None:
     """At interpreter exit: finalises MPI if adgraph started it, or, when
     leaving through an uncaught SystemExit of unknown status on several
     ranks, lets the exit status decide between finalising and ending the

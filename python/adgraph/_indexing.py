@@ -16,42 +16,53 @@ reverses the selected entries by halving, about 3n nodes for n entries
 and n·log2(n) copies (there is no reversal op).
 """
 
+from __future__ import annotations
+
 import operator
+import types
+import typing
 
 import numpy as np
 
 from . import _adgraph
 
+# One entry of an index, and an index (one entry or a tuple of them).
+IndexEntry = typing.Union[typing.SupportsIndex, slice, types.EllipsisType, None]
+Index = typing.Union[IndexEntry, tuple[IndexEntry, ...]]
+# An index parsed: ("int", i), ("slice", s) or ("new", None) per axis.
+_Parsed = list[tuple[str, typing.Any]]
+
 ACCEPTED = ("an int, a slice (start:stop:step, any ints or None), ... (Ellipsis) "
             "or None (numpy.newaxis), or a tuple of them")
 
 
-def _node(x, op, **attrs):
+def _node(x: _adgraph.Value, op: str, **attrs: int | list[int]) -> _adgraph.Value:
     return _adgraph.add_node(x.graph, op, [x], attrs, "", [])[0]
 
 
-def _shown(item):
+def _shown(item: object) -> str:
     text = repr(item)
     return f"{type(item).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
 
 
-def _as_int(item, what):
+def _as_int(item: object, what: str) -> int:
     """``item`` as an int: a Python or NumPy integer (never a bool)."""
     if isinstance(item, (bool, np.bool_)):
         raise TypeError(f"Value index: {what} is {_shown(item)}; booleans are not "
                         f"accepted (boolean masks are not supported): give {ACCEPTED}")
     try:
-        return operator.index(item)
+        return operator.index(item)  # type: ignore[arg-type]  # (the TypeError is caught)
     except TypeError:
         raise TypeError(f"Value index: {what} is {_shown(item)}, which is not accepted: "
                         f"give {ACCEPTED}") from None
 
 
-def _parse(index, ndim):
+def _parse(index: object, ndim: int) -> _Parsed:
     """``index`` as a list of per-axis entries: ("int", i), ("slice", slice)
     or ("new", None), with ``...`` expanded and missing axes filled."""
     items = index if isinstance(index, tuple) else (index,)
-    parsed, ellipsis = [], None
+    parsed: _Parsed = []
+    ellipsis: int | None = None
     for k, item in enumerate(items):
         what = "the index" if len(items) == 1 else f"index entry {k}"
         if item is Ellipsis:
@@ -81,7 +92,7 @@ def _parse(index, ndim):
     return parsed[:ellipsis] + fill + parsed[ellipsis:]
 
 
-def _reverse(x, axis, n):
+def _reverse(x: _adgraph.Value, axis: int, n: int) -> _adgraph.Value:
     """x with its n entries along ``axis`` in reverse order: the reversed
     second half, then the reversed first half."""
     if n <= 1:
@@ -94,7 +105,8 @@ def _reverse(x, axis, n):
                              {"axis": axis}, "", [])[0]
 
 
-def _strided(x, axis, first, step, n):
+def _strided(x: _adgraph.Value, axis: int, first: int, step: int,
+             n: int) -> _adgraph.Value:
     """Entries first, first + step, ... (n of them, step > 1) along ``axis``:
     the first column of the [n, step] view of x[first : first + n·step]."""
     extent = x.shape[axis]
@@ -108,7 +120,7 @@ def _strided(x, axis, first, step, n):
     return _node(x, "reshape", shape=shape[:axis] + [n] + shape[axis + 1:])
 
 
-def _select(x, axis, part):
+def _select(x: _adgraph.Value, axis: int, part: slice) -> _adgraph.Value:
     """x[..., part, ...] along ``axis`` for a slice ``part`` (axis kept)."""
     extent = x.shape[axis]
     start, stop, step = part.indices(extent)
@@ -125,7 +137,7 @@ def _select(x, axis, part):
     return _reverse(x, axis, n) if step < 0 else x
 
 
-def getitem(x, index):
+def getitem(x: _adgraph.Value, index: Index) -> _adgraph.Value:
     """``x[index]``: NumPy's basic indexing (see the module's docstring)."""
     shape = list(x.shape)
     entries = _parse(index, len(shape))

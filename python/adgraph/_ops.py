@@ -20,10 +20,18 @@ attribute (attribute names are shared with C++'s ``pad(x, axis, before,
 after)`` and with JSON graph documents).
 """
 
+from __future__ import annotations
+
 import inspect
 import textwrap
+import types
+import typing
+from collections.abc import Callable
 
 from . import _adgraph
+
+# An OpDef as _adgraph.describe_op gives it.
+OpDict = dict[str, typing.Any]
 
 # The short and the long spelling of each keyword an op function takes
 # besides its attributes.
@@ -31,7 +39,7 @@ NAME_KEYWORDS = ("name", "name_")
 CONTROL_KEYWORDS = ("after", "control_after")
 
 
-def _keywords(op):
+def _keywords(op: OpDict) -> tuple[list[str], list[str]]:
     """(name keywords, control keywords) op ``op`` takes: the spellings that
     are not attributes of it."""
     attrs = {a["name"] for a in op["attrs"]}
@@ -39,12 +47,12 @@ def _keywords(op):
             [k for k in CONTROL_KEYWORDS if k not in attrs])
 
 
-def _indented(text, indent="    "):
+def _indented(text: str, indent: str = "    ") -> list[str]:
     """``text`` wrapped to 79 columns, each line indented."""
     return textwrap.wrap(text, 79, initial_indent=indent, subsequent_indent=indent) or [indent]
 
 
-def _doc_inputs(op, lines):
+def _doc_inputs(op: OpDict, lines: list[str]) -> None:
     docs = op.get("input_docs") or []
     if not docs:
         inputs = ", ".join(op["inputs"]) + (", ..." if op["variadic"] else "")
@@ -57,7 +65,7 @@ def _doc_inputs(op, lines):
         lines += _indented(docs[k] if k < len(docs) else "")
 
 
-def _doc_outputs(op, lines):
+def _doc_outputs(op: OpDict, lines: list[str]) -> None:
     docs = op.get("output_docs") or []
     outputs = op["num_outputs"]
     if not docs:
@@ -77,7 +85,7 @@ def _doc_outputs(op, lines):
         lines += _indented(f"[{k}] {doc}")
 
 
-def _doc(op):
+def _doc(op: OpDict) -> str:
     """The docstring of op ``op``'s function, from its OpDef: its math, its
     inputs and outputs in order, what the ranks exchange (communication
     ops), its attributes and the keywords every op takes."""
@@ -109,7 +117,7 @@ def _doc(op):
     return "\n".join(lines)
 
 
-def _signature(op):
+def _signature(op: OpDict) -> inspect.Signature:
     """An inspect.Signature for help(): inputs, then the attributes and the
     name and control keywords, keyword-only."""
     P = inspect.Parameter
@@ -122,7 +130,8 @@ def _signature(op):
     return inspect.Signature(params)
 
 
-def _control_edges(op_name, keyword, given):
+def _control_edges(op_name: str, keyword: str | None,
+                   given: object) -> list[_adgraph.Value]:
     """The control edges given as ``keyword=given``: a list of Values."""
     if given is None:
         return []
@@ -135,7 +144,8 @@ def _control_edges(op_name, keyword, given):
                     f"{given!r:.60}")
 
 
-def _pop_one(op_name, kwargs, keywords, what):
+def _pop_one(op_name: str, kwargs: dict[str, typing.Any], keywords: list[str],
+             what: str) -> tuple[str | None, typing.Any]:
     """The value of whichever of ``keywords`` was given (None if none);
     TypeError if several were."""
     given = [k for k in keywords if k in kwargs]
@@ -147,15 +157,15 @@ def _pop_one(op_name, kwargs, keywords, what):
     return (keywords[-1] if keywords else None), None
 
 
-def make_op_function(op):
+def make_op_function(op: OpDict) -> Callable[..., typing.Any]:
     """The Python function that adds a node of registered op ``op`` (a dict
     from ``_adgraph.describe_op``)."""
     op_name = op["name"]
     single = op["num_outputs"] == 1
     names, controls = _keywords(op)
 
-    def build(*inputs, **kwargs):
-        graph = None
+    def build(*inputs: typing.Any, **kwargs: typing.Any) -> typing.Any:
+        graph: _adgraph.Graph | None = None
         if inputs and isinstance(inputs[0], _adgraph.Graph):
             graph, inputs = inputs[0], inputs[1:]
         node_name = _pop_one(op_name, kwargs, names, "the node's name")[1] or ""
@@ -176,16 +186,16 @@ def make_op_function(op):
     build.__name__ = op_name
     build.__qualname__ = op_name
     build.__doc__ = _doc(op)
-    build.__signature__ = _signature(op)
+    build.__signature__ = _signature(op)  # type: ignore[attr-defined]
     return build
 
 
-def _adgraph_errors():
+def _adgraph_errors() -> types.ModuleType:
     from . import _errors
     return _errors
 
 
-def generate(namespace):
+def generate(namespace: dict[str, typing.Any]) -> None:
     """Adds a function for every registered op to ``namespace`` (a module's
     globals), without replacing names the package defines itself."""
     for op in _adgraph.registered_ops():

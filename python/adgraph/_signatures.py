@@ -15,18 +15,25 @@ arguments; nothing is written per binding. A wrapped call costs one Python
 call more.
 """
 
+from __future__ import annotations
+
 import functools
 import numbers
 import re
+import types
+import typing
+from collections.abc import Callable
 
 from ._errors import ArgumentError
+
+_Form = list[tuple[str, str, bool]]  # (name, annotation, has a default) a parameter
 
 _MARKERS = ("incompatible function arguments", "incompatible constructor arguments")
 # The dunder methods wrapped; operators return NotImplemented instead.
 _DUNDERS = ("__init__", "__call__", "__getitem__", "__setitem__")
 
 
-def _split_top_level(text, sep=","):
+def _split_top_level(text: str, sep: str = ",") -> list[str]:
     """Splits ``text`` at ``sep`` outside brackets and quotes."""
     parts, depth, quote, start = [], 0, None, 0
     for i, c in enumerate(text):
@@ -46,7 +53,7 @@ def _split_top_level(text, sep=","):
     return parts
 
 
-def _parameters(inside):
+def _parameters(inside: str) -> _Form:
     """(name, annotation, has_default) of each parameter of a signature."""
     out = []
     for part in _split_top_level(inside):
@@ -56,7 +63,7 @@ def _parameters(inside):
     return out
 
 
-def _forms(text, name):
+def _forms(text: str, name: str) -> list[_Form]:
     """The parameter lists of the signatures in pybind11's message, or in a
     function's docstring (``name(...) -> ...``, numbered when overloaded)."""
     forms = []
@@ -76,7 +83,7 @@ def _forms(text, name):
     return forms
 
 
-def _readable(annotation):
+def _readable(annotation: str) -> str:
     """pybind11's annotation with C++ names in their Python spelling."""
     text = re.sub(r"\bhandle\b", "object", annotation)
     text = re.sub(r"adgraph::python::Py(\w+)", r"\1", text)
@@ -84,7 +91,7 @@ def _readable(annotation):
     return re.sub(r"\badgraph::(?:\w+::)*", "", text)
 
 
-def _generic(annotation):
+def _generic(annotation: str) -> tuple[str, list[str]]:
     """(outer, [inner annotations]) of ``List[int]`` and the like."""
     m = re.fullmatch(r"([\w.:]+)\[(.*)\]", annotation)
     if not m:
@@ -92,12 +99,12 @@ def _generic(annotation):
     return m.group(1), _split_top_level(m.group(2))
 
 
-def _is_sequence(value):
+def _is_sequence(value: object) -> bool:
     return (hasattr(value, "__len__") and hasattr(value, "__getitem__")
             and not isinstance(value, (str, bytes, dict)))
 
 
-def _class_named(name, module):
+def _class_named(name: str, module: types.ModuleType) -> type | None:
     last = re.split(r"\.|::", name)[-1]
     for candidate in (last, last[2:] if last.startswith("Py") else None):
         found = getattr(module, candidate, None) if candidate else None
@@ -106,7 +113,7 @@ def _class_named(name, module):
     return None
 
 
-_SCALARS = {
+_SCALARS: dict[str, tuple[Callable[[typing.Any], bool], str]] = {
     "int": (lambda v: isinstance(v, numbers.Integral)
             or (hasattr(type(v), "__index__") and not isinstance(v, float)),
             "an integer"),
@@ -127,7 +134,7 @@ _PLURALS = {"an integer": "integers", "a real number": "real numbers", "a string
             "True or False": "booleans", "a Value": "Values"}
 
 
-def _check(value, annotation, module):
+def _check(value: typing.Any, annotation: str, module: types.ModuleType) -> tuple[bool, str]:
     """(accepted, what is accepted in words); accepted is True when the
     annotation is not understood (the message then stays generic)."""
     outer, inner = _generic(annotation)
@@ -157,14 +164,15 @@ def _check(value, annotation, module):
     return True, _readable(annotation)
 
 
-def _shown(value):
+def _shown(value: object) -> str:
     text = repr(value)
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{type(value).__name__} {text}"
 
 
-def _problem(form, args, kwargs, module):
+def _problem(form: _Form, args: typing.Sequence[object], kwargs: dict[str, object],
+             module: types.ModuleType) -> str | None:
     """What is wrong with (args, kwargs) for one form, or None."""
     names = [name for name, _, _ in form]
     if len(args) > len(form):
@@ -190,7 +198,9 @@ def _problem(form, args, kwargs, module):
     return None
 
 
-def _message(label, forms, args, kwargs, module, skip_self, show_forms=True, required=True):
+def _message(label: str, forms: list[_Form], args: typing.Sequence[object],
+             kwargs: dict[str, object], module: types.ModuleType, skip_self: bool,
+             show_forms: bool = True, required: bool = True) -> str | None:
     """The message for a call no form takes; unless ``required``, None when
     every argument looks acceptable (then the original error stands)."""
     # Methods: `self` is bound already; the user did not pass it.
@@ -203,7 +213,7 @@ def _message(label, forms, args, kwargs, module, skip_self, show_forms=True, req
         return None
     shown = ", ".join([_shown(a) for a in args] + [f"{k}={_shown(v)}" for k, v in kwargs.items()])
 
-    def signature(form):
+    def signature(form: _Form) -> str:
         return "(" + ", ".join(f"{n}: {_readable(a)}" for n, a, _ in form) + ")"
     if len(forms) == 1 and problems[0]:
         takes = f"; it takes {signature(forms[0])}" if show_forms else ""
@@ -214,16 +224,19 @@ def _message(label, forms, args, kwargs, module, skip_self, show_forms=True, req
     return "\n".join(lines)
 
 
-def _wrap(function, label, module, skip_self, name_of=None):
+def _wrap(function: Callable[..., typing.Any], label: str, module: types.ModuleType,
+          skip_self: bool,
+          name_of: Callable[[tuple[typing.Any, ...]], str] | None = None
+          ) -> Callable[..., typing.Any]:
     @functools.wraps(function)
-    def checked(*args, **kwargs):
+    def checked(*args: typing.Any, **kwargs: typing.Any) -> typing.Any:
         try:
             return function(*args, **kwargs)
         except TypeError as error:
             # Raised by this very call (not by Python code it called back):
             # pybind11's signature check, or a converter's own TypeError
             # ("object of type 'Value' has no len()").
-            if error.__traceback__.tb_next is not None:
+            if error.__traceback__.tb_next is not None:  # type: ignore[union-attr]
                 raise
             text = str(error)
             pybind = any(m in text for m in _MARKERS)
@@ -243,12 +256,12 @@ def _wrap(function, label, module, skip_self, name_of=None):
     return checked
 
 
-def _is_pybind(function):
+def _is_pybind(function: typing.Any) -> bool:
     return type(function).__name__ == "builtin_function_or_method" and \
         (function.__doc__ or "").startswith(function.__name__ + "(")
 
 
-def _wrap_class(cls, module):
+def _wrap_class(cls: type, module: types.ModuleType) -> None:
     for name, member in list(vars(cls).items()):
         if name.startswith("__") and name not in _DUNDERS:
             continue
@@ -263,7 +276,7 @@ def _wrap_class(cls, module):
             setattr(cls, name, property(member.fget, setter, member.fdel, member.__doc__))
 
 
-def explain_type_errors(module):
+def explain_type_errors(module: types.ModuleType) -> None:
     """Wraps, in place, every pybind11 function of ``module`` and every
     method, constructor and property setter of its classes (see the module
     docstring). ``add_node`` is named after the op it adds: the generated
@@ -274,7 +287,7 @@ def explain_type_errors(module):
         elif _is_pybind(member):
             name_of = None
             if name == "add_node":
-                def name_of(args):
+                def name_of(args: tuple[typing.Any, ...]) -> str:
                     return args[1] if len(args) > 1 and isinstance(args[1], str) else "add_node"
             # Private helpers (_loop) back a public function (loop).
             setattr(module, name, _wrap(member, name.lstrip("_"), module, False, name_of))

@@ -32,7 +32,10 @@ summed exactly the same way. An exact sum does not depend on the order or
 grouping of its terms, hence not on G or on the spatial layout.
 """
 
+from __future__ import annotations
+
 import numbers
+import typing
 
 import numpy as np
 
@@ -40,10 +43,13 @@ import adgraph as ag
 from . import _adgraph
 from ._errors import OptionsError
 
+if typing.TYPE_CHECKING:
+    import mpi4py.MPI
+
 __all__ = ["Ensemble", "assignment"]
 
 
-def assignment(members, groups):
+def assignment(members: int, groups: int) -> list[range]:
     """The members of each group: contiguous blocks, the first
     ``members % groups`` groups one member more (as a grid axis is split).
 
@@ -68,7 +74,7 @@ def assignment(members, groups):
     return out
 
 
-def _count(name, value):
+def _count(name: str, value: object) -> int:
     """``value`` as an int, or an OptionsError naming ``name`` (1.5, "2",
     None or True were truncated, converted or failed in ``int()``)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
@@ -117,7 +123,18 @@ class Ensemble:
         S, G and P.
     """
 
-    def __init__(self, members, groups, patches=None, comm=None):
+    comm: _adgraph.Communicator
+    group_comm: _adgraph.Communicator
+    cross_comm: _adgraph.Communicator
+    group: int
+    position: int
+    members: range
+    size: int
+    groups: int
+    patches: int
+
+    def __init__(self, members: int, groups: int, patches: int | None = None,
+                 comm: _adgraph.Communicator | mpi4py.MPI.Intracomm | None = None) -> None:
         if not isinstance(comm, _adgraph.Communicator):
             comm = _adgraph.communicator(comm)
         size = comm.size
@@ -148,7 +165,7 @@ class Ensemble:
         self.cross_comm = comm.split(self.position, comm.rank)
         self.members = assignment(self.size, self.groups)[self.group]
 
-    def tile(self, control):
+    def tile(self, control: _adgraph.Value) -> _adgraph.Value:
         """``control`` (this rank's shard, a Value) repeated once per member
         of this group: ``[k, *control.shape]``. Build each member from its
         own row so that its gradient stays a row of its own."""
@@ -156,7 +173,7 @@ class Ensemble:
         one = ag.reshape(control, shape=[1] + shape)
         return ag.broadcast_to(one, shape=[len(self.members)] + shape)
 
-    def member_totals(self, terms):
+    def member_totals(self, terms: _adgraph.Value) -> _adgraph.Value:
         """Each member's terms summed exactly over the group's ranks.
 
         Parameters
@@ -175,7 +192,7 @@ class Ensemble:
         flat = ag.reshape(terms, shape=[k, -1])
         return ag.mpi_total_rows(ag.transpose(flat), root=0)
 
-    def total_rows(self, rows):
+    def total_rows(self, rows: _adgraph.Value) -> _adgraph.Value:
         """``rows`` ([k, ...], one per member of this group) summed over
         every member of every group, exact and rounded once per entry, on
         every rank of ``cross_comm`` (``mpi_total_rows`` there, then
@@ -184,7 +201,8 @@ class Ensemble:
             total = ag.mpi_total_rows(rows, root=0)
             return ag.mpi_bcast(total, root=0)
 
-    def objective(self, control, rows, losses):
+    def objective(self, control: _adgraph.Value, rows: _adgraph.Value,
+                  losses: _adgraph.Value) -> _adgraph.Value:
         """The ensemble's loss for ``ag.minimize(..., layout="sharded")``
         in a graph on ``group_comm``.
 
@@ -222,7 +240,7 @@ class Ensemble:
         # keeps the builders out of the loop adjoint that made the rows.
         return f + ag.sum((control - ag.stop_gradient(control)) * gradient)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"Ensemble(members={self.size}, groups={self.groups}, "
                 f"patches={self.patches}, group={self.group}, "
                 f"members_here={list(self.members)})")

@@ -23,16 +23,23 @@ loss and gradient of graphs built from stencils are bitwise the same on
 every process grid.
 """
 
+from __future__ import annotations
+
 import math as _math
+import typing as _typing
+from collections.abc import Sequence as _Sequence
 
 from . import _adgraph
 from ._adgraph import StencilExpr, kernel_cache_stats
+
+if _typing.TYPE_CHECKING:
+    import mpi4py.MPI
 
 __all__ = ["Grid", "StencilExpr", "field", "exp", "log", "sin", "cos", "tanh", "abs",
            "sqrt", "minimum", "maximum", "where", "kernel_cache_stats", "balanced_procs"]
 
 
-def balanced_procs(size, shape):
+def balanced_procs(size: int, shape: _Sequence[int]) -> tuple[int, ...]:
     """Processes per axis for ``size`` ranks over a grid of ``shape``: the
     factorisation whose patches are closest to cubes (each count at most its
     axis's extent).
@@ -49,26 +56,28 @@ def balanced_procs(size, shape):
     tuple of int
         ``procs`` with ``prod(procs) == size``.
     """
-    shape = [int(n) for n in shape]
-    best, best_cost = None, _math.inf
+    extents = [int(n) for n in shape]
+    best: tuple[int, ...] | None = None
+    best_cost = _math.inf
 
-    def place(axis, left, procs):
+    def place(axis: int, left: int, procs: list[int]) -> None:
         nonlocal best, best_cost
-        if axis == len(shape) - 1:
-            if left <= shape[axis]:
+        if axis == len(extents) - 1:
+            if left <= extents[axis]:
                 cand = procs + [left]
-                cost = max(shape[a] / cand[a] for a in range(len(shape))) / \
-                    min(shape[a] / cand[a] for a in range(len(shape)))
+                cost = max(extents[a] / cand[a] for a in range(len(extents))) / \
+                    min(extents[a] / cand[a] for a in range(len(extents)))
                 if cost < best_cost:
                     best, best_cost = tuple(cand), cost
             return
         for k in range(1, left + 1):
-            if left % k == 0 and k <= shape[axis]:
+            if left % k == 0 and k <= extents[axis]:
                 place(axis + 1, left // k, procs + [k])
 
     place(0, int(size), [])
     if best is None:
-        raise ValueError(f"balanced_procs: {size} ranks do not fit a grid of shape {tuple(shape)}")
+        raise ValueError(f"balanced_procs: {size} ranks do not fit a grid of shape "
+                         f"{tuple(extents)}")
     return best
 
 
@@ -93,27 +102,29 @@ class Grid(_adgraph.Grid):
     every rank: leading batch axes (shots, components) ride along.
     """
 
-    def __init__(self, shape, procs=None, periodic=None, comm=None):
+    def __init__(self, shape: _Sequence[int], procs: _Sequence[int] | None = None,
+                 periodic: _Sequence[bool] | None = None,
+                 comm: _adgraph.Communicator | mpi4py.MPI.Intracomm | None = None) -> None:
         if not isinstance(comm, _adgraph.Communicator):
             comm = _adgraph.communicator(comm)
-        shape = [int(n) for n in shape]
+        extents = [int(n) for n in shape]
         if procs is None:
-            procs = balanced_procs(comm.size, shape)
+            procs = balanced_procs(comm.size, extents)
         if periodic is None:
-            periodic = [False] * len(shape)
-        super().__init__(shape, [int(p) for p in procs], [bool(p) for p in periodic], comm)
+            periodic = [False] * len(extents)
+        super().__init__(extents, [int(p) for p in procs], [bool(p) for p in periodic], comm)
 
-    def field(self, value):
+    def field(self, value: _adgraph.Value) -> StencilExpr:
         """``value`` (a Value of shape ``(*batch, *local_shape())``, or a
         scalar of shape ``()``) as a stencil expression read at offset 0."""
         return _adgraph.stencil_field(value)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"Grid(shape={tuple(self.shape)}, procs={tuple(self.procs)}, "
                 f"periodic={tuple(self.periodic)})")
 
 
-def field(value):
+def field(value: _adgraph.Value) -> StencilExpr:
     """``value`` as a stencil expression read at offset 0 (a field or scalar)."""
     return _adgraph.stencil_field(value)
 
@@ -130,7 +141,7 @@ maximum = _adgraph.stencil_maximum
 where = _adgraph.stencil_where
 
 
-def _values_give_way_to_expressions():
+def _values_give_way_to_expressions() -> None:
     """``u + U`` with u a Value and U a StencilExpr: Value's operators return
     NotImplemented for an expression, so Python asks the expression's
     reflected operator, which builds the expression (as ``U + u`` does)."""
@@ -141,12 +152,13 @@ def _values_give_way_to_expressions():
         if original is None or getattr(original, "_gives_way", False):
             continue
 
-        def operator(self, other, _original=original):
+        def operator(self: _adgraph.Value, other: object,
+                     _original: _typing.Any = original) -> _typing.Any:
             if isinstance(other, StencilExpr):
                 return NotImplemented
             return _original(self, other)
 
-        operator._gives_way = True
+        operator._gives_way = True  # type: ignore[attr-defined]
         operator.__name__ = name
         operator.__doc__ = getattr(original, "__doc__", None)
         setattr(_adgraph.Value, name, operator)

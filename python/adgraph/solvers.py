@@ -2,7 +2,13 @@
 ``solvers::HeatInverse``), its graph and its distributed L-BFGS(-B) fit,
 reached from Python without reimplementing anything."""
 
+from __future__ import annotations
+
 import types as _types
+from typing import Any as _Any, cast as _cast
+
+import numpy as _np
+from numpy.typing import ArrayLike as _ArrayLike, NDArray as _NDArray
 
 from . import _adgraph
 
@@ -24,66 +30,67 @@ class HeatInverse:
     finite). Collective: every rank constructs it with the same options;
     invalid options raise ``adgraph.OptionsError`` on every rank."""
 
-    def __init__(self, **options):
+    def __init__(self, **options: object) -> None:
         self._problem = _adgraph._HeatInverse(options)
 
-    def kappa_start(self):
+    def kappa_start(self) -> _NDArray[_np.float64]:
         """The start value (kappa = 1) in the variable's shape: this rank's
         patch (sharded) or the whole grid (replicated)."""
         return self._problem.kappa_start()
 
-    def kappa_true(self):
+    def kappa_true(self) -> _NDArray[_np.float64]:
         """The true kappa, in the variable's shape."""
         return self._problem.kappa_true()
 
     @property
-    def layout(self):
+    def layout(self) -> str:
         """``"sharded"`` (each rank's patch) or ``"replicated"``."""
         return self._problem.layout()
 
     @property
-    def patch(self):
+    def patch(self) -> dict[str, int]:
         """This rank's patch: ``{"row0", "col0", "n", "m"}``."""
         return self._problem.patch()
 
     @property
-    def sensors(self):
+    def sensors(self) -> list[tuple[int, int]]:
         """The global sensor points (row, column), sorted."""
         return self._problem.sensors()
 
     @property
-    def dt(self):
+    def dt(self) -> float:
         """The time step."""
         return self._problem.dt()
 
-    def loss_and_gradient(self, kappa):
+    def loss_and_gradient(self, kappa: _ArrayLike) -> tuple[float, _NDArray[_np.float64]]:
         """The global loss and this rank's gradient at kappa. Collective."""
-        return self._problem.loss_and_gradient(kappa)
+        return _cast("tuple[float, _NDArray[_np.float64]]",
+                     self._problem.loss_and_gradient(kappa))
 
-    def loss(self, kappa):
+    def loss(self, kappa: _ArrayLike) -> float:
         """The global loss at kappa (a forward run). Collective."""
         return self._problem.loss(kappa)
 
-    def terms(self, kappa):
+    def terms(self, kappa: _ArrayLike) -> dict[str, float]:
         """The loss's parts at kappa: ``{"misfit", "tikhonov",
         "smoothness"}``. Collective."""
         return self._problem.terms(kappa)
 
-    def relative_kappa_error(self, kappa):
+    def relative_kappa_error(self, kappa: _ArrayLike) -> float:
         """|kappa - kappa_true| / |kappa_true| (L2, whole grid). Collective."""
         return self._problem.relative_kappa_error(kappa)
 
-    def loop_stats(self):
+    def loop_stats(self) -> tuple[dict[str, _Any], dict[str, _Any]]:
         """What the time loop's last forward run and its adjoint's last run
         did: ``(forward, adjoint)``, dicts of the C++ ``LoopStats``."""
         return self._problem.loop_forward_stats(), self._problem.loop_adjoint_stats()
 
-    def problem_description(self):
+    def problem_description(self) -> str:
         """What the objective depends on, as JSON text (recorded in
         checkpoints)."""
         return self._problem.problem_description()
 
-    def fit(self, kappa, **options):
+    def fit(self, kappa: _ArrayLike, **options: object) -> _types.SimpleNamespace:
         """Minimises the loss from ``kappa`` with L-BFGS (L-BFGS-B when
         kappa is bounded); ``options`` are ``LbfgsOptions`` fields by their
         C++ names. Returns the summary's fields and ``x`` (the minimiser, one
@@ -92,14 +99,16 @@ class HeatInverse:
         return _types.SimpleNamespace(**self._problem.fit(kappa, options))
 
 
-def five_point_matrix(nx, ny, px, py, rank):
+def five_point_matrix(nx: int, ny: int, px: int, py: int,
+                      rank: int) -> _adgraph.SparseMatrix:
     """The 5-point pattern of this rank's patch on the heat problem's grid
     (``nx x ny`` points, ``px x py`` patches, rows numbered patch by patch)
     as an ``adgraph.sparse.SparseMatrix``."""
     return _adgraph._five_point_matrix(nx, ny, px, py, rank)
 
 
-def conservative_values(kappa, nx, ny, px, py, rank):
+def conservative_values(kappa: _adgraph.Value, nx: int, ny: int, px: int, py: int,
+                        rank: int) -> _adgraph.Value:
     """The conservative operator's entries, (A u)_P = sum_Q c_PQ (u_P -
     u_Q) / h^2 with c_PQ = (kappa_P + kappa_Q) / 2 (kappa_P across the
     boundary), as a function of this rank's ``kappa`` patch (one
@@ -107,7 +116,8 @@ def conservative_values(kappa, nx, ny, px, py, rank):
     return _adgraph._conservative_values(kappa, nx, ny, px, py, rank)
 
 
-def heat_matrix_values(kappa, s, nx, ny, px, py, rank):
+def heat_matrix_values(kappa: _adgraph.Value, s: float, nx: int, ny: int, px: int, py: int,
+                       rank: int) -> _adgraph.Value:
     """The entries of I + s diag(kappa) Laplacian_h (s = -dt: backward
     Euler's matrix)."""
     return _adgraph._heat_matrix_values(kappa, s, nx, ny, px, py, rank)

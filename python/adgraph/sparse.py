@@ -18,31 +18,40 @@ C++ ``SolverOptions`` fields: ``ksp`` (cg, gmres, bcgs, preonly), ``pc``
 ``max_it``, ``symmetric``, ``prefix``.
 """
 
+from __future__ import annotations
+
+from numpy.typing import ArrayLike as _ArrayLike
+
 from . import _adgraph
 
 SparseMatrix = _adgraph.SparseMatrix
 
 
-def matvec(a, values, x):
+def matvec(a: _adgraph.SparseMatrix, values: _adgraph.Value | _ArrayLike,
+           x: _adgraph.Value | _ArrayLike) -> _adgraph.Value:
     """A x."""
     return _adgraph._sparse_op(a, "matvec", values, x, {})
 
 
-def matvec_transpose(a, values, y):
+def matvec_transpose(a: _adgraph.SparseMatrix, values: _adgraph.Value | _ArrayLike,
+                     y: _adgraph.Value | _ArrayLike) -> _adgraph.Value:
     """A^T y."""
     return _adgraph._sparse_op(a, "matvec_transpose", values, y, {})
 
 
-def outer(a, u, v):
+def outer(a: _adgraph.SparseMatrix, u: _adgraph.Value | _ArrayLike,
+          v: _adgraph.Value | _ArrayLike) -> _adgraph.Value:
     """u_i v_j for each entry (i, j) of the pattern (v from every rank)."""
     return _adgraph._sparse_op(a, "outer", u, v, {})
 
 
-def solve(a, values, b, **options):
+def solve(a: _adgraph.SparseMatrix, values: _adgraph.Value | _ArrayLike,
+          b: _adgraph.Value | _ArrayLike, **options: str | float) -> _adgraph.Value:
     """A^-1 b from a zero guess."""
     return _adgraph._sparse_op(a, "solve", values, b, options)
 
 
-def solve_transpose(a, values, b, **options):
+def solve_transpose(a: _adgraph.SparseMatrix, values: _adgraph.Value | _ArrayLike,
+                    b: _adgraph.Value | _ArrayLike, **options: str | float) -> _adgraph.Value:
     """A^-T b from a zero guess."""
     return _adgraph._sparse_op(a, "solve_transpose", values, b, options)
