@@ -14,18 +14,101 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "mpi_ops/communicator.h"
 #include "mpi_ops/mpi_environment.h"
 #include "sparse/operator_impl.h"
-#include "sparse/petsc_impl.h"
 #include "sparse/stencil_block.h"
 
 namespace adgraph::sparse {
 namespace {
 
-using namespace petsc;
+// ---------------------------------------------------------------------------
+// PETSc's start and end, error checks, gathers and prolongations.
+
+bool petsc_ended = false;
+
+void end_petsc() {
+  if (petsc_ended) return;
+  petsc_ended = true;
+  PetscFinalize();
+}
+
+// Throws RunError naming `call` with PETSc's message unless `code` is 0.
+void check(PetscErrorCode code, const char* call) {
+  if (code == 0) return;
+  const char* text = nullptr;
+  PetscErrorMessage(code, &text, nullptr);
+  throw RunError(std::string("PETSc's ") + call +
+                 " failed: " + (text ? text : "error " + std::to_string(code)));
+}
+
+// Starts PETSc on this process alone (PETSC_COMM_WORLD = MPI_COMM_SELF),
+// once; it ends at the start of MPI_Finalize.
+void start_petsc() {
+  PetscBool started = PETSC_FALSE;
+  PetscInitialized(&started);
+  if (started) return;
+  PETSC_COMM_WORLD = MPI_COMM_SELF;
+  static char arg0[] = "adgraph", arg1[] = "-no_signal_handler";
+  static char* args[] = {arg0, arg1, nullptr};
+  static int argc = 2;
+  static char** argv = args;
+  check(PetscInitialize(&argc, &argv, nullptr, nullptr), "PetscInitialize");
+  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+  at_mpi_finalize(end_petsc);
+}
+
+// False once PETSc has ended (objects are then left undestroyed).
+bool petsc_alive() { return !petsc_ended; }
+
+// A sequential vector `*out` and the scatter that fills it with the entries
+// `columns` (global indices) of vectors laid out like `like` (collective).
+void make_gather(Vec like,
+                 const std::vector<PetscInt>& columns,
+                 Vec* out,
+                 VecScatter* scatter) {
+  const auto n = static_cast<PetscInt>(columns.size());
+  IS is = nullptr;
+  check(ISCreateGeneral(
+            PETSC_COMM_SELF, n, columns.data(), PETSC_COPY_VALUES, &is),
+        "ISCreateGeneral");
+  check(VecCreateSeq(PETSC_COMM_SELF, n, out), "VecCreateSeq");
+  const PetscErrorCode made =
+      VecScatterCreate(like, is, *out, nullptr, scatter);
+  ISDestroy(&is);
+  check(made, "VecScatterCreate");
+}
+
+// An assembled AIJ matrix of this rank's rows of a prolongation.
+Mat prolongation_matrix(MPI_Comm comm, const Prolongation& p) {
+  std::vector<PetscInt> offsets(p.pattern.row_offsets.begin(),
+                                p.pattern.row_offsets.end());
+  std::vector<PetscInt> columns(p.pattern.columns.begin(),
+                                p.pattern.columns.end());
+  Mat m = nullptr;
+  check(MatCreate(comm, &m), "MatCreate");
+  check(MatSetSizes(m,
+                    static_cast<PetscInt>(p.pattern.local_rows()),
+                    static_cast<PetscInt>(p.coarse_rows),
+                    PETSC_DETERMINE,
+                    PETSC_DETERMINE),
+        "MatSetSizes");
+  check(MatSetType(m, MATAIJ), "MatSetType");
+  check(MatSeqAIJSetPreallocationCSR(
+            m, offsets.data(), columns.data(), p.values.data()),
+        "MatSeqAIJSetPreallocationCSR");
+  check(MatMPIAIJSetPreallocationCSR(
+            m, offsets.data(), columns.data(), p.values.data()),
+        "MatMPIAIJSetPreallocationCSR");
+  return m;
+}
+
+// ---------------------------------------------------------------------------
+// The engine.
 
 // Aᵀ solves on an explicit transpose: BoomerAMG's transpose solve returns
 // zero on Debian's PETSc; PCMG's uses the same smoothers transposed.
