@@ -1,5 +1,10 @@
-// What the collective ops' files share (mpi_ops/collectives.cc,
-// mpi_ops/exact_totals.cc). Internal to mpi_ops/.
+// What the two files of collective ops share: the `root` attribute (its
+// reading and its check against the communicator) and the OpDef of a
+// collective over the graph's communicator. mpi_ops/collectives.cc (sum,
+// reduce, broadcast, gather, scatter) and mpi_ops/exact_totals.cc
+// (mpi_total, mpi_dot, mpi_total_rows) both build their ops with it, so
+// it is a header of its own rather than part of either. Internal to
+// mpi_ops/.
 #pragma once
 
 #include <string>

@@ -1,6 +1,11 @@
 // Optimizer state on disk: one file per rank, written atomically (temporary
 // file, fsync, rename, fsync of the directory), so a crash during a write
-// leaves the previous checkpoint in place.
+// leaves the previous checkpoint in place. Internal to optim/.
+//
+// The interface of optim/checkpoint.cc: optim/run.cc saves and loads
+// through it (run_impl.h's Run holds an LbfgsState), and the tests write
+// and damage checkpoint files with it (tests/optim/checkpoint_test.cc, and
+// tests/optim/lbfgs_mpi_test.cc through tests/mpi_ops/mpi_test_util.h).
 #pragma once
 
 #include <Eigen/Core>

@@ -6,6 +6,10 @@
 // twice the history); the build compiles without FP contraction
 // (-ffp-contract=off) and nothing here is vectorised across a sum.
 // Internal to optim/.
+//
+// The interface of optim/in_order.cc, used by optim/compact_bfgs.cc (T's
+// Cholesky factor, a member of lbfgsb_impl.h's CompactBfgs, and the
+// subspace step's solve) and optim/cauchy_point.cc (its dot products).
 #pragma once
 
 #include <Eigen/Core>

@@ -3,6 +3,11 @@
 // for variables that are replicated or sharded across ranks. Internal to
 // optim/.
 //
+// Shared by the three files of L-BFGS-B: optim/compact_bfgs.cc (CompactBfgs
+// and subspace_minimization), optim/cauchy_point.cc (cauchy_point) and
+// optim/lbfgsb.cc (the Method that calls them); the tests of the first two
+// call the pieces directly.
+//
 // Source: R. H. Byrd, P. Lu, J. Nocedal and C. Zhu, "A limited memory
 // algorithm for bound constrained optimization", SIAM J. Sci. Comput.
 // 16(5), 1995 (§3–§5), with the projected subspace step of J. L. Morales

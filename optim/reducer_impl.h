@@ -2,6 +2,11 @@
 // every rank: an allreduce, then rank 0's result is broadcast (MPI does not
 // promise equal floating-point sums on all ranks, and lockstep decisions
 // need them). Internal to optim/.
+//
+// Every part of the optimizers reduces through it: the run
+// (optim/run_impl.h: optim/run.cc, lbfgs.cc, lbfgsb.cc), L-BFGS-B's pieces
+// (optim/lbfgsb_impl.h: compact_bfgs.cc, cauchy_point.cc) and the
+// checkpoints (optim/checkpoint_impl.h: checkpoint.cc).
 #pragma once
 
 #include <Eigen/Core>

@@ -3,6 +3,10 @@
 // tests, the histories, the trace, the checkpoints and the summary are
 // written once here; a Method supplies only its direction, its step and
 // its memory. Internal to optim/.
+//
+// Shared by optim/run.cc (the run), optim/lbfgs.cc and optim/lbfgsb.cc
+// (their Methods); tests/optim/run_test.cc drives the run with a Method
+// of its own.
 #pragma once
 
 #include <Eigen/Core>

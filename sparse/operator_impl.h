@@ -1,6 +1,12 @@
 // The shared object behind a SparseMatrix's nodes (a NodeResource): the
 // pattern, its communicator and the engine that does the arithmetic. Not
 // installed; sparse/sparse_matrix.h is the interface.
+//
+// The seam between the sparse ops and PETSc, so a header of its own:
+// sparse/sparse_ops.cc builds the nodes on a SparseOperator,
+// sparse/pattern.cc checks its pattern and owns its life, and the
+// SparseEngine is made by sparse/petsc_engine.cc, or by sparse/no_petsc.cc
+// in a build without PETSc.
 #pragma once
 
 #include <memory>
