@@ -109,7 +109,8 @@ std::vector<Value> stencil_node(const GridLayout& layout,
                                 std::shared_ptr<CommContext> comm,
                                 const std::vector<OutputSpec>& outputs,
                                 const std::vector<Value>& inputs,
-                                const std::string& name = {}) {
+                                const std::string& name = {},
+                                const std::vector<bool>& prefetch = {}) {
   register_grid_layer();
   std::vector<bool> used(inputs.size(), false);
   for (const OutputSpec& o : outputs) {
@@ -138,6 +139,10 @@ std::vector<Value> stencil_node(const GridLayout& layout,
   attrs["expr"] = text;
   attrs["sum_batch"] = summed;
   attrs["init"] = init;
+  std::vector<int64_t> streamed;
+  for (std::size_t k = 0; k < prefetch.size() && k < inputs.size(); ++k)
+    if (prefetch[k] && to[k] >= 0) streamed.push_back(to[k]);
+  if (!streamed.empty()) attrs["prefetch"] = streamed;
   NodeOptions options;
   options.name = name;
   options.comm = std::move(comm);
@@ -255,6 +260,14 @@ ExprPtr scalar_terms(const NodeView& v, int i, const std::vector<int>& ybar) {
   return sum;
 }
 
+// Whether `v` is a loop body's carry (core/loops: the placeholders named
+// "carry[k]"): in an adjoint body, a state fed from the loop's tape or
+// recomputed, likely read back from memory, so its kernel prefetches it.
+bool is_loop_carry(const Value& v) {
+  const Node& n = v.node();
+  return n.op_name() == "placeholder" && n.name.rfind("carry[", 0) == 0;
+}
+
 // x̄_i for every field input i in one node (one pass): the gather terms of
 // every output m with a cotangent, then ȳ_m itself where output m starts
 // from input i. A cotangent summed so far for x_i (by later users) starts
@@ -301,7 +314,11 @@ Values stencil_gradient(const GradientContext& c) {
     owner.push_back(i);
   }
   if (specs.empty()) return out;
-  const std::vector<Value> r = stencil_node(v.layout, n.comm, specs, inputs);
+  std::vector<bool> prefetch(inputs.size(), false);
+  for (int i = 0; i < ni; ++i)
+    prefetch[i] = !v.scalar[i] && is_loop_carry(n.inputs[i]);
+  const std::vector<Value> r =
+      stencil_node(v.layout, n.comm, specs, inputs, {}, prefetch);
   for (std::size_t k = 0; k < owner.size(); ++k) out[owner[k]] = r[k];
   return out;
 }
@@ -375,6 +392,12 @@ std::vector<AttrSpec> stencil_attrs() {
        AttrType::kInts,
        nlohmann::json::array(),
        "per output, the input it starts from (y = init + value), -1 for none"});
+  a.push_back({"prefetch",
+               AttrType::kInts,
+               nlohmann::json::array(),
+               "field inputs whose rows the kernel prefetches ahead of use "
+               "(for a state read back from memory, as an adjoint reads its "
+               "loop's taped states); no value changes; empty: none"});
   return a;
 }
 

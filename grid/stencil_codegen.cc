@@ -114,6 +114,14 @@ class Emitter {
         o << "  const double s" << k << " = in[" << k << "][0];\n";
     const int d = s_.ndim;
     o << "  const int64_t m0 = A->mid[0], m1 = A->mid[1];\n";
+    if (d >= 2 && any_prefetch()) {
+      // Rows ahead of the one being computed that the row loop prefetches:
+      // at least 8 KiB.
+      o << "  const int64_t pf = ext[" << d - 1
+        << "] >= 1024 ? 1 : 1024 / (ext[" << d - 1 << "] > 0 ? ext[" << d - 1
+        << "] : 1);\n"
+        << "  (void)pf;\n";
+    }
     o << "  for (int64_t b = lo[0]; b < hi[0]; ++b) {\n";
     for (int a = 0; a + 1 < d; ++a) {
       o << "    for (int64_t " << ivar(a) << " = lo[" << a + 1 << "]; "
@@ -129,6 +137,7 @@ class Emitter {
         o << " + " << ivar(a) << " * ost[" << m << " * S + " << a + 1 << "]";
       o << ";\n";
     }
+    prefetch(o);
     if (any_summed) {
       o << "    if (b > lo[0]) {\n"
         << row(true) << "    } else {\n"
@@ -287,6 +296,44 @@ class Emitter {
     }
     o << "      }\n";
     return o.str();
+  }
+
+  // Software prefetch of the rows `pf` ahead of the one being computed
+  // (rows of the last outer axis: a 2-D patch's rows, a plane's rows in
+  // 3-D), beyond each prefetched input's farthest read. For a state an
+  // adjoint reads back from its loop's tape, out of DRAM: each row starts
+  // a stream the hardware prefetchers pick up late (the built-in
+  // heat_step's adjoint prefetches its tape the same way). Only inputs
+  // marked so: prefetching inputs that are already in cache, or the
+  // outputs, made the heat step slower (docs/PERFORMANCE.md). No value
+  // changes.
+  bool any_prefetch() const {
+    return std::find(s_.prefetch.begin(), s_.prefetch.end(), true) !=
+           s_.prefetch.end();
+  }
+
+  void prefetch(std::ostringstream& o) {
+    const int d = s_.ndim;
+    if (d < 2 || !any_prefetch()) return;
+    std::vector<int64_t> ahead(s_.num_inputs, -1);
+    for (const ReadKey& r : reads_) {
+      if (s_.scalar[r.input] || !s_.prefetch[r.input]) continue;
+      ahead[r.input] =
+          std::max<int64_t>({ahead[r.input], int64_t{0}, r.offset[d - 2]});
+    }
+    const std::string row = ivar(d - 2);
+    for (int k = 0; k < s_.num_inputs; ++k) {
+      if (ahead[k] < 0) continue;
+      const std::string K = std::to_string(k),
+                        at = row + " + " + std::to_string(ahead[k]) + " + pf";
+      o << "    if (" << at << " < ext[" << d - 2 << "]) {\n"
+        << "      const double* q = in[" << K << "] + b * st[" << K << " * S]";
+      for (int a = 0; a + 2 < d; ++a)
+        o << " + " << ivar(a) << " * st[" << K << " * S + " << a + 1 << "]";
+      o << " + (" << at << ") * st[" << K << " * S + " << d - 1 << "];\n"
+        << "      for (int64_t j = lo[" << d << "]; j < hi[" << d
+        << "]; j += 8) __builtin_prefetch(q + j, 0, 3);\n    }\n";
+    }
   }
 
   // Per read r of the row: v<r>, whether its row (the outer indices moved

@@ -106,6 +106,7 @@ struct StencilSource {
   int ndim = 0;
   int num_inputs = 0;
   std::vector<bool> scalar;    // per input: a scalar, read once
+  std::vector<bool> prefetch;  // per input: prefetch its rows (empty: none)
   std::vector<bool> periodic;  // per spatial axis
 };
 

@@ -14,9 +14,10 @@
 namespace adgraph::grid::detail {
 
 struct StencilInput {
-  bool scalar = false;   // shape [], read once
-  bool batched = false;  // has the batch axes
-  HaloSpec halo;         // widths 0 everywhere: no exchange
+  bool scalar = false;    // shape [], read once
+  bool batched = false;   // has the batch axes
+  HaloSpec halo;          // widths 0 everywhere: no exchange
+  bool prefetch = false;  // its rows are prefetched ("prefetch")
   bool exchanged() const {
     for (int64_t w : halo.width)
       if (w != 0) return true;
@@ -26,7 +27,9 @@ struct StencilInput {
 
 // A stencil node, understood. Attributes: "expr" holds one expression per
 // output, separated by ';'; "sum_batch" one 0/1 per output (empty: none
-// summed), "init" one input index per output (-1 or empty: none).
+// summed), "init" one input index per output (-1 or empty: none),
+// "prefetch" the field inputs whose rows the kernel prefetches (empty:
+// none).
 struct StencilPlan {
   GridLayout layout;
   std::vector<ExprPtr> outputs;

@@ -88,6 +88,32 @@ void plan_outputs(StencilPlan& p,
   }
 }
 
+// The attribute "prefetch": input indices, each a field input.
+void plan_prefetch(StencilPlan& p, const nlohmann::json& attrs) {
+  const std::vector<int64_t> which =
+      attrs.value("prefetch", std::vector<int64_t>{});
+  for (int64_t k : which) {
+    if (k < 0 || k >= static_cast<int64_t>(p.inputs.size()) ||
+        p.inputs[k].scalar)
+      continue;  // checked by check_prefetch
+    p.inputs[k].prefetch = true;
+  }
+}
+
+void check_prefetch(const nlohmann::json& attrs,
+                    const std::vector<Shape>& shapes,
+                    const Fail& fail) {
+  for (int64_t k : attrs.value("prefetch", std::vector<int64_t>{})) {
+    if (k < 0 || k >= static_cast<int64_t>(shapes.size()))
+      fail("attribute \"prefetch\"",
+           "input " + std::to_string(k) + " of " +
+               std::to_string(shapes.size()));
+    else if (shapes[k].empty())
+      fail("attribute \"prefetch\"",
+           "input " + std::to_string(k) + " is a scalar, not a field");
+  }
+}
+
 }  // namespace
 
 StencilPlan plan_stencil(const nlohmann::json& attrs,
@@ -111,6 +137,7 @@ StencilPlan plan_stencil(const nlohmann::json& attrs,
   plan_outputs(p, attrs, static_cast<int>(shapes.size()), fail);
   p.expr = tuple_of(p.outputs, p.init);
   check_reads(p, shapes, fail);
+  check_prefetch(attrs, shapes, fail);
   const int nd = p.layout.ndim();
   const Shape patch = p.layout.local_shape(rank);
   bool have_batch = false;
@@ -157,40 +184,35 @@ StencilPlan plan_stencil(const nlohmann::json& attrs,
     const std::string why = halo_problem(p.layout, p.inputs[i].halo);
     if (!why.empty()) fail(input_field(static_cast<int>(i)), why);
   }
+  plan_prefetch(p, attrs);
   return p;
 }
 
 namespace {
 
-// The loop nest's view of one input or the output: its data at the owned
-// origin and its strides [batch, spatial…].
-struct Operand {
-  const double* data = nullptr;
-  std::vector<int64_t> strides;
-};
-
-int64_t spatial_size(const Shape& s, int nd) {
-  int64_t n = 1;
-  for (int a = static_cast<int>(s.size()) - nd; a < static_cast<int>(s.size());
-       ++a)
-    n *= s[a];
-  return n;
-}
-
-Operand operand_of(const Tensor& t, int nd, const HaloSpec* halo) {
-  Operand o;
-  o.data = t.data();
+// The loop nest's view of one input or the output: appends its strides
+// [batch, spatial…] to `strides` and returns its data at the owned origin.
+const double* append_operand(const Tensor& t,
+                             int nd,
+                             const HaloSpec* halo,
+                             std::vector<int64_t>& strides) {
+  const double* data = t.data();
   if (t.rank() == 0) {
-    o.strides.assign(nd + 1, 0);
-    return o;
+    strides.insert(strides.end(), nd + 1, 0);
+    return data;
   }
-  const std::vector<int64_t> st = strides_of(t.shape());
+  const Shape& shape = t.shape();
   const int nb = t.rank() - nd;
-  o.strides.push_back(nb > 0 ? spatial_size(t.shape(), nd) : 0);
-  for (int a = 0; a < nd; ++a) o.strides.push_back(st[nb + a]);
-  if (halo != nullptr)
-    for (int a = 0; a < nd; ++a) o.data += halo->width[a] * st[nb + a];
-  return o;
+  const std::size_t at = strides.size();
+  strides.resize(at + nd + 1);
+  int64_t step = 1;
+  for (int a = nd - 1; a >= 0; --a) {
+    strides[at + 1 + a] = step;
+    if (halo != nullptr) data += halo->width[a] * step;
+    step *= shape[nb + a];
+  }
+  strides[at] = nb > 0 ? step : 0;  // the spatial size
+  return data;
 }
 
 // The box of points where every inside[] of `expr` holds: per non-periodic
@@ -199,10 +221,13 @@ struct Region {
   std::vector<int64_t> lo, hi;
 };
 
-Region all_inside(const StencilPlan& p, const Shape& gpos, const Region& box) {
+Region all_inside(const StencilPlan& p,
+                  const std::vector<Offset>& insides,
+                  const Shape& gpos,
+                  const Region& box) {
   Region r = box;
   const int nd = p.layout.ndim();
-  for (const Offset& o : insides_of(p.expr, nd)) {
+  for (const Offset& o : insides) {
     for (int a = 0; a < nd; ++a) {
       if (p.layout.periodic[a]) continue;
       r.lo[a + 1] = std::max(r.lo[a + 1], -gpos[a] - o[a]);
@@ -218,12 +243,13 @@ Region all_inside(const StencilPlan& p, const Shape& gpos, const Region& box) {
 
 // The depth, per spatial axis, within which a point's reads may leave the
 // patch (the widest halo) or an inside[] may fail (the widest offset).
-std::vector<int64_t> edge_depth(const StencilPlan& p) {
+std::vector<int64_t> edge_depth(const StencilPlan& p,
+                                const std::vector<Offset>& insides) {
   const int nd = p.layout.ndim();
   std::vector<int64_t> w(nd, 0);
   for (const StencilInput& in : p.inputs)
     for (int a = 0; a < nd; ++a) w[a] = std::max(w[a], in.halo.width[a]);
-  for (const Offset& o : insides_of(p.expr, nd))
+  for (const Offset& o : insides)
     for (int a = 0; a < nd; ++a) w[a] = std::max(w[a], std::abs(o[a]));
   return w;
 }
@@ -233,9 +259,31 @@ std::vector<int64_t> edge_depth(const StencilPlan& p) {
 // the ghosts and what the exchange sends are written: no pass over the
 // whole patch).
 struct Operands {
-  std::vector<const double*> direct, padded;
+  std::vector<const double*> direct, edge;
   std::vector<int64_t> direct_strides, padded_strides;
   std::vector<int64_t> sizes;  // of the inputs themselves
+  std::vector<Tensor> padded;  // the padded copies, while the kernel runs
+  std::vector<double*> out;
+  std::vector<int64_t> out_strides;
+  void clear() {
+    direct.clear();
+    edge.clear();
+    direct_strides.clear();
+    padded_strides.clear();
+    sizes.clear();
+    out.clear();
+    out_strides.clear();
+  }
+};
+
+// What a call needs of the rank's place on the grid, the same at every
+// call: its patch and global offset, the box of points and each row's
+// middle (mid).
+struct Frame {
+  int rank = -1;
+  Shape patch, gpos;
+  Region box;
+  int64_t mid[2] = {0, 0};
 };
 
 class Runner {
@@ -247,83 +295,92 @@ class Runner {
     s.init = p_.init;
     s.ndim = p_.layout.ndim();
     s.num_inputs = static_cast<int>(p_.inputs.size());
-    for (const StencilInput& in : p_.inputs) s.scalar.push_back(in.scalar);
+    for (const StencilInput& in : p_.inputs) {
+      s.scalar.push_back(in.scalar);
+      s.prefetch.push_back(in.prefetch);
+    }
     s.periodic = p_.layout.periodic;
     kernel_ = compile_stencil(s);
     constants_ = kernel_constants(p_.outputs);
-    depth_ = edge_depth(p_);
+    insides_ = insides_of(p_.expr, p_.layout.ndim());
+    depth_ = edge_depth(p_, insides_);
   }
 
+  // The per-call work is the halos and the loop nest: the frame is made at
+  // the first call on a rank, and the argument arrays are a thread's
+  // scratch, reused (a step of a 64² heat loop spent a third of its time in
+  // walking the expression and in small allocations before).
   void run(KernelContext& c, Communicator& comm) {
     const int nd = p_.layout.ndim();
     const int n = static_cast<int>(p_.inputs.size());
-    std::vector<Tensor> padded(n);
-    Operands ops;
+    thread_local Operands ops;
+    ops.clear();
+    ops.padded.resize(std::max<std::size_t>(ops.padded.size(), n));
     for (int k = 0; k < n; ++k) {
       const StencilInput& in = p_.inputs[k];
       const Tensor& x = c.input(k);
-      const Operand direct = operand_of(x, nd, nullptr);
-      Operand edge = direct;
+      ops.direct.push_back(append_operand(x, nd, nullptr, ops.direct_strides));
+      ops.sizes.push_back(x.size());
       if (in.exchanged()) {
         const Shape ps = padded_shape(x.shape(), in.halo);
-        padded[k] = Tensor::adopt(ps, comm.take_spare(num_elements(ps)));
-        exchange(comm, p_.layout, in.halo, x, padded[k], true);
-        edge = operand_of(padded[k], nd, &in.halo);
+        ops.padded[k] = Tensor::adopt(ps, comm.take_spare(num_elements(ps)));
+        exchange(comm, p_.layout, in.halo, x, ops.padded[k], true);
+        ops.edge.push_back(
+            append_operand(ops.padded[k], nd, &in.halo, ops.padded_strides));
+      } else {
+        ops.edge.push_back(append_operand(x, nd, nullptr, ops.padded_strides));
       }
-      ops.direct.push_back(direct.data);
-      ops.sizes.push_back(x.size());
-      ops.padded.push_back(edge.data);
-      ops.direct_strides.insert(ops.direct_strides.end(),
-                                direct.strides.begin(),
-                                direct.strides.end());
-      ops.padded_strides.insert(
-          ops.padded_strides.end(), edge.strides.begin(), edge.strides.end());
     }
-    std::vector<double*> out;
-    std::vector<int64_t> out_strides;
     for (std::size_t m = 0; m < p_.outputs.size(); ++m) {
-      Operand o = operand_of(c.output(static_cast<int>(m)), nd, nullptr);
-      out.push_back(c.output(static_cast<int>(m)).data());
-      out_strides.insert(out_strides.end(), o.strides.begin(), o.strides.end());
+      Tensor& y = c.output(static_cast<int>(m));
+      ops.out.push_back(y.data());
+      append_operand(y, nd, nullptr, ops.out_strides);
     }
-    loop(ops, out, out_strides, comm.rank());
+    loop(ops, frame(comm.rank()));
     for (int k = 0; k < n; ++k)
       if (p_.inputs[k].exchanged())
-        comm.keep_spare(std::move(padded[k]).take_storage());
+        comm.keep_spare(std::move(ops.padded[k]).take_storage());
   }
 
  private:
+  // The rank's frame, made at its first call (a node runs on one rank of
+  // its communicator; the lock is for sessions running it concurrently).
+  const Frame& frame(int rank) {
+    std::lock_guard<std::mutex> lock(frame_mutex_);
+    if (frame_.rank == rank) return frame_;
+    const int nd = p_.layout.ndim();
+    Frame f;
+    f.rank = rank;
+    f.patch = p_.layout.local_shape(rank);
+    f.gpos = p_.layout.offset(rank);
+    f.box.lo.assign(nd + 1, 0);
+    f.box.hi.push_back(std::max<int64_t>(1, num_elements(p_.batch)));
+    f.box.hi.insert(f.box.hi.end(), f.patch.begin(), f.patch.end());
+    const Region inner = all_inside(p_, insides_, f.gpos, f.box);
+    const int64_t n = f.patch[nd - 1];
+    f.mid[0] = std::min(std::max(inner.lo[nd], depth_[nd - 1]), n);
+    f.mid[1] =
+        std::clamp(std::min(inner.hi[nd], n - depth_[nd - 1]), f.mid[0], n);
+    frame_ = std::move(f);
+    return frame_;
+  }
+
   // One call over the whole patch: every row's middle (mid) is where the
   // innermost reads stay in the patch and the innermost part of every
-  // inside[] holds; the rest of the row is checked point by point.
-  void loop(const Operands& ops,
-            const std::vector<double*>& out,
-            const std::vector<int64_t>& out_strides,
-            int rank) {
-    const int nd = p_.layout.ndim();
-    const Shape patch = p_.layout.local_shape(rank),
-                gpos = p_.layout.offset(rank);
-    Region box;
-    box.lo.assign(nd + 1, 0);
-    box.hi.push_back(std::max<int64_t>(1, num_elements(p_.batch)));
-    box.hi.insert(box.hi.end(), patch.begin(), patch.end());
-    const Region inner = all_inside(p_, gpos, box);
-    const int64_t n = patch[nd - 1];
-    int64_t mid[2];
-    mid[0] = std::min(std::max(inner.lo[nd], depth_[nd - 1]), n);
-    mid[1] = std::clamp(std::min(inner.hi[nd], n - depth_[nd - 1]), mid[0], n);
-    // Batch outermost, so a summed batch adds in batch order at every point.
+  // inside[] holds; the rest of the row is checked point by point. Batch
+  // outermost, so a summed batch adds in batch order at every point.
+  void loop(const Operands& ops, const Frame& f) {
     const KernelArgs args{ops.direct.data(),
                           ops.direct_strides.data(),
-                          ops.padded.data(),
+                          ops.edge.data(),
                           ops.padded_strides.data(),
-                          out.data(),
-                          out_strides.data(),
-                          box.lo.data(),
-                          box.hi.data(),
-                          mid,
-                          patch.data(),
-                          gpos.data(),
+                          ops.out.data(),
+                          ops.out_strides.data(),
+                          f.box.lo.data(),
+                          f.box.hi.data(),
+                          f.mid,
+                          f.patch.data(),
+                          f.gpos.data(),
                           p_.layout.shape.data(),
                           constants_.data(),
                           ops.sizes.data()};
@@ -333,7 +390,10 @@ class Runner {
   StencilPlan p_;
   CompiledStencil kernel_;
   std::vector<double> constants_;
+  std::vector<Offset> insides_;
   std::vector<int64_t> depth_;
+  std::mutex frame_mutex_;
+  Frame frame_;
 };
 
 }  // namespace

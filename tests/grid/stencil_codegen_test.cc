@@ -42,6 +42,33 @@ TEST(StencilCodegen, SourceStatesTheExpressionAndItsKernel) {
   EXPECT_NE(src.find("const double s1 = in[1][0];"), std::string::npos);
 }
 
+// Rows are prefetched only for the inputs marked so, beyond their
+// farthest read along axis 0 (in0 reads row +2 here: rows i0 + 2 + pf), and
+// not at all when none is marked.
+TEST(StencilCodegen, PrefetchesTheRowsOfMarkedInputsOnly) {
+  StencilSource s = source_of("add(in0[2,0],mul(in2[-1,0],in1))");
+  s.num_inputs = 3;
+  s.scalar = {false, true, false};
+  const std::string plain = kernel_source(s);
+  EXPECT_EQ(plain.find("__builtin_prefetch"), std::string::npos);
+  EXPECT_EQ(plain.find("pf"), std::string::npos);
+  s.prefetch = {true, false, false};
+  const std::string src = kernel_source(s);
+  EXPECT_NE(src.find("if (i0 + 2 + pf < ext[0]) {\n"
+                     "      const double* q = in[0] + b * st[0 * S] + "
+                     "(i0 + 2 + pf) * st[0 * S + 1];"),
+            std::string::npos);
+  EXPECT_EQ(src.find("in[2] + b * st[2 * S] + (i0"), std::string::npos);
+  std::size_t count = 0;
+  for (std::size_t at = src.find("__builtin_prefetch"); at != std::string::npos;
+       at = src.find("__builtin_prefetch", at + 1))
+    ++count;
+  EXPECT_EQ(count, 1u);
+  s.prefetch = {false, false, true};  // in2 reads row −1: rows i0 + 0 + pf
+  EXPECT_NE(kernel_source(s).find("(i0 + 0 + pf) * st[2 * S + 1];"),
+            std::string::npos);
+}
+
 TEST(StencilCodegen, ComputesASharedSubexpressionOnceAndStaysSmall) {
   // e = in0[0,1], then the logistic map e = (3.9·e)·(1 − e) sixteen
   // times: a tree of 2^16 reads (1.3 MB printed) but 51 distinct nodes.

@@ -233,5 +233,53 @@ TEST(StencilKernel, WaveLoopGradientPassesTheGradientChecker) {
             global_field(shape, 29, 0.05, 0.2), shape, procs, grid.rank())}});
 }
 
+// The gradient's stencil node prefetches the rows of a loop carry (a
+// placeholder named carry[k], as in a loop's adjoint body: a state fed
+// from the tape) and of nothing else; a bad "prefetch" attribute is
+// refused naming it.
+TEST(StencilKernel, AdjointPrefetchesTheLoopCarryOnly) {
+  auto world = Communicator::world();
+  const Shape shape = {8, 7};
+  const std::vector<int> procs = process_grids(world->size(), shape).back();
+  Grid grid(shape, procs, {}, world);
+  Graph g;
+  Value u = g.placeholder("carry[0]", grid.local_shape());
+  Value kappa = g.placeholder("kappa", grid.local_shape());
+  const StencilExpr U = field(u);
+  Value y = stencil(grid, U + field(kappa) * laplacian(U, 2, {0, 1, 2, 3}));
+  Value loss = sum(y * y);
+  const std::vector<Value> grads = gradients(loss, {u, kappa});
+  int stencils = 0, prefetching = 0;
+  for (int id = 0; id < g.num_nodes(); ++id) {
+    const Node& n = g.node(id);
+    if (n.op_name() != "stencil") continue;
+    ++stencils;
+    const std::vector<int64_t> which =
+        n.attrs.value("prefetch", std::vector<int64_t>{});
+    if (which.empty()) continue;
+    ++prefetching;
+    ASSERT_EQ(which.size(), 1u);
+    EXPECT_EQ(n.inputs[which[0]].node().name, "carry[0]");
+  }
+  EXPECT_EQ(stencils, 2);  // the step and its adjoint
+  EXPECT_EQ(prefetching, 1);
+
+  nlohmann::json attrs = y.node().attrs;
+  NodeOptions options;
+  options.comm = grid.comm();
+  for (const std::vector<int64_t>& bad :
+       {std::vector<int64_t>{2}, std::vector<int64_t>{-1}}) {
+    attrs["prefetch"] = bad;
+    try {
+      g.add_node("stencil", {u, kappa}, attrs, options);
+      ADD_FAILURE() << "prefetch " << bad[0] << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("attribute \"prefetch\""),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace adgraph::grid
