@@ -357,20 +357,66 @@ std::string offset_text(const Offset& o) {
 
 }  // namespace
 
-std::string print(const ExprPtr& e) {
+namespace {
+
+// How many times each operation node is an argument (leaves not counted).
+void count_uses(const ExprPtr& e, std::map<const Expr*, int>& uses) {
+  for (const ExprPtr& a : e->args) {
+    if (a->args.empty()) continue;
+    if (uses[a.get()]++ == 0) count_uses(a, uses);
+  }
+}
+
+// Appends e's text: a node used more than once is written in full the
+// first time, labelled ($k=…, labels numbered in the order they appear),
+// and as $k after.
+void print_into(const ExprPtr& e,
+                const std::map<const Expr*, int>& uses,
+                std::map<const Expr*, int>& labels,
+                std::string& s) {
   if (e->op == "const") {
     char buf[40];
     std::snprintf(buf, sizeof buf, "%.17g", e->value);
-    return buf;
+    s += buf;
+    return;
   }
-  if (e->op == "in")
-    return "in" + std::to_string(e->input) +
-           (e->offset.empty() ? "" : offset_text(e->offset));
-  if (e->op == "inside") return "inside" + offset_text(e->offset);
-  std::string s = e->op + "(";
-  for (std::size_t k = 0; k < e->args.size(); ++k)
-    s += (k ? "," : "") + print(e->args[k]);
-  return s + ")";
+  if (e->op == "in") {
+    s += "in";
+    s += std::to_string(e->input);
+    if (!e->offset.empty()) s += offset_text(e->offset);
+    return;
+  }
+  if (e->op == "inside") {
+    s += "inside";
+    s += offset_text(e->offset);
+    return;
+  }
+  const auto used = uses.find(e.get());
+  if (used != uses.end() && used->second > 1) {
+    const auto [it, first] =
+        labels.emplace(e.get(), static_cast<int>(labels.size()));
+    s += '$';
+    s += std::to_string(it->second);
+    if (!first) return;
+    s += '=';
+  }
+  s += e->op;
+  s += '(';
+  for (std::size_t k = 0; k < e->args.size(); ++k) {
+    if (k) s += ',';
+    print_into(e->args[k], uses, labels, s);
+  }
+  s += ')';
+}
+
+}  // namespace
+
+std::string print(const ExprPtr& e) {
+  std::map<const Expr*, int> uses, labels;
+  count_uses(e, uses);
+  std::string s;
+  print_into(e, uses, labels, s);
+  return s;
 }
 
 namespace {
@@ -442,6 +488,7 @@ class Parser {
     if (std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '+' ||
         c == '.')
       return number();
+    if (c == '$') return labelled();
     const std::size_t start = pos_;
     const std::string id = name();
     if (id.empty()) fail("expected an expression");
@@ -474,8 +521,35 @@ class Parser {
     return e;
   }
 
+  // $k=<expr> defines label k (labels come in order: $0, $1, …); $k
+  // alone is the expression it labels.
+  ExprPtr labelled() {
+    ++pos_;  // '$'
+    const std::size_t start = pos_;
+    while (pos_ < s_.size() &&
+           std::isdigit(static_cast<unsigned char>(s_[pos_])))
+      ++pos_;
+    if (start == pos_) fail("expected a label number after '$'");
+    const std::string digits = s_.substr(start, pos_ - start);
+    if (digits.size() > 9) fail("label $" + digits + " is too large");
+    const std::size_t k = std::stoul(digits);
+    if (take('=')) {
+      if (k != labels_.size())
+        fail("label $" + digits + " defined where $" +
+             std::to_string(labels_.size()) + " comes next");
+      labels_.push_back(nullptr);  // not usable inside its own definition
+      ExprPtr e = expr();
+      labels_[k] = e;
+      return e;
+    }
+    if (k >= labels_.size() || labels_[k] == nullptr)
+      fail("label $" + digits + " used before it is defined");
+    return labels_[k];
+  }
+
   const std::string& s_;
   std::size_t pos_ = 0;
+  std::vector<ExprPtr> labels_;
 };
 
 // Both walks go once through each distinct node of the DAG, not through

@@ -15,7 +15,12 @@
 //   neg exp log sin cos tanh abs sqrt     (a)
 //   lt le gt ge eq ne                     (a, b): 1 or 0
 //   where(c, a, b)                        a where c != 0, else b
-// The text form prints exactly this: `add(mul(2,in0),neg(in1[0,1]))`.
+// The text form prints exactly this: `add(mul(2,in0),neg(in1[0,1]))`. A
+// subexpression that occurs more than once (the same node: a recurrence, a
+// derivative reusing its primal) is written once, labelled where it first
+// occurs, and by its label after: `add($0=mul(in0,in1),$0)`. Labels are
+// numbered from 0 in the order they appear, so the text grows with the
+// distinct nodes, not with the tree they stand for.
 // Reads past a non-periodic edge of the grid give 0; periodic axes wrap.
 #pragma once
 

@@ -98,6 +98,52 @@ TEST(StencilExpr, WalksAndRebuildsGoThroughTheDagOnce) {
   EXPECT_EQ(moved->args[0], moved->args[1]->args[1]);
 }
 
+// A node used twice is printed once with a label ($k=…) and by the label
+// after; parsing gives the same sharing back, so a recurrence 200 levels
+// deep (2^200 leaves as a tree) prints and parses in linear size.
+TEST(StencilExpr, SharedSubexpressionsPrintOnceWithLabels) {
+  ExprPtr p = apply("mul", {read(0), read(1)});
+  ExprPtr q = apply("add", {p, apply("sin", {p})});
+  EXPECT_EQ(print(q), "add($0=mul(in0,in1),sin($0))");
+  EXPECT_EQ(print(apply("sub", {q, q})),
+            "sub($0=add($1=mul(in0,in1),sin($1)),$0)");
+  ExprPtr back = parse("sub($0=add($1=mul(in0,in1),sin($1)),$0)");
+  EXPECT_EQ(back->args[0], back->args[1]);
+  EXPECT_EQ(back->args[0]->args[0], back->args[0]->args[1]->args[0]);
+
+  ExprPtr x = apply("add", {read(0, {1}), inside({-1})});
+  for (int level = 0; level < 200; ++level)
+    x = apply("mul", {x, apply("sub", {constant(1), x})});
+  const std::string text = print(x);
+  // Level by level: "$k=mul(", ",sub(1,$k))" — under 40 characters each.
+  EXPECT_LT(text.size(), 200u * 40u);
+  EXPECT_EQ(text.substr(0, 12), "mul($0=mul($");
+  ExprPtr y = parse(text);
+  EXPECT_EQ(print(y), text);
+  EXPECT_EQ(y->args[0], y->args[1]->args[1]);
+
+  auto message = [](const std::string& t) {
+    try {
+      parse(t);
+    } catch (const OptionsError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message("add($0,in0)"),
+            "stencil expression: label $0 used before it is defined at "
+            "character 6 of \"add($0,in0)\"");
+  EXPECT_EQ(message("add($1=in0,in0)"),
+            "stencil expression: label $1 defined where $0 comes next at "
+            "character 7 of \"add($1=in0,in0)\"");
+  EXPECT_EQ(message("$0=add($0,in0)"),
+            "stencil expression: label $0 used before it is defined at "
+            "character 9 of \"$0=add($0,in0)\"");
+  EXPECT_EQ(message("add($,in0)"),
+            "stencil expression: expected a label number after '$' at "
+            "character 5 of \"add($,in0)\"");
+}
+
 // Every operation's derivative with respect to each of its two reads
 // against central differences of its value, at points away from kinks.
 TEST(StencilExpr, EveryDerivativeRuleAgreesWithCentralDifferences) {
