@@ -71,10 +71,11 @@ const char* termination_name(Termination t);
 struct LbfgsOptions {
   // History size m. Range [1, 1000]. Default 10.
   int history = 10;
-  // Stop when ‖∇f‖∞ (over all ranks) ≤ this. Range >= 0. Default 1e-8.
+  // Stop when ‖∇f‖∞ (over all ranks) ≤ this. Range: finite, >= 0.
+  // Default 1e-8.
   double tolerance_gradient = 1e-8;
   // Stop when (f_k − f_{k+1}) / max(|f_k|, |f_{k+1}|, 1) ≤ this.
-  // Range >= 0; 0 disables the test. Default 0.
+  // Range: finite, >= 0; 0 disables the test. Default 0.
   double tolerance_function = 0.0;
   // Iteration limit. Range >= 0. Default 1000.
   int max_iterations = 1000;

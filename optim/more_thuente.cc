@@ -106,15 +106,40 @@ double next_step(Interval& iv,
 
 }  // namespace
 
-bool MoreThuenteOptions::is_valid(std::string* error) const {
-  auto bad = [&](const std::string& msg) {
-    *error = "line_search_bounded." + msg;
-    return false;
+const FieldTable<MoreThuenteOptions>& MoreThuenteOptions::fields() {
+  using O = MoreThuenteOptions;
+  static const FieldTable<O> table = {
+      field("ftol",
+            &O::ftol,
+            Range::open(0, 1),
+            "sufficient decrease: phi(a) <= phi(0) + ftol a phi'(0); "
+            "ftol < gtol"),
+      field("gtol",
+            &O::gtol,
+            Range::open(0, 1),
+            "curvature: |phi'(a)| <= gtol |phi'(0)|; gtol > ftol"),
+      field("xtol",
+            &O::xtol,
+            Range::open(0, 1),
+            "relative width of the interval below which the search stops"),
+      field("max_evaluations",
+            &O::max_evaluations,
+            Range::at_least(1),
+            "evaluations allowed per search"),
   };
-  if (!(ftol > 0 && ftol < gtol)) return bad("ftol must be in (0, gtol)");
-  if (!(gtol < 1)) return bad("gtol must be in (ftol, 1)");
-  if (!(xtol > 0 && xtol < 1)) return bad("xtol must be in (0, 1)");
-  if (max_evaluations < 1) return bad("max_evaluations must be >= 1");
+  return table;
+}
+
+bool MoreThuenteOptions::is_valid(std::string* error) const {
+  std::string why, name;
+  if (!check_fields(fields(), *this, &why, &name)) {
+    *error = "line_search_bounded." + name + ": " + why;
+    return false;
+  }
+  if (!(ftol < gtol)) {
+    *error = "line_search_bounded needs 0 < ftol < gtol < 1";
+    return false;
+  }
   return true;
 }
 

@@ -25,8 +25,11 @@ struct MoreThuenteOptions {
   // Trial steps allowed. Range >= 1. Default 20 (L-BFGS-B's limit).
   int max_evaluations = 20;
 
-  // False (and the reason in *error, naming the field) when a member is out
-  // of its range.
+  // The fields' table (core/fields.h); the front ends read it as
+  // LbfgsOptions' "line_search_bounded".
+  static const FieldTable<MoreThuenteOptions>& fields();
+  // False (and the reason in *error, "line_search_bounded.<field>: <why>")
+  // when a member is out of its range, or ftol >= gtol.
   bool is_valid(std::string* error) const;
 };
 

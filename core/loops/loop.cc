@@ -235,19 +235,26 @@ const FieldTable<LoopOptions>& LoopOptions::fields() {
 bool LoopOptions::is_valid(int64_t trips,
                            std::string* error,
                            std::string* field) const {
-  auto bad = [&](const char* option, std::string why) {
-    return invalid_option(error, field, option, std::move(why));
+  auto bad = [&](const std::string& option, std::string why) {
+    return invalid_option(error, field, option.c_str(), std::move(why));
   };
+  // Each field's range, from the table ("output_steps: every entry must be
+  // >= 0, got -1").
+  std::string why, name;
+  if (!check_fields(fields(), *this, &why, &name)) return bad(name, why);
+  // What the table cannot say: the order of the steps and their bound,
+  // which is the loop's trip count.
   for (std::size_t i = 0; i < output_steps.size(); ++i) {
     const int64_t t = output_steps[i];
-    if (t < 0 || t >= trips || (i > 0 && t <= output_steps[i - 1])) {
+    if (t >= trips || (i > 0 && t <= output_steps[i - 1])) {
       return bad("output_steps",
                  "output steps must increase strictly within [0, " +
                      std::to_string(trips) + "); entry " + std::to_string(i) +
                      " is " + std::to_string(t));
     }
   }
-  std::string why;
+  // The schedule's own checks (its grammar's ranges), unless it is the
+  // graph's default.
   if (checkpoints.kind != CheckpointSchedule::Kind::kDefault &&
       !checkpoints.is_valid(&why))
     return bad("checkpoints", why);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "core/error.h"
@@ -122,7 +123,16 @@ TEST(Lbfgs, OptionsAreValidatedNamingTheField) {
   bad = {};
   bad.tolerance_gradient = -1e-3;
   EXPECT_FALSE(bad.is_valid(&error));
-  EXPECT_EQ(error, "tolerance_gradient: must be >= 0, got -0.001");
+  EXPECT_EQ(error,
+            "tolerance_gradient: must be a finite number >= 0, got -0.001");
+  // A tolerance of infinity would stop before the first step: refused.
+  bad.tolerance_gradient = std::numeric_limits<double>::infinity();
+  EXPECT_FALSE(bad.is_valid(&error));
+  EXPECT_EQ(error, "tolerance_gradient: must be a finite number >= 0, got inf");
+  bad = {};
+  bad.line_search_bounded.xtol = 0;
+  EXPECT_FALSE(bad.is_valid(&error));
+  EXPECT_EQ(error, "line_search_bounded.xtol: must be in (0, 1), got 0");
 }
 
 TEST(Lbfgs, OutcomesAreTerminationReasonsNotExceptions) {

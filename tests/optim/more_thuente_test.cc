@@ -11,6 +11,7 @@
 #include <functional>
 #include <numbers>
 #include <string>
+#include <vector>
 
 namespace adgraph::optim {
 namespace {
@@ -147,18 +148,40 @@ TEST(MoreThuente, Tables4To6) {
     check(yanai(1e-3, 1e-2), e, "function 6");
 }
 
-// Options out of range name their field.
+// Options out of range name their field, with the table's message (the
+// ranges by hand from the struct: ftol, gtol, xtol in (0, 1), at least one
+// evaluation); ftol < gtol is checked after the ranges.
 TEST(MoreThuente, OptionsNameTheField) {
-  std::string error;
+  auto check = [](const MoreThuenteOptions& o) {
+    std::string error;
+    return o.is_valid(&error) ? std::string("ok") : error;
+  };
   MoreThuenteOptions o;
-  EXPECT_TRUE(o.is_valid(&error));
+  EXPECT_EQ(check(o), "ok");
   o.ftol = 0.95;  // not below gtol = 0.9
-  EXPECT_FALSE(o.is_valid(&error));
-  EXPECT_NE(error.find("ftol"), std::string::npos) << error;
+  EXPECT_EQ(check(o), "line_search_bounded needs 0 < ftol < gtol < 1");
+  o.gtol = 0.99;
+  EXPECT_EQ(check(o), "ok");
+  o = MoreThuenteOptions();
+  o.ftol = 0;
+  EXPECT_EQ(check(o), "line_search_bounded.ftol: must be in (0, 1), got 0");
+  o = MoreThuenteOptions();
+  o.gtol = 1;
+  EXPECT_EQ(check(o), "line_search_bounded.gtol: must be in (0, 1), got 1");
+  o = MoreThuenteOptions();
+  o.xtol = 1.5;
+  EXPECT_EQ(check(o), "line_search_bounded.xtol: must be in (0, 1), got 1.5");
   o = MoreThuenteOptions();
   o.max_evaluations = 0;
-  EXPECT_FALSE(o.is_valid(&error));
-  EXPECT_NE(error.find("max_evaluations"), std::string::npos) << error;
+  EXPECT_EQ(check(o),
+            "line_search_bounded.max_evaluations: must be in [1, 2147483647], "
+            "got 0");
+  // The table: every member once, by name, with the defaults above.
+  std::vector<std::string> names;
+  for (const auto& f : MoreThuenteOptions::fields()) names.push_back(f.name);
+  EXPECT_EQ(
+      names,
+      (std::vector<std::string>{"ftol", "gtol", "xtol", "max_evaluations"}));
 }
 
 }  // namespace

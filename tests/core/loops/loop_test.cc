@@ -45,10 +45,12 @@ TEST(LoopOptions, IsValidNamesTheFieldAndSaysWhy) {
   EXPECT_EQ(check(o, 3),
             "output_steps: output steps must increase strictly within [0, "
             "3); entry 1 is 1");
+  // A negative step is out of the field's range, whatever the trip count
+  // (the table's form: the range of each entry).
   o.output_steps = {-1};
-  EXPECT_EQ(check(o, 3),
-            "output_steps: output steps must increase strictly within [0, "
-            "3); entry 0 is -1");
+  EXPECT_EQ(check(o, 3), "output_steps: every entry must be >= 0, got -1");
+  o.output_steps = {0, 5, -2};
+  EXPECT_EQ(check(o, 3), "output_steps: every entry must be >= 0, got -2");
   o.output_steps.clear();
   o.checkpoints = CheckpointSchedule::binomial(0);
   std::string schedule_error;
