@@ -341,25 +341,38 @@ void Loader::load_bounds(const json& bounds, Optimize& opt) {
 }
 
 // Every field of LbfgsOptions' table, by its name, with the table's type,
-// range and message.
+// range and message; "line_search" and "line_search_bounded" are objects
+// read through their own tables (LineSearchOptions', MoreThuenteOptions').
 optim::LbfgsOptions Loader::lbfgs_options(const json& options) const {
   using optim::LbfgsOptions;
-  const FieldTable<LbfgsOptions>& table = LbfgsOptions::fields();
+  const std::string where = "optimize.options";
   LbfgsOptions out;
-  for (const auto& [key, v] : options.items()) {
-    const Field<LbfgsOptions>* f = find_field(table, key);
-    const std::string where = "optimize.options." + key;
-    if (f == nullptr) {
-      fail({},
-           {},
-           where,
-           "unknown field (allowed: " + field_names(names_of(table)) + ")");
-    }
-    if (std::optional<std::string> why = set_from_json(*f, v, out))
-      fail({}, {}, where, *why);
+  read_fields(LbfgsOptions::fields(),
+              options,
+              out,
+              where,
+              {"line_search", "line_search_bounded"});
+  if (options.contains("line_search")) {
+    read_fields(
+        optim::LineSearchOptions::fields(),
+        require(
+            options, "line_search", &json::is_object, "an object", {}, where),
+        out.line_search,
+        where + ".line_search");
+  }
+  if (options.contains("line_search_bounded")) {
+    read_fields(optim::MoreThuenteOptions::fields(),
+                require(options,
+                        "line_search_bounded",
+                        &json::is_object,
+                        "an object",
+                        {},
+                        where),
+                out.line_search_bounded,
+                where + ".line_search_bounded");
   }
   std::string error;
-  if (!out.is_valid(&error)) fail({}, {}, "optimize.options", error);
+  if (!out.is_valid(&error)) fail({}, {}, where, error);
   return out;
 }
 

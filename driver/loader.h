@@ -20,7 +20,12 @@
 //                "layout": "replicated" | "sharded",
 //                "options": {any field of optim::LbfgsOptions::fields():
 //                            "history", "max_iterations", "tolerance_gradient",
-//                            …, by name, with its type and range}}
+//                            …, by name, with its type and range;
+//                            "line_search": {LineSearchOptions' fields:
+//                            "c1", "c2", …} (L-BFGS's search),
+//                            "line_search_bounded": {MoreThuenteOptions'
+//                            fields: "ftol", "gtol", "xtol",
+//                            "max_evaluations"} (L-BFGS-B's)}}
 //                                      "bounds" (L-BFGS-B, the method when
 //                                      bounds are given): per variable, a
 //                                      number for every entry or a value of
@@ -58,7 +63,10 @@
 // outputs. Other body nodes are visible to the body under their plain
 // names; nodes outside the block are read as loop invariants. Bodies may
 // hold communication nodes and nested repeat blocks. After the block, "u"
-// names the last pass's value. "checkpoints" is the schedule of the loop's
+// names the last pass's value. A block's options are read through
+// LoopOptions' field table (core/loops/loop.h), of which "checkpoints" is
+// a block's setting (the block is named by its place, and has no per-step
+// outputs). "checkpoints" is the schedule of the loop's
 // adjoint, in core/checkpoint_schedule.h's grammar: every state ("all", the
 // default), about sqrt(2K) snapshots ("auto"), s snapshots (binomial, also
 // the string "s"), a snapshot every k steps, or as many snapshots as fit

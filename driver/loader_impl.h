@@ -2,16 +2,19 @@
 // Loader per document, its members in seven files by concern:
 //   loader.cc       reading the document, its top level, "feeds", "fetch",
 //                   "optimize" (the options through LbfgsOptions' field
-//                   table), "communicators"
+//                   table, the line searches' through theirs),
+//                   "communicators"
 //   json_fields.cc  typed field access and the error messages
 //   graph_nodes.cc  node entries: their form, their order, one node each
 //   stencils.cc     a node's "stencil" field (a patch grid's operator)
 //   grids.cc        a node's "grid" field (a placeholder's patch)
-//   repeats.cc      repeat blocks: form, schedule, outer values, the loop
+//   repeats.cc      repeat blocks: form, options (through LoopOptions'
+//                   field table), outer values, the loop
 //   derivatives.cc  "gradients" and "tangents"
 // Not installed.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -23,6 +26,7 @@
 
 #include "core/checkpoint_schedule.h"
 #include "core/error.h"
+#include "core/fields.h"
 #include "core/graph.h"
 #include "core/loops/loop.h"
 #include "driver/loader.h"
@@ -53,6 +57,35 @@ class Loader final {
             std::initializer_list<const char*> allowed,
             const std::string& node,
             const std::string& where) const;
+  // Reads the keys of `object` into `o` through `table` (the field's type,
+  // range and message), failing at "<where>.<key>". The keys in `own` are
+  // left to the caller; `settings` (when given) are the table's fields
+  // this place takes. Any other key fails with the names allowed.
+  template <class O>
+  void read_fields(const FieldTable<O>& table,
+                   const json& object,
+                   O& o,
+                   const std::string& where,
+                   const std::vector<std::string>& own = {},
+                   std::vector<std::string> settings = {}) const {
+    if (settings.empty()) settings = names_of(table);
+    const auto has = [](const std::vector<std::string>& v,
+                        const std::string& k) {
+      return std::find(v.begin(), v.end(), k) != v.end();
+    };
+    for (const auto& [key, v] : object.items()) {
+      if (has(own, key)) continue;
+      const std::string at = where.empty() ? key : where + "." + key;
+      const Field<O>* f = has(settings, key) ? find_field(table, key) : nullptr;
+      if (f == nullptr) {
+        std::vector<std::string> names = own;
+        names.insert(names.end(), settings.begin(), settings.end());
+        fail({}, {}, at, "unknown field (allowed: " + field_names(names) + ")");
+      }
+      if (std::optional<std::string> why = set_from_json(*f, v, o))
+        fail({}, {}, at, *why);
+    }
+  }
   const json& require(const json& object,
                       const char* key,
                       bool (json::*is)() const noexcept,
@@ -118,10 +151,12 @@ class Loader final {
   void build_in_order(const json& nodes, NodeOrder& order, Document& d);
   // Checks the form of a repeat block (and of the blocks nested in it).
   void check_repeat(const json& e, const std::string& where);
-  // CheckpointSchedule::from_json's forms; "auto" resolved with `steps`.
-  CheckpointSchedule schedule_of(const json& v,
-                                 int64_t steps,
-                                 const std::string& where);
+  // A repeat block's LoopOptions, read through LoopOptions' field table
+  // (the fields that are a block's settings, kRepeatSettings); "auto"
+  // resolved with the block's step count, the name its place `where`.
+  LoopOptions repeat_options(const json& e,
+                             int64_t steps,
+                             const std::string& where) const;
   // References a repeat block reads from outside it (inputs and "after"),
   // in a stable order; `groups`: those a nested block's carry starts from.
   void free_references(const json& e,

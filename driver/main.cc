@@ -100,10 +100,15 @@ json check_summary(const std::string& file,
     if (g.node(id).loop && g.node(id).op_name() == "loop")
       loops[g.node(id).name] = loop_stats(Value(&g, id)).schedule;
   }
-  json options = nullptr;  // what "optimize.options" set, every field
+  // What "optimize.options" set, every field (the line searches' too).
+  json options = nullptr;
   if (d.has_optimize) {
-    options = fields_json(
-        field_values(optim::LbfgsOptions::fields(), d.optimize.options));
+    const optim::LbfgsOptions& o = d.optimize.options;
+    options = fields_json(field_values(optim::LbfgsOptions::fields(), o));
+    options["line_search"] = fields_json(
+        field_values(optim::LineSearchOptions::fields(), o.line_search));
+    options["line_search_bounded"] = fields_json(field_values(
+        optim::MoreThuenteOptions::fields(), o.line_search_bounded));
   }
   return {{"file", file},
           {"valid", true},

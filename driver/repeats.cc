@@ -10,8 +10,18 @@
 
 namespace adgraph::driver::detail {
 
+namespace {
+
+// The fields of LoopOptions that are a repeat block's settings. Not "name":
+// a block is named by its place ("nodes[4]"), which errors and --check's
+// list of loops use; not "output_steps": a block has no per-step outputs.
+const std::vector<std::string> kRepeatSettings = {"checkpoints"};
+
+}  // namespace
+
 void Loader::check_repeat(const json& e, const std::string& where) {
-  only(e, {"repeat", "carry", "body", "checkpoints", "doc"}, {}, where);
+  // The block's own keys, and its options through LoopOptions' table.
+  repeat_options(e, 1, where);
   const json& k =
       require(e, "repeat", &json::is_number_integer, "an integer", {}, where);
   if (k.get<int64_t>() < 1 || k.get<int64_t>() > kMaxRepeat) {
@@ -23,8 +33,6 @@ void Loader::check_repeat(const json& e, const std::string& where) {
     if (!init.is_string())
       fail({}, {}, where + ".carry." + var, "expected a node name");
   }
-  if (e.contains("checkpoints"))
-    schedule_of(e.at("checkpoints"), k.get<int64_t>(), where);
   const json& body = require(e, "body", &json::is_array, "a list", {}, where);
   if (body.empty()) fail({}, {}, where + ".body", "the body is empty");
   // Names the body defines, with the index of the entry defining them.
@@ -90,16 +98,19 @@ void Loader::check_repeat(const json& e, const std::string& where) {
   }
 }
 
-// The block's schedule (core/checkpoint_schedule.h's grammar), "auto"
-// fixed by the block's step count.
-CheckpointSchedule Loader::schedule_of(const json& v,
-                                       int64_t steps,
-                                       const std::string& where) {
-  std::string error;
-  const std::optional<CheckpointSchedule> s =
-      CheckpointSchedule::from_json(v, &error);
-  if (!s) fail({}, {}, where + ".checkpoints", error);
-  return s->resolved(steps);
+LoopOptions Loader::repeat_options(const json& e,
+                                   int64_t steps,
+                                   const std::string& where) const {
+  LoopOptions options;
+  read_fields(LoopOptions::fields(),
+              e,
+              options,
+              where,
+              {"repeat", "carry", "body", "doc"},
+              kRepeatSettings);
+  options.name = where;
+  options.checkpoints = options.checkpoints.resolved(steps);
+  return options;
 }
 
 void Loader::free_references(const json& e,
@@ -284,10 +295,7 @@ void Loader::build_repeat(const json& e,
   Repeat r;
   repeat_carries(e, scope, where, r);
   repeat_invariants(e, scope, where, r);
-  LoopOptions options;
-  options.name = where;
-  if (e.contains("checkpoints"))
-    options.checkpoints = schedule_of(e.at("checkpoints"), times, where);
+  const LoopOptions options = repeat_options(e, times, where);
   Graph* outer = target_;
   auto body = [&](const LoopArgs& a) {
     target_ = a.graph;
