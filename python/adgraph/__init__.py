@@ -105,7 +105,7 @@ def _value_list(function, argument, values):
     return out
 
 
-def loop(n, init, invariants, body, checkpoints=None, output_steps=(), name="", xs=()):
+def loop(n, init, invariants, body, *, xs=(), **options):
     """A loop node: ``n`` steps of ``body`` (a Python function building the
     step once, into a graph of its own).
 
@@ -123,20 +123,28 @@ def loop(n, init, invariants, body, checkpoints=None, output_steps=(), name="", 
         next carries (a list), or ``(carries, outputs)`` with per-step
         outputs. The Values it sees belong to the body's graph and are valid
         inside the function only.
-    checkpoints : str, int or None
-        The adjoint's schedule, in the grammar of every front end:
-        ``"all"`` (store every step), ``"auto"`` (binomial with about
-        sqrt(2n) snapshots), ``s`` or ``"s"`` (binomial with s snapshots),
-        ``"every:k"``, ``"budget:bytes"`` (``"budget:64MiB"``); None: the
-        graph's default (store all). ``checkpoint_schedule(text, n)`` shows
-        what a text means for n steps. The older ``{"every": k}`` and
-        ``{"budget": bytes}`` are still read.
-    output_steps : sequence of int
-        Steps whose outputs are kept (default: every step).
     xs : list of Value
         Per-step inputs, as ``jax.lax.scan``'s: each has a first axis of
         ``n`` rows, and step t reads row t as ``args.xs[k]``; the cotangent
         of row t is step t's, under every schedule.
+    **options
+        ``LoopOptions`` fields by their C++ names, read through its field
+        table (an unknown name or a value out of range raises
+        ``OptionsError`` naming it and, for a name, listing the valid ones):
+
+        ``checkpoints`` (str, int or None): the adjoint's schedule, in the
+        grammar of every front end: ``"all"`` (store every step),
+        ``"auto"`` (binomial with about sqrt(2n) snapshots), ``s`` or
+        ``"s"`` (binomial with s snapshots), ``"every:k"``,
+        ``"budget:bytes"`` (``"budget:64MiB"``); None (the default): the
+        graph's default (store all). ``checkpoint_schedule(text, n)`` shows
+        what a text means for n steps. The older ``{"every": k}`` and
+        ``{"budget": bytes}`` are still read.
+
+        ``output_steps`` (list of int, each >= 0): steps whose outputs are
+        kept, increasing, each below n (default: every step).
+
+        ``name`` (str): the loop node's name (default: ``loop_<id>``).
 
     Returns
     -------
@@ -162,8 +170,7 @@ def loop(n, init, invariants, body, checkpoints=None, output_steps=(), name="", 
                 graph=args.graph,
                 xs=[globals()["step_row"](x, args.step) for x in args.invariants[count:]])
             return body(view)
-    carries, outputs, node = _adgraph._loop(n, init, invariants + xs, step_body,
-                                            checkpoints, list(output_steps), name)
+    carries, outputs, node = _adgraph._loop(n, init, invariants + xs, step_body, options)
     return _types.SimpleNamespace(carries=carries, outputs=outputs, node=node)
 
 

@@ -1,15 +1,26 @@
 """L-BFGS / L-BFGS-B on a graph, and a bridge to ``scipy.optimize``."""
 
 import types
+from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from . import _adgraph
+from ._adgraph import Value
 from ._errors import OptionsError
 
+# Feeds: {placeholder or its name: array}.
+_Feeds = Mapping[Value, ArrayLike] | Mapping[str, ArrayLike] | None
+# Bounds: {"lower": ..., "upper": ...} or one (lower, upper) pair a variable.
+_Bounds = Mapping[str, ArrayLike | None] | Sequence[tuple[ArrayLike, ArrayLike]] | None
 
-def minimize(loss, variables, initial_values, bounds=None, layout="replicated",
-             feeds=None, **options):
+
+def minimize(loss: Value, variables: Value | Sequence[Value],
+             initial_values: Sequence[ArrayLike], bounds: _Bounds = None,
+             layout: Literal["replicated", "sharded"] = "replicated", feeds: _Feeds = None,
+             **options: object) -> types.SimpleNamespace:
     """Minimises the one-element Value ``loss`` over the placeholders
     ``variables`` with L-BFGS, or L-BFGS-B when ``bounds`` is given.
 
@@ -38,7 +49,15 @@ def minimize(loss, variables, initial_values, bounds=None, layout="replicated",
         10), ``tolerance_gradient`` (1e-8), ``tolerance_function`` (0),
         ``max_iterations`` (1000), ``max_evaluations`` (100000), ``trace``
         (False), ``checkpoint_every``, ``checkpoint_path``, ``resume``,
-        ``checkpoint_problem``.
+        ``checkpoint_problem``; ``line_search``, a dict of
+        ``LineSearchOptions`` fields (``c1`` 1e-4, ``c2`` 0.9, ``max_step``
+        1e20, ``max_evaluations`` 20, ``approximate_wolfe_epsilon`` 1e-12),
+        L-BFGS's search; ``line_search_bounded``, a dict of
+        ``MoreThuenteOptions`` fields (``ftol`` 1e-3, ``gtol`` 0.9, ``xtol``
+        0.1, ``max_evaluations`` 20), L-BFGS-B's. Each is read through its
+        struct's field table: an unknown name or a value out of range raises
+        ``OptionsError`` naming it (``line_search.c1: must be in (0, 1),
+        got 2``).
 
     Returns
     -------
@@ -121,7 +140,8 @@ def _bound_sides(bounds, variables):
     return side([p[0] for p in pairs], "lower"), side([p[1] for p in pairs], "upper")
 
 
-def scipy_objective(loss, variables, feeds=None):
+def scipy_objective(loss: Value, variables: Value | Sequence[Value], feeds: _Feeds = None
+                    ) -> Callable[[ArrayLike], tuple[float, NDArray[np.float64]]]:
     """``fun(x) -> (f, g)`` for ``scipy.optimize.minimize(fun, x0, jac=True)``
     on a distributed graph.
 

@@ -170,14 +170,26 @@ py::list fields_of(const FieldTable<O>& table) {
   return out;
 }
 
+// ag.loop's keywords: every one through LoopOptions' table (its type,
+// range and message), an unknown one named with the table's names.
+LoopOptions loop_options(const py::dict& keywords) {
+  LoopOptions options;
+  OptionTable<LoopOptions>("loop takes", "loop")
+      .fields(LoopOptions::fields())
+      .apply(keywords, options);
+  check_node_name(options.name, "loop");
+  return options;
+}
+
 template <class O>
 std::string values_of(const O& o) {
   return fields_json(field_values(O::fields(), o)).dump();
 }
 
 // The options struct `kind` as the public functions read `options`
-// (minimize, check_gradients, HeatInverse, sparse.solve), every field as
-// JSON text: what reached the struct.
+// (minimize and its line_search and line_search_bounded, loop,
+// check_gradients, HeatInverse, sparse.solve), every field as JSON text:
+// what reached the struct.
 std::string options_of(const std::string& kind, const py::dict& options) {
   std::string error;
   if (kind == "LbfgsOptions") return values_of(lbfgs_options(options));
@@ -189,6 +201,19 @@ std::string options_of(const std::string& kind, const py::dict& options) {
   }
   if (kind == "HeatInverseOptions") return values_of(heat_options(options));
   if (kind == "SolverOptions") return values_of(solver_options(options));
+  if (kind == "LoopOptions") return values_of(loop_options(options));
+  // The line searches as minimize reads them: LbfgsOptions' line_search
+  // and line_search_bounded.
+  if (kind == "LineSearchOptions") {
+    py::dict lbfgs;
+    lbfgs["line_search"] = options;
+    return values_of(lbfgs_options(lbfgs).line_search);
+  }
+  if (kind == "MoreThuenteOptions") {
+    py::dict lbfgs;
+    lbfgs["line_search_bounded"] = options;
+    return values_of(lbfgs_options(lbfgs).line_search_bounded);
+  }
   throw OptionsError("no options struct " + kind);
 }
 
@@ -203,6 +228,8 @@ void bind_settings(py::module_& m) {
         py::dict d;
         d["LbfgsOptions"] = fields_of(optim::LbfgsOptions::fields());
         d["LineSearchOptions"] = fields_of(optim::LineSearchOptions::fields());
+        d["MoreThuenteOptions"] =
+            fields_of(optim::MoreThuenteOptions::fields());
         d["LoopOptions"] = fields_of(LoopOptions::fields());
         d["HeatInverseOptions"] =
             fields_of(solvers::HeatInverseOptions::fields());
@@ -249,19 +276,14 @@ void bind_loop(py::module_& m) {
          const std::vector<PyValue>& init,
          const std::vector<PyValue>& invariants,
          py::function body,
-         py::handle checkpoints,
-         std::vector<int64_t> output_steps,
-         const std::string& name) {
+         const py::dict& keywords) {
         if (init.empty() && invariants.empty())
           throw GraphError("a loop needs at least one carry or invariant");
-        check_node_name(name, "loop");
+        LoopOptions options = loop_options(keywords);
+        options.checkpoints = options.checkpoints.resolved(trips);
         std::shared_ptr<Graph> owner =
             init.empty() ? invariants[0].owner : init[0].owner;
-        LoopOptions options;
-        options.name = name;
-        options.checkpoints = schedule_from(checkpoints).resolved(trips);
-        options.output_steps = output_steps;
-        const std::string label = name.empty() ? "loop" : name;
+        const std::string label = options.name.empty() ? "loop" : options.name;
         const LoopBodyFn build = python_body(body, label);
         return with_python_errors([&] {
           LoopResult r =
@@ -275,9 +297,9 @@ void bind_loop(py::module_& m) {
       py::arg("init"),
       py::arg("invariants"),
       py::arg("body"),
-      py::arg("checkpoints") = py::none(),
-      py::arg("output_steps") = std::vector<int64_t>{},
-      py::arg("name") = "");
+      py::arg("options"),
+      "A loop node; `options` holds LoopOptions' fields by name (name, "
+      "checkpoints, output_steps).");
   m.def(
       "loop_stats",
       [](const PyValue& node) { return stats_dict(loop_stats(node.value)); },

@@ -4,11 +4,48 @@
 
 namespace adgraph::python {
 
+namespace {
+
+// A line search's options from a dict of its fields, through its table
+// (LineSearchOptions' or MoreThuenteOptions'): "line_search", or
+// "line_search_bounded", a keyword of LbfgsOptions.
+template <class O>
+void line_search_options(py::handle v, const char* keyword, O& o) {
+  if (!py::isinstance<py::dict>(v)) {
+    throw OptionsError(
+        "expected a dict of its fields, got " + py::repr(v).cast<std::string>(),
+        {},
+        {},
+        keyword);
+  }
+  const std::string what = std::string(keyword) + " has";
+  try {
+    OptionTable<O>(what, keyword)
+        .fields(O::fields())
+        .apply(v.cast<py::dict>(), o);
+  } catch (const OptionsError& e) {
+    // "line_search.c1: must be in (0, 1), got 2"
+    throw OptionsError(
+        e.detail(), e.node(), e.op(), std::string(keyword) + "." + e.field());
+  }
+}
+
+}  // namespace
+
 optim::LbfgsOptions lbfgs_options(const py::dict& options) {
   using optim::LbfgsOptions;
   optim::LbfgsOptions o;
   OptionTable<LbfgsOptions>("LbfgsOptions has", "LbfgsOptions")
       .fields(LbfgsOptions::fields())
+      .setter("line_search",
+              [](LbfgsOptions& o, py::handle v) {
+                line_search_options(v, "line_search", o.line_search);
+              })
+      .setter("line_search_bounded",
+              [](LbfgsOptions& o, py::handle v) {
+                line_search_options(
+                    v, "line_search_bounded", o.line_search_bounded);
+              })
       .apply(options, o);
   std::string error;
   if (!o.is_valid(&error)) throw OptionsError(error, {}, {}, "LbfgsOptions");
