@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "adgraph.h"
 #include "core/output_file.h"
@@ -43,8 +44,9 @@ nlohmann::json bound_text(double b) {
 // What the command line asks for.
 struct Arguments {
   solvers::HeatInverseOptions problem;
-  int max_iter = 100;
-  double tol = 1e-10;
+  // The optimizer's limits (heat_inversion's own defaults: 100 iterations,
+  // ‖∇f‖∞ <= 1e-10); fit() adds the trace and the checkpoints.
+  optim::LbfgsOptions lbfgs;
   std::string output = "heat_inversion.json", dump_gradient, checkpoint;
   bool resume = false, print_options = false;
 
@@ -54,16 +56,63 @@ struct Arguments {
     c.px = c.py = 2;
     c.nt = 2800;
     c.checkpoints = CheckpointSchedule::automatic();
+    lbfgs.max_iterations = 100;
+    lbfgs.tolerance_gradient = 1e-10;
   }
 };
 
+// LbfgsOptions' fields this example takes, from its table: the limits and
+// the history (the checkpoints are --checkpoint and --resume, the trace is
+// always on).
+const FieldTable<optim::LbfgsOptions>& lbfgs_fields() {
+  static const FieldTable<optim::LbfgsOptions> table = [] {
+    FieldTable<optim::LbfgsOptions> t;
+    for (const char* name : {"history",
+                             "max_iterations",
+                             "max_evaluations",
+                             "tolerance_gradient",
+                             "tolerance_function"})
+      t.push_back(*find_field(optim::LbfgsOptions::fields(), name));
+    return t;
+  }();
+  return table;
+}
+
+// --max-iter and --tol: the older spellings of --max-iterations and
+// --tolerance-gradient, the same fields of the table under a second name.
+const FieldTable<optim::LbfgsOptions>& lbfgs_aliases() {
+  static const FieldTable<optim::LbfgsOptions> table = [] {
+    FieldTable<optim::LbfgsOptions> t;
+    for (auto [alias, name] : {std::pair{"max_iter", "max_iterations"},
+                               std::pair{"tol", "tolerance_gradient"}}) {
+      Field<optim::LbfgsOptions> f =
+          *find_field(optim::LbfgsOptions::fields(), name);
+      f.doc = "the same as --" + f.name;
+      std::replace(f.doc.begin(), f.doc.end(), '_', '-');
+      f.name = alias;
+      t.push_back(std::move(f));
+    }
+    return t;
+  }();
+  return table;
+}
+
+// The optimizer's options as fit() runs them.
+optim::LbfgsOptions run_options(const Arguments& a) {
+  optim::LbfgsOptions options = a.lbfgs;
+  options.trace = true;
+  options.checkpoint_path = a.checkpoint;
+  options.checkpoint_every = a.checkpoint.empty() ? 0 : 1;
+  options.resume = a.resume;
+  return options;
+}
+
 // The optimizer, its checkpoints and the time loop's, where results go.
 void add_run_options(CLI::App& app, Arguments& a) {
-  app.add_option("--max-iter", a.max_iter, "L-BFGS iteration limit")
-      ->capture_default_str();
-  app.add_option(
-         "--tol", a.tol, "stop when the gradient's infinity norm is below this")
-      ->capture_default_str();
+  // The optimizer's fields from LbfgsOptions' table (--max-iterations,
+  // --tolerance-gradient, …), and --max-iter, --tol.
+  examples::add_field_options(app, lbfgs_fields(), a.lbfgs);
+  examples::add_field_options(app, lbfgs_aliases(), a.lbfgs);
   app.add_option("--output",
                  a.output,
                  "JSON result; PNG and VTI files are written next to it")
@@ -78,28 +127,24 @@ void add_run_options(CLI::App& app, Arguments& a) {
   app.add_flag("--resume", a.resume, "continue from --checkpoint");
 }
 
-// What CLI11 cannot check: the tolerance, --resume's file.
+// What CLI11 cannot check: the optimizer's ranges (LbfgsOptions' table),
+// --resume's file.
 // Returns the exit code of a bad argument (rank 0 says why).
 std::optional<int> finish_arguments(Arguments& a, bool root) {
   auto bad = [root](const std::string& why) {
     if (root) std::fprintf(stderr, "heat_inversion: %s\n", why.c_str());
     return 2;
   };
-  if (!std::isfinite(a.tol) || a.tol < 0) {
-    char text[120];
-    std::snprintf(text,
-                  sizeof(text),
-                  "--tol: expected a finite number >= 0, got %g",
-                  a.tol);
-    return bad(text);
-  }
+  std::string error;
+  if (!a.lbfgs.is_valid(&error)) return bad(error);
   if (a.resume && a.checkpoint.empty())
     return bad("--resume needs --checkpoint FILE");
   return std::nullopt;
 }
 
-// --print-options: the problem's and the implicit solver's fields as JSON
-// after the options' own check (as HeatInverse makes it, for px·py ranks).
+// --print-options: the problem's, the implicit solver's and the
+// optimizer's fields as JSON after the options' own check (as HeatInverse
+// makes it, for px·py ranks; the optimizer's as fit() runs it).
 int print_options(const Arguments& a, bool root) {
   const solvers::HeatInverseOptions& p = a.problem;
   std::string error, field;
@@ -117,7 +162,10 @@ int print_options(const Arguments& a, bool root) {
        fields_json(field_values(solvers::HeatInverseOptions::fields(), p))},
       {"SolverOptions",
        fields_json(field_values(sparse::SolverOptions::fields(),
-                                p.config.implicit_solver))}};
+                                p.config.implicit_solver))},
+      {"LbfgsOptions",
+       fields_json(
+           field_values(optim::LbfgsOptions::fields(), run_options(a)))}};
   if (root) std::printf("%s\n", out.dump().c_str());
   return 0;
 }
@@ -181,15 +229,8 @@ optim::LbfgsSummary fit(solvers::HeatInverse& problem,
         solvers::heat_dt(c),
         solvers::heat_scheme_name(c.scheme));
   }
-  optim::LbfgsOptions options;
-  options.max_iterations = a.max_iter;
-  options.tolerance_gradient = a.tol;
-  options.trace = true;
-  options.checkpoint_path = a.checkpoint;
-  options.checkpoint_every = a.checkpoint.empty() ? 0 : 1;
-  options.resume = a.resume;
   kappa = problem.kappa_start();
-  return problem.fit(kappa, options);
+  return problem.fit(kappa, run_options(a));
 }
 
 // What the run found and cost, on every rank (the fields on rank 0).
