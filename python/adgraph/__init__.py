@@ -27,6 +27,12 @@ import inspect as _inspect
 import sys as _sys
 import traceback as _traceback
 import types as _types
+import typing as _typing
+from collections.abc import (Callable as _Callable, Iterable as _Iterable,
+                             Iterator as _Iterator, Mapping as _Mapping, Sequence as _Sequence)
+
+import numpy as _np
+from numpy.typing import ArrayLike as _ArrayLike, NDArray as _NDArray
 
 from ._errors import (ArgumentError, Error, GraphError, JsonError, OptionsError, RunError,
                       ShapeError)
@@ -64,30 +70,38 @@ from . import ensemble  # noqa: E402  (shots on sub-communicators, exact totals)
 from . import _ops  # noqa: E402
 from . import _indexing  # noqa: E402
 
+if _typing.TYPE_CHECKING:
+    import mpi4py.MPI
+
+# Feeds: {placeholder or its name: array}.
+_Feeds = _Mapping[Value, _ArrayLike] | _Mapping[str, _ArrayLike] | None
+# One float64 array: what a Python op's functions receive.
+_Array = _NDArray[_np.float64]
+
 # numpy defers to Value's reflected operators (array + value, array * value).
 Value.__array_ufunc__ = None
-Value.__getitem__ = _indexing.getitem
+Value.__getitem__ = _indexing.getitem  # type: ignore[assignment]
 
 
-def _to_mpi4py(self):
+def _to_mpi4py(self: Communicator) -> "mpi4py.MPI.Intracomm":
     """This communicator as an ``mpi4py.MPI.Intracomm`` (the same MPI
     communicator, adgraph's duplicate: valid while this object lives)."""
     from mpi4py import MPI
     return MPI.Intracomm(MPI.Comm.f2py(self.fortran_handle()))
 
 
-Communicator.to_mpi4py = _to_mpi4py
+Communicator.to_mpi4py = _to_mpi4py  # type: ignore[assignment]
 
 
-def gradient(y, x, grad_y=None):
+def gradient(y: Value, x: Value, grad_y: Value | None = None) -> Value:
     """dy/dx with x's shape (``gradients(y, [x], grad_y)[0]``)."""
     return gradients(y, [x], grad_y)[0]
 
 
-def _value_list(function, argument, values):
+def _value_list(function: str, argument: str, values: _Iterable[Value]) -> list[Value]:
     """``values`` (a sequence of Values) as a list; anything else is an
     ArgumentError naming the function and the argument, as gradients()'s."""
-    def refuse(got, where=""):
+    def refuse(got: object, where: str = "") -> _typing.NoReturn:
         text = repr(got)
         text = text if len(text) <= 60 else text[:57] + "..."
         what = "a Value" if where else "a sequence of Values (List[Value])"
@@ -105,7 +119,12 @@ def _value_list(function, argument, values):
     return out
 
 
-def loop(n, init, invariants, body, *, xs=(), **options):
+def loop(n: int, init: _Sequence[Value], invariants: _Sequence[Value],
+         body: _Callable[[_typing.Any],
+                         _Sequence[Value] | tuple[_Sequence[Value], _Sequence[Value]]],
+         *, xs: _Sequence[Value] = (),
+         **options: str | int | _Sequence[int] | _Mapping[str, int] | None
+         ) -> _types.SimpleNamespace:
     """A loop node: ``n`` steps of ``body`` (a Python function building the
     step once, into a graph of its own).
 
@@ -164,7 +183,7 @@ def loop(n, init, invariants, body, *, xs=(), **options):
     if xs:
         count = len(invariants)
 
-        def step_body(args):
+        def step_body(args: LoopArgs) -> _typing.Any:
             view = _types.SimpleNamespace(
                 carries=args.carries, invariants=args.invariants[:count], step=args.step,
                 graph=args.graph,
@@ -175,7 +194,8 @@ def loop(n, init, invariants, body, *, xs=(), **options):
 
 
 @_contextlib.contextmanager
-def comm_scope(graph, comm):
+def comm_scope(graph: Graph,
+               comm: "Communicator | mpi4py.MPI.Intracomm") -> _Iterator[Communicator]:
     """Communication nodes added to ``graph`` inside the ``with`` block use
     ``comm`` (an adgraph Communicator, e.g. ``graph.comm.split(color)``, or an
     mpi4py communicator, duplicated); their adjoints and tangents use it too."""
@@ -188,7 +208,8 @@ def comm_scope(graph, comm):
         scope.close()
 
 
-def check_gradients(y, xs, feeds, **options):
+def check_gradients(y: Value, xs: _Sequence[Value], feeds: _Feeds,
+                    **options: float) -> GradientCheckResult:
     """Compares ``gradients(y, xs)`` with central finite differences, runs
     the Taylor test and (``check_jvp=True``, the default) checks ``jvp``.
 
@@ -207,8 +228,13 @@ def check_gradients(y, xs, feeds, **options):
 
 
 # The keyword jvp= (the issue's API) shadows ag.jvp inside the function only.
-def custom_op(name, forward, vjp, jvp=None, shape=None, doc=None,  # noqa: F811
-              num_inputs=None):
+def custom_op(name: str,
+              forward: _Callable[..., _ArrayLike],
+              vjp: _Callable[[list[_Array], _Array, _Array],
+                             _ArrayLike | _Sequence[_ArrayLike | None]],
+              jvp: _Callable[[list[_Array], list[_Array]], _ArrayLike] | None = None,  # noqa: F811
+              shape: _Callable[[list[tuple[int, ...]]], _Sequence[int]] | None = None,
+              doc: str | None = None, num_inputs: int | None = None) -> _Callable[..., Value]:
     """Registers an op written in Python and returns the function that adds
     its nodes (also available as ``adgraph.<name>``).
 
@@ -251,7 +277,8 @@ def custom_op(name, forward, vjp, jvp=None, shape=None, doc=None,  # noqa: F811
     return function
 
 
-def _mpi_excepthook(kind, value, tb):
+def _mpi_excepthook(kind: type[BaseException], value: BaseException,
+                    tb: _types.TracebackType | None) -> None:
     """An uncaught exception on one rank ends the whole job (with this
     rank's traceback) instead of leaving the other ranks waiting for it."""
     size = communicator().size
@@ -276,7 +303,7 @@ __all__ = [name for name in globals() if not name.startswith("_")]
 
 # Issue #56 (kept at the end of the file): exit paths and borrowed
 # communicators.
-def _exit_ending_the_job(status=None):
+def _exit_ending_the_job(status: str | int | None = None) -> _typing.NoReturn:
     """``sys.exit`` that, with a failure status on a job of several ranks,
     ends the whole job (SystemExit bypasses the excepthook, and the other
     ranks would wait for this one until their deadline): unless every rank
@@ -302,7 +329,7 @@ _previous_exit = _sys.exit
 _sys.exit = _exit_ending_the_job
 
 
-def _borrowed_mpi4py(self):
+def _borrowed_mpi4py(self: Communicator) -> "mpi4py.MPI.Intracomm":
     """This communicator as an ``mpi4py.MPI.Intracomm`` (the same MPI
     communicator, adgraph's duplicate: valid while this object lives). It is
     borrowed: ``Free()`` raises ``adgraph.Error`` (``Dup()`` gives one of
@@ -313,21 +340,23 @@ def _borrowed_mpi4py(self):
     class BorrowedIntracomm(MPI.Intracomm):
         """adgraph's communicator, lent to mpi4py: do not free it."""
 
-        def Free(self):
+        def Free(self) -> _typing.NoReturn:
             raise Error("Communicator.to_mpi4py(): this communicator is adgraph's "
                         "own (its graphs use it) and cannot be freed; Dup() it for "
                         "one of your own")
 
-        def Disconnect(self):
+        def Disconnect(self) -> None:
             self.Free()
 
     # What it makes is the caller's own (a plain Intracomm, freeable).
     for maker in ("Dup", "Clone", "Split", "Split_type", "Create", "Create_group"):
-        def make(self, *args, _maker=getattr(MPI.Intracomm, maker), **kwargs):
+        def make(self: MPI.Intracomm, *args: _typing.Any,
+                 _maker: _typing.Any = getattr(MPI.Intracomm, maker),
+                 **kwargs: _typing.Any) -> MPI.Intracomm:
             return MPI.Intracomm(_maker(self, *args, **kwargs))
         setattr(BorrowedIntracomm, maker, make)
 
     return BorrowedIntracomm(MPI.Comm.f2py(self.fortran_handle()))
 
 
-Communicator.to_mpi4py = _borrowed_mpi4py
+Communicator.to_mpi4py = _borrowed_mpi4py  # type: ignore[assignment]

@@ -2,7 +2,7 @@
 
 import types
 from collections.abc import Callable, Mapping, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -71,14 +71,14 @@ def minimize(loss: Value, variables: Value | Sequence[Value],
     variables = _checked_variables("minimize", variables)
     lower = upper = None
     bounded = bounds is not None
-    if bounded:
+    if bounds is not None:
         lower, upper = _bound_sides(bounds, variables)
     summary = _adgraph._minimize(loss, variables, list(initial_values), lower, upper,
                                  bounded, layout, feeds, options)
     return types.SimpleNamespace(**summary)
 
 
-def _checked_variables(function, variables):
+def _checked_variables(function: str, variables: Value | Sequence[Value]) -> list[Value]:
     """``variables`` as a list of Values, at least one."""
     if isinstance(variables, _adgraph.Value):
         variables = [variables]
@@ -93,8 +93,10 @@ def _checked_variables(function, variables):
     return variables
 
 
-def _bound_sides(bounds, variables):
-    def side(values, name):
+def _bound_sides(bounds: Mapping[str, ArrayLike | None] | Sequence[tuple[ArrayLike, ArrayLike]],
+                 variables: list[Value]
+                 ) -> tuple[list[NDArray[np.float64]], list[NDArray[np.float64]]]:
+    def side(values: Any, name: str) -> list[NDArray[np.float64]]:
         if values is None:
             return []
         if len(values) != len(variables):
@@ -155,18 +157,19 @@ def scipy_objective(loss: Value, variables: Value | Sequence[Value], feeds: _Fee
     variables = _checked_variables("scipy_objective", variables)
     evaluator = _adgraph._Evaluator(loss, variables, feeds)
 
-    def fun(x):
+    def fun(x: ArrayLike) -> tuple[float, NDArray[np.float64]]:
         f, g = evaluator(np.ascontiguousarray(x, dtype=np.float64))
         return f, g
 
-    def unflatten(x):
-        out, at = [], 0
+    def unflatten(x: NDArray[np.float64]) -> list[NDArray[np.float64]]:
+        out: list[NDArray[np.float64]] = []
+        at = 0
         for v in variables:
             n = int(np.prod(v.shape, dtype=np.int64))
             out.append(np.asarray(x[at:at + n], dtype=np.float64).reshape(v.shape))
             at += n
         return out
 
-    fun.size = evaluator.size
-    fun.unflatten = unflatten
+    fun.size = evaluator.size  # type: ignore[attr-defined]
+    fun.unflatten = unflatten  # type: ignore[attr-defined]
     return fun
