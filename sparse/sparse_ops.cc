@@ -5,6 +5,7 @@
 
 #include "core/core_ops.h"
 #include "core/error.h"
+#include "core/fields.h"
 #include "mpi_ops/collectives.h"
 #include "mpi_ops/communicator.h"
 #include "ops/elementwise.h"
@@ -93,26 +94,43 @@ Values sparse_bilinear_tangent(const TangentContext& c) {
   return Values{add(first, second)};
 }
 
+// The attributes of a solve: SolverOptions' fields, from its table (name,
+// type, default, doc; the range and the choices are said in the doc and
+// checked by SolverOptions::is_valid in the shape rule, so a node gets the
+// table's message), then for_transpose.
 std::vector<AttrSpec> solver_attrs() {
   const SolverOptions d;
-  return {{"ksp", AttrType::kString, d.ksp, "cg, gmres, bcgs or preonly"},
-          {"pc",
-           AttrType::kString,
-           d.pc,
-           "none, jacobi, bjacobi, ilu, gamg, hypre or lu (MUMPS)"},
-          {"rtol", AttrType::kFloat, d.rtol, "relative tolerance", 0.0, 1.0},
-          {"atol", AttrType::kFloat, d.atol, "absolute tolerance", 0.0},
-          {"max_it", AttrType::kInt, d.max_it, "iteration limit", 1.0},
-          {"symmetric",
-           AttrType::kBool,
-           d.symmetric,
-           "A is symmetric: the adjoint solves with A"},
-          {"prefix", AttrType::kString, d.prefix, "PETSc options prefix"},
-          {"for_transpose",
-           AttrType::kBool,
-           false,
-           "set for a solve with a symmetric A that stands for one with Aᵀ "
-           "(an adjoint's): A's symmetry is checked, once per set of values"}};
+  std::vector<AttrSpec> specs;
+  for (const Field<SolverOptions>& f : SolverOptions::fields()) {
+    AttrSpec a;
+    a.name = f.name;
+    switch (f.type) {
+      case FieldType::kBool:
+        a.type = AttrType::kBool;
+        break;
+      case FieldType::kInteger:
+        a.type = AttrType::kInt;
+        break;
+      case FieldType::kReal:
+        a.type = AttrType::kFloat;
+        break;
+      default:
+        a.type = AttrType::kString;
+        break;
+    }
+    a.default_value = field_json(f.get(d));
+    a.doc = f.doc;
+    if (!f.choices.empty()) a.doc += ": " + field_names(f.choices);
+    if (!f.range.text().empty()) a.doc += " (" + f.range.text() + ")";
+    specs.push_back(std::move(a));
+  }
+  specs.push_back({"for_transpose",
+                   AttrType::kBool,
+                   false,
+                   "set for a solve with a symmetric A that stands for one "
+                   "with Aᵀ (an adjoint's): A's symmetry is checked, once per "
+                   "set of values"});
+  return specs;
 }
 
 OpDef sparse_def(const std::string& name, const std::string& doc) {

@@ -477,6 +477,42 @@ def test_json_optimize_takes_every_field_as_python_does(tmp_path):
         assert not ok and after(message, name) == detail, (kind, name, message, detail)
 
 
+def solve_doc(attrs):
+    """One rank's Poisson solve in a JSON document, `attrs` on its node."""
+    stencil = {"nx": 4, "ny": 4, "px": 1, "py": 1}
+    return {"adgraph": 1,
+            "nodes": [{"name": "kappa", "op": "placeholder", "shape": [4, 4]},
+                      {"name": "values", "op": "five_point_values",
+                       "inputs": ["kappa", "kappa", "kappa", "kappa", "kappa"],
+                       "stencil": stencil},
+                      {"name": "u", "op": "sparse_solve", "inputs": ["values", "kappa"],
+                       "attrs": attrs, "stencil": stencil},
+                      {"name": "L", "op": "sum", "inputs": ["u"]}]}
+
+
+def test_json_sparse_solve_attributes_are_the_solver_table(tmp_path):
+    """A sparse_solve node's attributes are SolverOptions' fields: each bad
+    value is refused with the table's message, naming node and attribute,
+    as Python refuses it."""
+    ok, got = adgraph_run(solve_doc({}), tmp_path)
+    assert ok, got
+    refused = []
+    for name in EXPECTED["SolverOptions"]:
+        _, _, bad = cases("SolverOptions", name)
+        if bad is None:
+            continue
+        ok, message = adgraph_run(solve_doc({name: bad}), tmp_path)
+        assert not ok
+        assert 'node "u" (sparse_solve)' in message, message
+        detail = after(message, 'attribute "%s"' % name)
+        check_refusal("SolverOptions", name, bad, detail)
+        refused.append((name, bad, detail))
+    assert [n for n, _, _ in refused] == ["ksp", "pc", "rtol", "atol", "max_it"]
+    from_python = python([["SolverOptions", {name: bad}] for name, bad, _ in refused])
+    for (name, bad, detail), (ok, message) in zip(refused, from_python["results"]):
+        assert not ok and after(message, name) == detail, (name, message, detail)
+
+
 def repeat_doc(**options):
     return {"adgraph": 1,
             "nodes": [{"name": "u0", "op": "placeholder", "shape": [2]},
