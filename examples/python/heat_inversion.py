@@ -24,39 +24,22 @@ rank = world.rank
 root = rank == 0
 
 
+LBFGS_FIELDS = ["history", "max_iterations", "max_evaluations",
+                "tolerance_gradient", "tolerance_function"]
+
+
 def parse():
     p = argparse.ArgumentParser(description="Recover the diffusivity of a 2-D "
                                 "heat equation with distributed L-BFGS")
-    p.add_argument("--nx", type=int, default=256, help="interior grid points along x (rows)")
-    p.add_argument("--ny", type=int, default=256, help="interior grid points along y (columns)")
-    p.add_argument("--px", type=int, default=2, help="patch rows (px * py = ranks)")
-    p.add_argument("--py", type=int, default=2, help="patch columns")
-    p.add_argument("--nt", type=int, default=2800, help="time steps")
-    p.add_argument("--overlap", action="store_true",
-                   help="overlap each step's halo exchange with the interior update")
-    p.add_argument("--max-iter", type=int, default=100, help="L-BFGS iteration limit")
-    p.add_argument("--tol", type=float, default=1e-10,
-                   help="stop when the gradient's infinity norm is below this")
+    # The problem's options and the optimiser's limits from the library's
+    # field tables, as the C++ heat_inversion takes them (--nx, --nt,
+    # --checkpoints, --kappa-min, ...; --max-iter and --tol too).
+    ag.add_table_options(p, "HeatInverseOptions")
+    ag.add_table_options(p, "LbfgsOptions", LBFGS_FIELDS,
+                         aliases={"max_iterations": "--max-iter",
+                                  "tolerance_gradient": "--tol"})
     p.add_argument("--output", default="heat_inversion.json",
                    help="JSON result; PNG files are written next to it")
-    p.add_argument("--checkpoints", default="auto",
-                   help="the time loop adjoint's schedule: all, auto, N (binomial, N "
-                   "snapshots), every:K or budget:BYTES")
-    p.add_argument("--observe-steps", type=int, nargs="+", default=[],
-                   help="observe u at these time levels instead of the final one")
-    p.add_argument("--kappa-min", type=float, default=-math.inf, help="lower bound on kappa")
-    p.add_argument("--kappa-max", type=float, default=math.inf, help="upper bound on kappa")
-    p.add_argument("--sensors-every", type=int, default=0,
-                   help="observe only every k-th grid point in x and y (0: all)")
-    p.add_argument("--noise", type=float, default=0.0,
-                   help="Gaussian noise on the observations, relative to their RMS")
-    p.add_argument("--seed", type=int, default=0, help="seed of the noise")
-    p.add_argument("--reg-tikhonov", type=float, default=0.0,
-                   help="weight of the Tikhonov term |kappa - 1|^2")
-    p.add_argument("--reg-smooth", type=float, default=0.0,
-                   help="weight of the smoothness term |grad kappa|^2")
-    p.add_argument("--replicated", action="store_true",
-                   help="replicate kappa on every rank (ADCME mpi_bcast style)")
     return p.parse_args()
 
 
@@ -131,32 +114,22 @@ def draw_convergence(path, loss, gradient_norm, label):
 
 def main():
     a = parse()
-    for name in ("tol", "noise", "reg_tikhonov", "reg_smooth"):
-        if not math.isfinite(getattr(a, name)):
-            fail(f"--{name.replace('_', '-')}: expected a finite number, got {getattr(a, name)}")
-    checkpoints = a.checkpoints
-    try:
-        ag.checkpoint_schedule(checkpoints)
-    except ag.OptionsError as e:
-        fail(f"--{e}")
     problem_here = world.bcast(writable(a.output) if root else None, root=0)
     if problem_here:
         fail(problem_here)
     try:
-        problem = ag.solvers.HeatInverse(
-            nx=a.nx, ny=a.ny, px=a.px, py=a.py, nt=a.nt, overlap=a.overlap,
-            checkpoints=checkpoints, replicated=a.replicated,
-            sensors_every=a.sensors_every, observe_steps=a.observe_steps,
-            noise=a.noise, seed=a.seed, reg_tikhonov=a.reg_tikhonov,
-            reg_smooth=a.reg_smooth, kappa_min=a.kappa_min, kappa_max=a.kappa_max)
+        problem = ag.solvers.HeatInverse(**ag.table_values(a, "HeatInverseOptions"))
     except ag.Error as e:
         fail(str(e))
     if root:
         print(f"heat inversion: {a.nx} x {a.ny} grid, {a.px} x {a.py} patches on "
               f"{world.size} ranks, {a.nt} steps, dt = {problem.dt:.6g}", flush=True)
     kappa = problem.kappa_start()
-    summary = problem.fit(kappa, max_iterations=a.max_iter, tolerance_gradient=a.tol,
-                          trace=True)
+    try:
+        summary = problem.fit(kappa, **ag.table_values(a, "LbfgsOptions", LBFGS_FIELDS),
+                              trace=True)
+    except ag.OptionsError as e:
+        fail(str(e))
     kappa = summary.x[0]
     forward, adjoint = problem.loop_stats()
     peak_rss_mb = world.allreduce(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
@@ -169,13 +142,13 @@ def main():
     if not root:
         return 0
     print(f"relative L2 error of kappa: {relative_error:.6e}")
-    bounded = math.isfinite(a.kappa_min) or math.isfinite(a.kappa_max)
+    bounded = a.kappa_min is not None or a.kappa_max is not None
     stem = a.output[:-5] if a.output.endswith(".json") and len(a.output) > 5 else a.output
     files = [stem + "_kappa_true.png", stem + "_kappa.png", stem + "_difference.png",
              stem + "_convergence.png"]
 
     def bound(b):
-        return b if math.isfinite(b) else None
+        return b if b is not None and math.isfinite(b) else None
 
     result = {
         "loss_history": summary.f_history,

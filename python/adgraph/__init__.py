@@ -64,6 +64,7 @@ from ._adgraph import (  # noqa: E402  (MPI must be up first)
 )
 from ._optimize import minimize, scipy_objective  # noqa: E402
 from ._documents import load_json  # noqa: E402
+from ._cli import add_table_options, table_values  # noqa: E402
 from . import solvers  # noqa: E402
 from . import sparse  # noqa: E402
 from . import ensemble  # noqa: E402  (shots on sub-communicators, exact totals)

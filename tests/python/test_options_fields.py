@@ -629,3 +629,45 @@ def test_the_older_spellings_max_iter_and_tol():
     ok, message = heat_inversion(base + ["--tol", "inf"])
     assert not ok and after(message, "tolerance_gradient") == (
         "must be a finite number >= 0, got inf")
+
+
+ARGPARSE = """
+import argparse, json
+import adgraph as ag
+p = argparse.ArgumentParser()
+ag.add_table_options(p, "HeatInverseOptions")
+ag.add_table_options(p, "LbfgsOptions", ["max_iterations", "tolerance_gradient"],
+                     aliases={"max_iterations": "--max-iter", "tolerance_gradient": "--tol"})
+out = {"defaults": {k: v for k, v in vars(p.parse_args([])).items()}}
+given = p.parse_args(["--max-iter", "7", "--tol", "1e-5", "--overlap", "--observe-steps",
+                      "3", "5", "--scheme", "crank_nicolson", "--nx", "32", "--noise", "-1"])
+out["heat"] = ag.table_values(given, "HeatInverseOptions")
+out["lbfgs"] = ag.table_values(given, "LbfgsOptions", ["max_iterations", "tolerance_gradient"])
+try:
+    ag.solvers.HeatInverse(**out["heat"])
+except ag.OptionsError as e:
+    out["refused"] = str(e)
+out["help"] = p.format_help()
+print(json.dumps(out))
+"""
+
+
+def test_argparse_options_from_the_tables():
+    """ag.add_table_options: each field of a table as --name with the
+    table's default (the struct's, by hand in EXPECTED) and doc; aliases;
+    table_values gives what differs from the defaults, which the library
+    then checks with the table's message."""
+    got = run_python(ARGPARSE)
+    # (JSON has no infinity: an unbounded κ's default is null, not set.)
+    heat = {k: as_json(spec("HeatInverseOptions", k)[1]) for k in EXPECTED["HeatInverseOptions"]}
+    expected = dict(heat, max_iterations=spec("LbfgsOptions", "max_iterations")[1],
+                    tolerance_gradient=spec("LbfgsOptions", "tolerance_gradient")[1])
+    assert got["defaults"] == expected
+    assert got["heat"] == {"overlap": True, "observe_steps": [3, 5],
+                           "scheme": "crank_nicolson", "noise": -1.0}
+    assert got["lbfgs"] == {"max_iterations": 7, "tolerance_gradient": 1e-5}
+    assert got["refused"].endswith("noise: must be a finite number >= 0, got -1"), got
+    help_text = " ".join(got["help"].split())
+    assert "--max-iterations MAX_ITERATIONS, --max-iter MAX_ITERATIONS" in help_text
+    assert "--overlap, --no-overlap" in help_text
+    assert "(explicit, backward_euler, crank_nicolson)" in help_text
