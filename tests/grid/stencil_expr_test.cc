@@ -28,15 +28,17 @@ TEST(StencilExpr, TextFormRoundTrips) {
   EXPECT_EQ(print(parse(" add( in0[0,0] , 1 ) ")), "add(in0,1)");
 }
 
+// parse's message for `text`, or "accepted".
+std::string message(const std::string& text) {
+  try {
+    parse(text);
+  } catch (const OptionsError& e) {
+    return std::string(e.what());
+  }
+  return std::string("accepted");
+}
+
 TEST(StencilExpr, ParseErrorsNameThePosition) {
-  auto message = [](const std::string& text) {
-    try {
-      parse(text);
-    } catch (const OptionsError& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  };
   EXPECT_EQ(message("add(in0,"),
             "stencil expression: expected an expression at character 8 of "
             "\"add(in0,\"");
@@ -122,14 +124,6 @@ TEST(StencilExpr, SharedSubexpressionsPrintOnceWithLabels) {
   EXPECT_EQ(print(y), text);
   EXPECT_EQ(y->args[0], y->args[1]->args[1]);
 
-  auto message = [](const std::string& t) {
-    try {
-      parse(t);
-    } catch (const OptionsError& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  };
   EXPECT_EQ(message("add($0,in0)"),
             "stencil expression: label $0 used before it is defined at "
             "character 6 of \"add($0,in0)\"");
