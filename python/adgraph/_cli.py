@@ -14,6 +14,7 @@ they are used, by the same table, so a program gives the library's message
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -54,7 +55,6 @@ _TYPES: dict[str, Callable[[str], Any]] = {
 
 def _default(field: dict[str, Any]) -> Any:
     """The table's default as the option's value (None: not set)."""
-    import json
     value = json.loads(field["default"])
     if value is None or field["type"] in ("integers", "integer pairs", "bool"):
         return value
@@ -96,9 +96,5 @@ def table_values(args: argparse.Namespace, table: str,
     """The values of `args` for the fields of `table` (or `names`) that
     add_table_options added, as keyword arguments: those given other than
     their default (a field at its default is left to the library's)."""
-    values = {}
-    for f in _fields(table, names):
-        value = getattr(args, f["name"])
-        if value is not None and value != _default(f):
-            values[f["name"]] = value
-    return values
+    return {f["name"]: getattr(args, f["name"]) for f in _fields(table, names)
+            if getattr(args, f["name"]) not in (None, _default(f))}
