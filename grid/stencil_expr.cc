@@ -555,18 +555,36 @@ class Parser {
 // Both walks go once through each distinct node of the DAG, not through
 // the tree it stands for: a subexpression shared k times (a time step
 // written as a recurrence) is rebuilt or visited once, and a rebuilt
-// expression shares its parts as the original does.
+// expression shares its parts as the original does. A part the rebuild
+// leaves as it was is the original node itself, so parts shared between
+// expressions rebuilt one by one (the arguments of one operation, each
+// renumbered) stay shared.
 ExprPtr rebuilt(const ExprPtr& e,
                 const std::function<ExprPtr(const Expr&)>& leaf,
                 std::map<const Expr*, ExprPtr>& done) {
   if (e->op == "const") return e;
-  if (e->op == "in" || e->op == "inside") return leaf(*e);
+  if (e->op == "in" || e->op == "inside") {
+    ExprPtr r = leaf(*e);
+    const bool same =
+        r->op == e->op && r->input == e->input && r->offset == e->offset;
+    return same ? e : r;
+  }
   auto it = done.find(e.get());
   if (it != done.end()) return it->second;
-  auto copy = std::make_shared<Expr>(*e);
-  for (ExprPtr& a : copy->args) a = rebuilt(a, leaf, done);
-  done.emplace(e.get(), copy);
-  return copy;
+  std::vector<ExprPtr> args;
+  bool changed = false;
+  for (const ExprPtr& a : e->args) {
+    args.push_back(rebuilt(a, leaf, done));
+    changed = changed || args.back() != a;
+  }
+  ExprPtr out = e;
+  if (changed) {
+    auto copy = std::make_shared<Expr>(*e);
+    copy->args = std::move(args);
+    out = copy;
+  }
+  done.emplace(e.get(), out);
+  return out;
 }
 
 ExprPtr rebuilt(const ExprPtr& e,

@@ -113,6 +113,13 @@ TEST(StencilExpr, SharedSubexpressionsPrintOnceWithLabels) {
   EXPECT_EQ(back->args[0], back->args[1]);
   EXPECT_EQ(back->args[0]->args[0], back->args[0]->args[1]->args[0]);
 
+  // A rebuild that changes nothing keeps the node, so a part stays shared
+  // between expressions renumbered one by one (an operation's arguments).
+  EXPECT_EQ(renumbered(p, {0, 1}), p);
+  EXPECT_EQ(print(apply("add", {renumbered(p, {0, 1}), renumbered(p, {0, 1})})),
+            "add($0=mul(in0,in1),$0)");
+  EXPECT_EQ(print(renumbered(p, {1, 0})), "mul(in1,in0)");
+
   ExprPtr x = apply("add", {read(0, {1}), inside({-1})});
   for (int level = 0; level < 200; ++level)
     x = apply("mul", {x, apply("sub", {constant(1), x})});

@@ -310,6 +310,23 @@ def test_scatter_of_a_bad_array_raises_on_every_rank():
                                   my_patch(grid, full))
 
 
+def test_a_part_used_twice_is_written_once_with_a_label():
+    """STENCILS.md's text form: the same object in two places is one part,
+    labelled, and the node computes what NumPy does with it."""
+    grid = agg.Grid((8, 6), process_grids((8, 6))[-1])
+    g = ag.Graph()
+    u, c = (g.placeholder(n, grid.local_shape()) for n in ("u", "c"))
+    x = agg.field(u) * agg.field(c)
+    expr = x + agg.sin(x)
+    assert expr.text == "add($0=mul(in0,in1),sin($0))"
+    fu, fc = global_field((8, 6), 9), global_field((8, 6), 10)
+    got = ag.Session(g).run(grid.stencil(expr),
+                            {u: my_patch(grid, fu), c: my_patch(grid, fc)})
+    # (sin may round differently in the kernel's vector library: 1 ulp)
+    np.testing.assert_allclose(got, my_patch(grid, fu * fc + np.sin(fu * fc)),
+                               rtol=1e-15, atol=1e-15)
+
+
 def test_a_value_on_the_left_of_an_expression_builds_the_expression():
     grid = agg.Grid((8, 6), process_grids((8, 6))[-1])
     g = ag.Graph()
