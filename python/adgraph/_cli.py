@@ -66,7 +66,8 @@ def add_table_options(parser: argparse.ArgumentParser, table: str,
                       aliases: Mapping[str, str] | None = None) -> None:
     """Adds ``--<name>`` to `parser` for each field of options table `table`
     (``ag._adgraph._option_fields()`` lists them), or for the fields `names`:
-    the table's type, default and doc (with its range or choices). A bool is
+    the table's type, default and doc (with its range or choices, and the
+    default in the help). A bool is
     ``--name``/``--no-name``; a list takes several values. `aliases` gives a
     field a second spelling (``{"max_iterations": "--max-iter"}``). The
     values are not checked here: the library checks them where they are
@@ -81,6 +82,8 @@ def add_table_options(parser: argparse.ArgumentParser, table: str,
             help_text += " (" + ", ".join(f["choices"]) + ")"
         elif f["range"]:
             help_text += " (" + f["range"] + ")"
+        if _default(f) not in (None, [], ""):
+            help_text += " [default: %s]" % json.loads(f["default"])
         kind = f["type"]
         extra: dict[str, Any] = {"dest": f["name"], "default": _default(f), "help": help_text}
         if kind == "bool":

@@ -670,4 +670,5 @@ def test_argparse_options_from_the_tables():
     help_text = " ".join(got["help"].split())
     assert "--max-iterations MAX_ITERATIONS, --max-iter MAX_ITERATIONS" in help_text
     assert "--overlap, --no-overlap" in help_text
-    assert "(explicit, backward_euler, crank_nicolson)" in help_text
+    assert "(explicit, backward_euler, crank_nicolson) [default: explicit]" in help_text
+    assert "(in [1, 2147483647]) [default: 32]" in help_text  # --nx, by hand
