@@ -130,7 +130,7 @@ def main():
                               trace=True)
     except ag.OptionsError as e:
         fail(str(e))
-    kappa = summary.x[0]
+    kappa = summary.x
     forward, adjoint = problem.loop_stats()
     peak_rss_mb = world.allreduce(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
                                   op=MPI.MAX)

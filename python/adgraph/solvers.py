@@ -23,7 +23,8 @@ class HeatInverse:
     ``dt`` (0: the explicit stability rule), ``scheme`` (``"explicit"``,
     ``"backward_euler"`` or ``"crank_nicolson"``: a sparse solve per step),
     ``overlap``, ``checkpoints`` (``"all"``, ``"auto"``: about sqrt(2 nt)
-    snapshots, the default, or a number of snapshots), ``replicated``,
+    snapshots, or a number of snapshots; by default the graph's default,
+    which stores every step unless changed), ``replicated``,
     ``sensors`` (global (row, column) pairs), ``sensors_every``,
     ``observe_steps``, ``noise``, ``seed``, ``reg_tikhonov``,
     ``reg_smooth``, ``kappa_min``, ``kappa_max`` (L-BFGS-B when either is
@@ -94,9 +95,11 @@ class HeatInverse:
         """Minimises the loss from ``kappa`` with L-BFGS (L-BFGS-B when
         kappa is bounded); ``options`` are ``LbfgsOptions`` fields by their
         C++ names. Returns the summary's fields and ``x`` (the minimiser, one
-        array) as a ``types.SimpleNamespace``. Collective; the interpreter
-        is released while it runs."""
-        return _types.SimpleNamespace(**self._problem.fit(kappa, options))
+        array in kappa's shape) as a ``types.SimpleNamespace``. Collective;
+        the interpreter is released while it runs."""
+        summary = self._problem.fit(kappa, options)
+        (summary["x"],) = summary["x"]  # the one variable, kappa
+        return _types.SimpleNamespace(**summary)
 
 
 def five_point_matrix(nx: int, ny: int, px: int, py: int,
