@@ -151,26 +151,28 @@ class Emitter {
   }
 
  private:
-  // One row: the head [lo, m0) and tail [m1, hi) point by point (one loop
-  // for both), the middle [m0, m1) as one vectorisable loop. A first write
-  // of a row whose row pointers stay inside their inputs' memory over all
-  // of [lo, hi) (`whole`, and ends no wider than the reads reach: `wr`)
+  // One row: the middle [m0, m1) as one vectorisable loop, then the head
+  // [lo, m0) and tail [m1, hi) point by point (one loop for both). A first
+  // write of a row whose row pointers stay inside their inputs' memory over
+  // all of [lo, hi) (`whole`, and ends no wider than the reads reach: `wr`)
   // runs the vector loop over the whole row instead, whose trip count then
-  // has no remainder when the row is a multiple of the vector width, and
-  // then writes the head and tail (the vector loop's values there read the
-  // neighbouring rows' ends) with their values computed point by point
-  // before it, into h<m> and t<m>: an output may share its initial input's
-  // buffer (OpDef::in_place_of), so every point reads that input before
-  // the row writes it. Not for a later batch entry of a summed output
-  // (+= must run once). Each loop body is written once per kind of read
-  // (the compile time grows with the copies).
+  // has no remainder when the row is a multiple of the vector width; the
+  // head and tail then overwrite its values there (which read the
+  // neighbouring rows' ends). An output may share its initial input's
+  // buffer (OpDef::in_place_of), and that input is read only at the point
+  // written: its values at the head and tail are saved into h<m> and t<m>
+  // before the vector loop writes them. Not for a later batch entry of a
+  // summed output (+= must run once). The edges come after the middle: run
+  // first, their scalar code met each row's cache lines first and stalled
+  // on them (a third of the 3-D adjoint's time on a Zen 3, session 42).
+  // Each loop body is written once per kind of read (the compile time
+  // grows with the copies).
   std::string row(bool later) {
     const int d = s_.ndim;
     const std::string lo = "lo[" + std::to_string(d) + "]",
                       hi = "hi[" + std::to_string(d) + "]";
     const std::string w = std::to_string(depth_);
     const std::string i = ivar(d - 1);
-    const std::size_t n = s_.outputs.size();
     std::ostringstream o;
     o << "      {\n";
     if (later) {
@@ -178,35 +180,28 @@ class Emitter {
     } else {
       o << "      const bool wr = whole && m0 - " << lo << " <= " << w << " && "
         << hi << " - m1 <= " << w << ";\n";
-      for (std::size_t m = 0; m < n; ++m)
+      for (std::size_t m = 0; m < s_.outputs.size(); ++m) {
+        if (s_.init[m] < 0) continue;
+        const std::string init = leaf(*read(s_.init[m]), Stretch::kEdge);
         o << "      double h" << m << "[" << w << "], t" << m << "[" << w
-          << "];\n";
+          << "];\n"
+          << "      if (wr) {\n"
+          << "      for (int64_t " << i << " = " << lo << "; " << i
+          << " < m0; ++" << i << ") h" << m << "[" << i << " - " << lo
+          << "] = " << init << ";\n"
+          << "      for (int64_t " << i << " = m1; " << i << " < " << hi
+          << "; ++" << i << ") t" << m << "[" << i << " - m1] = " << init
+          << ";\n      }\n";
+      }
     }
-    o << "      for (int part = 0; part < 2; ++part) {\n"
-      << "      const int64_t from = part ? m1 : " << lo << ", to = part ? "
-      << hi << " : m0;\n";
-    for (std::size_t m = 0; m < n; ++m) {
-      o << "      double* e" << m << " = ";
-      if (!later) o << "wr ? (part ? t" << m << " : h" << m << ") : ";
-      o << "o" << m << " + from;\n";
-    }
-    o << loop("from", "to", later, Stretch::kEdge, "e", "from") << "      }\n";
     o << "      const int64_t mlo = wr ? " << lo << " : m0, mhi = wr ? " << hi
       << " : m1;\n"
       << "      if (mlo < mhi) {\n"
       << middle("mlo", "mhi", later) << "      }\n";
-    if (!later) {
-      o << "      if (wr) {\n";
-      for (std::size_t m = 0; m < n; ++m) {
-        o << "      for (int64_t " << i << " = " << lo << "; " << i
-          << " < m0; ++" << i << ") o" << m << "[" << i << "] = h" << m << "["
-          << i << " - " << lo << "];\n";
-        o << "      for (int64_t " << i << " = m1; " << i << " < " << hi
-          << "; ++" << i << ") o" << m << "[" << i << "] = t" << m << "[" << i
-          << " - m1];\n";
-      }
-      o << "      }\n";
-    }
+    o << "      for (int part = 0; part < 2; ++part) {\n"
+      << "      const int64_t from = part ? m1 : " << lo << ", to = part ? "
+      << hi << " : m0;\n"
+      << loop("from", "to", later, Stretch::kEdge) << "      }\n";
     o << "      }\n";
     return o.str();
   }
@@ -230,13 +225,12 @@ class Emitter {
   // The points [from, to) of a row, writing every output: at the first
   // batch entry (or for an output not summed) y = [init +] value, at later
   // ones y += value.
-  // With `into`, the values go to the arrays into<m>[i − base] instead.
+  // At the edges of a first write, an initial input's value comes from
+  // h<m> or t<m> when the vector loop ran over the whole row (`wr`).
   std::string loop(const std::string& from,
                    const std::string& to,
                    bool later,
-                   Stretch how,
-                   const std::string& into = "",
-                   const std::string& base = "") {
+                   Stretch how) {
     const std::string in = ivar(s_.ndim - 1);
     std::ostringstream o;
     if (how != Stretch::kEdge) {
@@ -279,7 +273,14 @@ class Emitter {
       std::string value = text[roots_[m]];
       if (s_.init[m] >= 0 && !(later && s_.summed[m])) {
         std::string with_init(1, '(');  // (appending: GCC bug 105329)
-        with_init += leaf(*read(s_.init[m]), how);
+        std::string init = leaf(*read(s_.init[m]), how);
+        if (how == Stretch::kEdge && !later) {
+          const std::string M = std::to_string(m),
+                            lo = "lo[" + std::to_string(s_.ndim) + "]";
+          init = "(wr ? (part ? t" + M + "[" + in + " - m1] : h" + M + "[" +
+                 in + " - " + lo + "]) : " + init + ")";
+        }
+        with_init += init;
         with_init += " + ";
         with_init += value;
         with_init += ')';
@@ -288,11 +289,8 @@ class Emitter {
       o << "        const double y" << m << " = " << value << ";\n";
     }
     for (std::size_t m = 0; m < s_.outputs.size(); ++m) {
-      if (into.empty())
-        o << "        o" << m << "[" << in << "] ";
-      else
-        o << "        " << into << m << "[" << in << " - " << base << "] ";
-      o << (later && s_.summed[m] ? "+= y" : "= y") << m << ";\n";
+      o << "        o" << m << "[" << in << "] "
+        << (later && s_.summed[m] ? "+= y" : "= y") << m << ";\n";
     }
     o << "      }\n";
     return o.str();

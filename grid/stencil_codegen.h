@@ -64,16 +64,17 @@ namespace adgraph::grid {
 //               in their numbers (dt, h) share one compiled kernel
 //   size[k]     the elements of input k from in[k] on (a row whose reads
 //               stay within them runs its vector loop over the whole row)
-// Each row (a point of the outer axes) is one pass: its head and tail
-// (outside mid) test every read and inside[] point by point, reading a
-// point outside the patch from the padded copy; its middle is one
-// vectorised loop over row pointers chosen once per row. Every output is
+// Each row (a point of the outer axes) is one pass: its middle is one
+// vectorised loop over row pointers chosen once per row; then its head
+// and tail (outside mid) test every read and inside[] point by point,
+// reading a point outside the patch from the padded copy. Every output is
 // written in the same loop nest (one pass over memory). An output summed
 // over the batch is written at batch entry lo[0] and added to at the later
 // ones, in batch order; an output with an initial input starts from it:
 // y = init + value (then += value), and may be that input's own buffer
-// (the stencil op's in_place_of): every point reads init before its row
-// is written, the whole-row path's ends included.
+// (the stencil op's in_place_of): every point reads init before it is
+// written; the whole-row path saves init at the row's ends before its
+// vector loop writes them.
 struct KernelArgs {
   const double* const* in;
   const int64_t* st;

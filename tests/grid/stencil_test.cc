@@ -319,8 +319,8 @@ TEST(Stencil, WaveLossAndGradientAreBitwiseTheSameOnEveryProcessGrid) {
 // The adjoint node starts ū from the cotangent summed so far (here 2u,
 // from Σu²) and writes ū over that buffer (OpDef::in_place_of): the
 // values by hand, ū[i, j] = 2u[i, j] + w[i, j − 1] (j ≥ 1), on every
-// process grid. Each row's first and last points are computed before
-// the row is written, so they read 2u, not what the row wrote.
+// process grid. Each row's first and last points, computed after the
+// vector loop wrote the whole row, take 2u from values saved before it.
 TEST(Stencil, TheAdjointWritesOverTheCotangentSummedSoFar) {
   auto world = Communicator::world();
   const Tensor u = global_field(kShape2, 21), w = global_field(kShape2, 22);
