@@ -509,7 +509,10 @@ std::string kernel_source(const StencilSource& s) {
   }
   o << "// ndim " << s.ndim << ", periodic";
   for (bool p : s.periodic) o << " " << p;
-  o << "\n#include <cmath>\n#include <cstdint>\n\n";
+  // No header: the math is the compilers' builtins (the calls <cmath>
+  // makes) and int64_t the type they predefine. Parsing <cmath> and
+  // <cstdint> took 0.17 s of a 2-D adjoint's 0.41 s compile (g++ 12).
+  o << "\ntypedef __INT64_TYPE__ int64_t;\n\n";
   o << "struct adgraph_stencil_args {\n"
        "  const double* const* in; const int64_t* st;\n"
        "  const double* const* pin; const int64_t* pst;\n"

@@ -115,7 +115,7 @@ std::vector<ExprOp> make_table() {
   // d(a^b) = b·a^(b−1)·da + y·log(a)·db
   t.push_back(binary(
       "pow",
-      [](const Args& a) { return call("std::pow", a); },
+      [](const Args& a) { return call("__builtin_pow", a); },
       [](double a, double b) { return std::pow(a, b); },
       [](const Expr& e, const Ds& d) {
         ExprPtr b1 = apply("sub", {arg(e, 1), constant(1)});
@@ -164,13 +164,13 @@ std::vector<ExprOp> make_table() {
   // d exp(a) = y·da
   t.push_back(unary(
       "exp",
-      [](const Args& a) { return call("std::exp", a); },
+      [](const Args& a) { return call("__builtin_exp", a); },
       [](double a) { return std::exp(a); },
       [](const Expr& e, const Ds& d) { return d_mul(self(e), d[0]); }));
   // d log(a) = da/a
   t.push_back(unary(
       "log",
-      [](const Args& a) { return call("std::log", a); },
+      [](const Args& a) { return call("__builtin_log", a); },
       [](double a) { return std::log(a); },
       [](const Expr& e, const Ds& d) {
         return d[0] ? apply("div", {d[0], arg(e, 0)}) : nullptr;
@@ -178,7 +178,7 @@ std::vector<ExprOp> make_table() {
   // d sin(a) = cos(a)·da
   t.push_back(unary(
       "sin",
-      [](const Args& a) { return call("std::sin", a); },
+      [](const Args& a) { return call("__builtin_sin", a); },
       [](double a) { return std::sin(a); },
       [](const Expr& e, const Ds& d) {
         return d_mul(apply("cos", {arg(e, 0)}), d[0]);
@@ -186,7 +186,7 @@ std::vector<ExprOp> make_table() {
   // d cos(a) = −sin(a)·da
   t.push_back(unary(
       "cos",
-      [](const Args& a) { return call("std::cos", a); },
+      [](const Args& a) { return call("__builtin_cos", a); },
       [](double a) { return std::cos(a); },
       [](const Expr& e, const Ds& d) {
         return d_mul(apply("neg", {apply("sin", {arg(e, 0)})}), d[0]);
@@ -194,7 +194,7 @@ std::vector<ExprOp> make_table() {
   // d tanh(a) = (1 − y²)·da
   t.push_back(unary(
       "tanh",
-      [](const Args& a) { return call("std::tanh", a); },
+      [](const Args& a) { return call("__builtin_tanh", a); },
       [](double a) { return std::tanh(a); },
       [](const Expr& e, const Ds& d) {
         return d_mul(
@@ -204,7 +204,7 @@ std::vector<ExprOp> make_table() {
   // d|a| = sign(a)·da (0 at a = 0)
   t.push_back(unary(
       "abs",
-      [](const Args& a) { return call("std::fabs", a); },
+      [](const Args& a) { return call("__builtin_fabs", a); },
       [](double a) { return std::fabs(a); },
       [](const Expr& e, const Ds& d) {
         ExprPtr sign = apply("sub",
@@ -215,7 +215,7 @@ std::vector<ExprOp> make_table() {
   // d sqrt(a) = da/(2y)
   t.push_back(unary(
       "sqrt",
-      [](const Args& a) { return call("std::sqrt", a); },
+      [](const Args& a) { return call("__builtin_sqrt", a); },
       [](double a) { return std::sqrt(a); },
       [](const Expr& e, const Ds& d) {
         return d[0] ? apply("div", {d[0], apply("mul", {constant(2), self(e)})})
