@@ -6,6 +6,8 @@ ADGRAPH_BUILD="${ADGRAPH_BUILD:-$ADGRAPH_ROOT/build}"
 ADGRAPH_PACKAGES=(cmake ninja-build g++ make libopenmpi-dev openmpi-bin
   libeigen3-dev nlohmann-json3-dev libgtest-dev libcli11-dev libplplot-dev
   plplot-driver-cairo iproute2 iputils-ping util-linux
+  # A faster linker for the build (ADGRAPH_LLD); GNU ld without it.
+  lld
   # The sparse layer: PETSc 3.18 with Hypre, MUMPS and SuperLU_dist.
   libpetsc-real-dev pkg-config
   # The Python front end: Debian's interpreter (/usr/bin/python3) and its

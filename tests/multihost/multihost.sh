@@ -33,6 +33,14 @@ export ADGRAPH_COMM_DEADLINE=$deadline
 # each process then reads the topology itself.
 export OMPI_MCA_rtc_hwloc_vmhole=none
 rm -rf "$work" && mkdir -p "$work"
+# Open MPI's session folders in one of the scenario's own: the test hosts
+# share /tmp, and a daemon here once failed to start ("unable to create
+# /tmp/ompi.vm.0/jf.N/0: No such file or directory") while another test's
+# mpirun, ending, removed the empty /tmp/ompi.vm.0 it was creating it in.
+# Short (the PMIx sockets' paths have a length limit), removed at the end.
+session=$(mktemp -d /tmp/adg-mh.XXXXXX)
+trap 'rm -rf "$session"' EXIT
+export OMPI_MCA_orte_tmpdir_base=$session
 problem=(--nx 32 --ny 32 --nt 20 --px 2 --py 2)
 small=("${problem[@]}" --max-iter 12)
 
