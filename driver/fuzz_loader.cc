@@ -1,7 +1,7 @@
 // libFuzzer target: any byte string given to the JSON loader either builds a
 // graph or throws adgraph::Error; nothing else (crash, leak, undefined
 // behaviour, other exception) is acceptable. Built with -DADGRAPH_FUZZ=ON and
-// clang; scripts/test runs it for 60 s from examples/graphs and the bad
+// clang; scripts/test runs it for 30 s from examples/graphs and the bad
 // documents in tests/driver/bad.
 #include <cstddef>
 #include <cstdint>
