@@ -82,8 +82,17 @@ class Emitter {
     reads_ = reads_of(all_, s.ndim);
     insides_ = insides_of(all_, s.ndim);
     constants_ = kernel_constants(s.outputs);
-    for (const ReadKey& r : reads_)
+    for (const ReadKey& r : reads_) {
       depth_ = std::max<int64_t>(depth_, std::abs(r.offset[s.ndim - 1]));
+      if (s.scalar[r.input]) {
+        group_of_.push_back(-1);
+        continue;
+      }
+      RowKey key{r.input, Offset(r.offset.begin(), r.offset.end() - 1)};
+      auto g = std::find(groups_.begin(), groups_.end(), key);
+      group_of_.push_back(static_cast<int>(g - groups_.begin()));
+      if (g == groups_.end()) groups_.push_back(std::move(key));
+    }
     for (const Offset& o : insides_)
       depth_ = std::max<int64_t>(depth_, std::abs(o[s.ndim - 1]));
     std::unordered_map<const Expr*, int> seen;
@@ -147,7 +156,7 @@ class Emitter {
     }
     for (int a = 0; a + 1 < d; ++a) o << "    }\n";
     o << "  }\n}\n";
-    return o.str();
+    return helpers_.str() + o.str();
   }
 
  private:
@@ -207,19 +216,72 @@ class Emitter {
   }
 
   // The vector loop over [from, to): inside[] are 1 on a row where all of
-  // their outer parts hold.
+  // their outer parts hold. Each variant of the loop is a function of its
+  // own (middle_function), called once a row.
   std::string middle(const std::string& from,
                      const std::string& to,
                      bool later) {
     if (insides_.empty())
-      return loop(from, to, later, Stretch::kMiddleAllInside);
+      return call(from, to, later, Stretch::kMiddleAllInside);
     std::ostringstream o;
     o << "      if (true";
     for (std::size_t m = 0; m < insides_.size(); ++m) o << " && q" << m;
     o << ") {\n"
-      << loop(from, to, later, Stretch::kMiddleAllInside) << "      } else {\n"
-      << loop(from, to, later, Stretch::kMiddleChecked) << "      }\n";
+      << call(from, to, later, Stretch::kMiddleAllInside) << "      } else {\n"
+      << call(from, to, later, Stretch::kMiddleChecked) << "      }\n";
     return o.str();
+  }
+
+  // A call of the middle's loop variant, written on first use. The loop is
+  // a function of its own, given the row pointers, outputs, numbers and
+  // inside[] flags it reads as __restrict parameters: inlined into the row
+  // loop, it shared the registers with the head and tail's pointers, and
+  // GCC kept its row pointers and numbers on the stack, reloading them at
+  // every vector (the 2-D heat adjoint's pass took 11 % longer, session
+  // 44).
+  std::string call(const std::string& from,
+                   const std::string& to,
+                   bool later,
+                   Stretch how) {
+    const std::string name =
+        std::string("adgraph_middle_") + (later ? "later_" : "first_") +
+        (how == Stretch::kMiddleChecked ? "checked" : "inside");
+    std::vector<std::string> params, args;
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+      params.push_back("const double* __restrict " +
+                       named("r", static_cast<int64_t>(g)));
+      args.push_back(named("r", static_cast<int64_t>(g)));
+    }
+    for (std::size_t m = 0; m < s_.outputs.size(); ++m) {
+      params.push_back("double* __restrict " +
+                       named("o", static_cast<int64_t>(m)));
+      args.push_back(named("o", static_cast<int64_t>(m)));
+    }
+    for (std::size_t i = 0; i < constants_.size(); ++i) {
+      params.push_back("const double " + named("k", static_cast<int64_t>(i)));
+      args.push_back(named("k", static_cast<int64_t>(i)));
+    }
+    for (int k = 0; k < s_.num_inputs; ++k) {
+      if (!s_.scalar[k]) continue;
+      params.push_back("const double " + named("s", k));
+      args.push_back(named("s", k));
+    }
+    if (how == Stretch::kMiddleChecked) {
+      for (std::size_t m = 0; m < insides_.size(); ++m) {
+        params.push_back("const bool " + named("q", static_cast<int64_t>(m)));
+        args.push_back(named("q", static_cast<int64_t>(m)));
+      }
+    }
+    if (std::find(written_.begin(), written_.end(), name) == written_.end()) {
+      written_.push_back(name);
+      helpers_ << "static __attribute__((noinline)) void " << name
+               << "(const int64_t from, const int64_t to";
+      for (const std::string& p : params) helpers_ << ",\n    " << p;
+      helpers_ << ") {\n" << loop("from", "to", later, how) << "}\n\n";
+    }
+    std::string c = "      " + name + "(" + from + ", " + to;
+    for (const std::string& a : args) c += ", " + a;
+    return c + ");\n";
   }
 
   // The points [from, to) of a row, writing every output: at the first
@@ -334,40 +396,42 @@ class Emitter {
     }
   }
 
-  // Per read r of the row: v<r>, whether its row (the outer indices moved
-  // by its offset) is in the patch; d<r>, that row of the input itself
-  // (valid when v<r>); p<r>, that row of the padded copy at the read's
-  // innermost offset; r<r>, the middle's pointer (the input's row when
-  // v<r>, else the padded copy's). And q<m>, the outer axes' part of each
-  // inside[].
+  // Per row group g (the reads of one input whose outer offsets agree:
+  // one row of it): v<g>, whether that row (the outer indices moved by the
+  // offsets) is in the patch; d<g>, that row of the input itself (valid
+  // when v<g>); p<g>, that row of the padded copy; r<g>, the middle's
+  // pointer (the input's row when v<g>, else the padded copy's). A read is
+  // its group's row at the read's innermost offset: one pointer a row, not
+  // one a read (a pointer a read spilled the 2-D heat adjoint's 16 to the
+  // stack, 17 % of its pass, session 44). And q<m>, the outer axes' part of
+  // each inside[].
   void row_setup(std::ostringstream& o) {
     const int d = s_.ndim;
-    for (std::size_t r = 0; r < reads_.size(); ++r) {
-      const ReadKey& k = reads_[r];
-      if (s_.scalar[k.input]) continue;
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+      const RowKey& k = groups_[g];
       const std::string K = std::to_string(k.input);
-      o << "    const bool v" << r << " = true";
+      o << "    const bool v" << g << " = true";
       for (int a = 0; a + 1 < d; ++a) {
-        if (k.offset[a] == 0) continue;
-        const std::string at = ivar(a) + " + " + std::to_string(k.offset[a]);
+        if (k.outer[a] == 0) continue;
+        const std::string at = ivar(a) + " + " + std::to_string(k.outer[a]);
         o << " && " << at << " >= 0 && " << at << " < ext[" << a << "]";
       }
-      o << ";\n    const double* d" << r << " = in[" << K << "] + b * st[" << K
-        << " * S] + (v" << r << " ? 0";
+      o << ";\n    const double* d" << g << " = in[" << K << "] + b * st[" << K
+        << " * S] + (v" << g << " ? 0";
       for (int a = 0; a + 1 < d; ++a) {
-        o << " + (" << ivar(a) << " + " << k.offset[a] << ") * st[" << K
+        o << " + (" << ivar(a) << " + " << k.outer[a] << ") * st[" << K
           << " * S + " << a + 1 << "]";
       }
-      o << " : 0);\n    const double* p" << r << " = pin[" << K
+      o << " : 0);\n    const double* p" << g << " = pin[" << K
         << "] + b * pst[" << K << " * S]";
       for (int a = 0; a + 1 < d; ++a) {
-        o << " + (" << ivar(a) << " + " << k.offset[a] << ") * pst[" << K
+        o << " + (" << ivar(a) << " + " << k.outer[a] << ") * pst[" << K
           << " * S + " << a + 1 << "]";
       }
-      o << " + " << k.offset[d - 1] << ";\n";
-      o << "    const double* __restrict r" << r << " = v" << r << " ? d" << r
-        << " + " << k.offset[d - 1] << " : p" << r << ";\n";
-      o << "    (void)d" << r << "; (void)p" << r << "; (void)r" << r << ";\n";
+      o << ";\n";
+      o << "    const double* __restrict r" << g << " = v" << g << " ? d" << g
+        << " : p" << g << ";\n";
+      o << "    (void)d" << g << "; (void)p" << g << "; (void)r" << g << ";\n";
     }
     // whole: every middle pointer stays inside its input over [lo, hi)
     // (a padded copy's always does: its ghosts are as wide as the offset).
@@ -376,10 +440,10 @@ class Emitter {
       const ReadKey& k = reads_[r];
       const int64_t off = k.offset[d - 1];
       if (s_.scalar[k.input] || off == 0) continue;
-      const std::string at = "(d" + std::to_string(r) + " - in[" +
-                             std::to_string(k.input) + "]) + " +
-                             std::to_string(off);
-      o << " && (!v" << r << " || (" << at << " + lo[" << d << "] >= 0 && "
+      const std::string G = std::to_string(group_of_[r]);
+      const std::string at = "(d" + G + " - in[" + std::to_string(k.input) +
+                             "]) + " + std::to_string(off);
+      o << " && (!v" << G << " || (" << at << " + lo[" << d << "] >= 0 && "
         << at << " + hi[" << d << "] <= size[" << k.input << "]))";
     }
     o << ";\n    (void)whole;\n";
@@ -405,13 +469,15 @@ class Emitter {
       if (s_.scalar[e.input]) return named("s", e.input);
       std::size_t r = 0;
       while (reads_[r].input != e.input || reads_[r].offset != o) ++r;
-      const std::string R = std::to_string(r);
-      if (how != Stretch::kEdge || o[d - 1] == 0)
-        return "r" + R + "[" + i + "]";
-      const std::string at = i + " + " + std::to_string(o[d - 1]);
-      return "((v" + R + " && " + at + " >= 0 && " + at + " < ext[" +
-             std::to_string(d - 1) + "]) ? d" + R + "[" + at + "] : p" + R +
-             "[" + i + "])";
+      const std::string G = std::to_string(group_of_[r]);
+      const int64_t off = o[d - 1];
+      const std::string at = off == 0 ? i
+                                      : i + (off < 0 ? " - " : " + ") +
+                                            std::to_string(std::abs(off));
+      if (how != Stretch::kEdge || off == 0) return "r" + G + "[" + at + "]";
+      return "((v" + G + " && " + at + " >= 0 && " + at + " < ext[" +
+             std::to_string(d - 1) + "]) ? d" + G + "[" + at + "] : p" + G +
+             "[" + at + "])";
     }
     // inside[]
     if (how == Stretch::kMiddleAllInside) return "1.0";
@@ -468,12 +534,24 @@ class Emitter {
   const StencilSource& s_;
   ExprPtr all_;
   std::vector<ReadKey> reads_;
+  // The rows the reads fall in: an input and the outer axes' offsets.
+  struct RowKey {
+    int input;
+    Offset outer;
+    bool operator==(const RowKey& o) const {
+      return input == o.input && outer == o.outer;
+    }
+  };
+  std::vector<RowKey> groups_;
+  std::vector<int> group_of_;  // per read: its row group (-1: a scalar)
   std::vector<Offset> insides_;
   std::vector<double> constants_;
   int64_t depth_ = 1;  // the widest read or inside[] along the inner axis
   std::vector<DagNode> dag_;
   std::map<std::string, int> by_key_;
-  std::vector<int> roots_;  // output m is dag_[roots_[m]]
+  std::vector<int> roots_;            // output m is dag_[roots_[m]]
+  std::ostringstream helpers_;        // the middle's loop functions
+  std::vector<std::string> written_;  // their names
 };
 
 }  // namespace
