@@ -12,8 +12,12 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/lanes.h"
+
 namespace adgraph::grid {
 namespace {
+
+constexpr int64_t kLanes = lanes::kWidest;
 
 // Names of the loop variables and strides in the emitted code.
 // (Appending, not "x" + std::to_string(…): GCC 12 warns falsely on that
@@ -100,6 +104,7 @@ class Emitter {
     for (const DagNode& n : dag_)
       for (int a : n.args) ++dag_[a].uses;
     for (int r : roots_) ++dag_[r].uses;
+    vector_ = s.vectors && vectorisable();
   }
 
   std::string function() {
@@ -277,11 +282,185 @@ class Emitter {
       helpers_ << "static __attribute__((noinline)) void " << name
                << "(const int64_t from, const int64_t to";
       for (const std::string& p : params) helpers_ << ",\n    " << p;
-      helpers_ << ") {\n" << loop("from", "to", later, how) << "}\n\n";
+      helpers_ << ") {\n"
+               << (vector_ ? vector_body(later, how)
+                           : loop("from", "to", later, how))
+               << "}\n\n";
     }
     std::string c = "      " + name + "(" + from + ", " + to;
     for (const std::string& a : args) c += ", " + a;
     return c + ");\n";
+  }
+
+  // ---- The middle with explicit vectors -----------------------------------
+
+  // Whether the middle can be written with vectors (vector_body): every
+  // operation is arithmetic (add, sub, mul, div, neg) or a where whose
+  // condition is row-constant there (an inside[], or arithmetic of
+  // numbers, scalars and inside[]). Others (the math functions,
+  // comparisons, min, max, a where on field values) keep the scalar loop,
+  // which GCC vectorises where it can.
+  bool vectorisable() const {
+    std::vector<char> field(dag_.size(), 0);
+    for (std::size_t n = 0; n < dag_.size(); ++n) {
+      const Expr& e = *dag_[n].e;
+      if (e.op == "const" || e.op == "inside") continue;
+      if (e.op == "in") {
+        field[n] = !s_.scalar[e.input];
+        continue;
+      }
+      const bool arithmetic = e.op == "add" || e.op == "sub" || e.op == "mul" ||
+                              e.op == "div" || e.op == "neg";
+      if (!arithmetic && e.op != "where") return false;
+      if (e.op == "where" && field[dag_[n].args[0]]) return false;
+      for (int a : dag_[n].args) field[n] = field[n] || field[a];
+    }
+    return true;
+  }
+
+  // Reads of a row group at an innermost offset other than 0 and within a
+  // vector's width come from the vectors at i − L, i and i + L of the row
+  // (each loaded once as the loop rolls along it) by shuffles: the built-in
+  // heat adjoint's way (solvers/heat_adjoint_row_impl.h). Written point by
+  // point, each such read is an unaligned load, half of them across a cache
+  // line. The vectors hold the lanes the scalar code computes, in its
+  // order: the same bits.
+  bool rolled(const ReadKey& k) const {
+    const int64_t off = k.offset[s_.ndim - 1];
+    return !s_.scalar[k.input] && off != 0 && std::abs(off) <= kLanes;
+  }
+
+  std::string shuffle(std::size_t r) const {
+    const int64_t off = reads_[r].offset[s_.ndim - 1];
+    const std::string G = std::to_string(group_of_[r]);
+    std::string t = "__builtin_shufflevector(";
+    // At a positive offset: the vector at v + off out of those at v and
+    // v + L; at a negative one, the vector at v + L + off (the next
+    // position's) out of the same two.
+    t += "vc" + G + ", vn" + G;
+    const int64_t first = off > 0 ? off : kLanes + off;
+    for (int64_t l = 0; l < kLanes; ++l) t += ", " + std::to_string(first + l);
+    return t + ")";
+  }
+
+  // The vector loop over [from, to) with its scalar remainder: the first
+  // vector with direct loads, then the rolling vectors while a whole vector
+  // lies beyond the current one, then any last vector directly, then point
+  // by point.
+  std::string vector_body(bool later, Stretch how) {
+    const int d = s_.ndim;
+    const std::string L = std::to_string(kLanes);
+    std::vector<std::size_t> shifted;  // reads taken by shuffles
+    std::vector<int> groups;           // their groups
+    for (std::size_t r = 0; r < reads_.size(); ++r) {
+      if (!rolled(reads_[r])) continue;
+      shifted.push_back(r);
+      if (std::find(groups.begin(), groups.end(), group_of_[r]) == groups.end())
+        groups.push_back(group_of_[r]);
+    }
+    std::ostringstream o;
+    o << "  const adgraph_v one_v = adgraph_v{} + 1.0;\n  (void)one_v;\n";
+    o << "  int64_t v = from;\n";
+    // The points of one vector, given the shifted reads' vectors.
+    o << "  auto points = [&](const int64_t i";
+    for (std::size_t r : shifted) o << ", const adgraph_v a" << r;
+    o << ") __attribute__((always_inline)) {\n";
+    std::vector<std::string> text(dag_.size());
+    std::vector<char> vec(dag_.size(), 0);
+    auto as_vector = [&](std::size_t n) {
+      return vec[n] ? text[n] : "(adgraph_v{} + " + text[n] + ")";
+    };
+    for (std::size_t n = 0; n < dag_.size(); ++n) {
+      const DagNode& dn = dag_[n];
+      const Expr& e = *dn.e;
+      std::string t;
+      if (e.op == "in" && !s_.scalar[e.input]) {
+        Offset off = e.offset;
+        off.resize(d, 0);
+        std::size_t r = 0;
+        while (reads_[r].input != e.input || reads_[r].offset != off) ++r;
+        const int64_t at = off[d - 1];
+        t = rolled(reads_[r]) ? named("a", static_cast<int64_t>(r))
+                              : "adgraph_ld(r" + std::to_string(group_of_[r]) +
+                                    " + i" + (at < 0 ? " - " : " + ") +
+                                    std::to_string(std::abs(at)) + ")";
+        vec[n] = 1;
+      } else if (e.op == "const" || e.op == "in" || e.op == "inside") {
+        t = leaf(e, how);
+      } else if (e.op == "where") {
+        const int c = dn.args[0], a = dn.args[1], b = dn.args[2];
+        vec[n] = vec[a] || vec[b];
+        t = "(" + text[c] + " != 0.0 ? " + (vec[n] ? as_vector(a) : text[a]) +
+            " : " + (vec[n] ? as_vector(b) : text[b]) + ")";
+      } else {
+        std::vector<std::string> args;
+        for (int a : dn.args) {
+          args.push_back(text[a]);
+          vec[n] = vec[n] || vec[a];
+        }
+        t = find_expr_op(e.op)->emit(args);
+      }
+      const bool leafy = e.op == "const" || e.op == "in" || e.op == "inside";
+      if (dn.uses < 2 || leafy) {
+        text[n] = std::move(t);
+        continue;
+      }
+      text[n] = named("c", static_cast<int64_t>(n));
+      o << "    const " << (vec[n] ? "adgraph_v " : "double ") << text[n]
+        << " = " << t << ";\n";
+    }
+    for (std::size_t m = 0; m < s_.outputs.size(); ++m) {
+      std::string value = as_vector(roots_[m]);
+      if (s_.init[m] >= 0 && !(later && s_.summed[m])) {
+        std::size_t r = 0;
+        const Offset zero(d, 0);
+        while (reads_[r].input != s_.init[m] || reads_[r].offset != zero) ++r;
+        value = "(adgraph_ld(r" + std::to_string(group_of_[r]) + " + i) + " +
+                value + ")";
+      }
+      if (later && s_.summed[m])
+        value = "(adgraph_ld(o" + std::to_string(m) + " + i) + " + value + ")";
+      o << "    const adgraph_v y" << m << " = " << value << ";\n";
+    }
+    for (std::size_t m = 0; m < s_.outputs.size(); ++m)
+      o << "    adgraph_st(o" << m << " + i, y" << m << ");\n";
+    o << "  };\n";
+    // Per rolled group: vc<g>, its vector at v; per read at a negative
+    // offset: a<r>, its vector at v (loaded at the first, then shuffled out
+    // of the vectors at v − L and v). Reads at positive offsets come from
+    // the vectors at v and v + L; the last vector loads them.
+    auto load = [&](std::size_t r) {
+      const int64_t off = reads_[r].offset[d - 1];
+      return "adgraph_ld(r" + std::to_string(group_of_[r]) + " + v" +
+             (off < 0 ? " - " : " + ") + std::to_string(std::abs(off)) + ")";
+    };
+    auto negative = [&](std::size_t r) { return reads_[r].offset[d - 1] < 0; };
+    o << "  if (to - v >= " << L << ") {\n";
+    for (int g : groups) {
+      o << "    adgraph_v vc" << g << " = adgraph_ld(r" << g << " + v);\n"
+        << "    (void)vc" << g << ";\n";
+    }
+    for (std::size_t r : shifted)
+      if (negative(r)) o << "    adgraph_v a" << r << " = " << load(r) << ";\n";
+    o << "    for (; v + 2 * " << L << " <= to; v += " << L << ") {\n";
+    for (int g : groups)
+      o << "      const adgraph_v vn" << g << " = adgraph_ld(r" << g
+        << " + v + " << L << ");\n";
+    o << "      points(v";
+    for (std::size_t r : shifted)
+      o << ", "
+        << (negative(r) ? named("a", static_cast<int64_t>(r)) : shuffle(r));
+    o << ");\n";
+    for (std::size_t r : shifted)
+      if (negative(r)) o << "      a" << r << " = " << shuffle(r) << ";\n";
+    for (int g : groups) o << "      vc" << g << " = vn" << g << ";\n";
+    o << "    }\n    points(v";
+    for (std::size_t r : shifted)
+      o << ", "
+        << (negative(r) ? named("a", static_cast<int64_t>(r)) : load(r));
+    o << ");\n    v += " << L << ";\n  }\n";
+    o << loop("v", "to", later, how);
+    return o.str();
   }
 
   // The points [from, to) of a row, writing every output: at the first
@@ -549,7 +728,8 @@ class Emitter {
   int64_t depth_ = 1;  // the widest read or inside[] along the inner axis
   std::vector<DagNode> dag_;
   std::map<std::string, int> by_key_;
-  std::vector<int> roots_;            // output m is dag_[roots_[m]]
+  std::vector<int> roots_;  // output m is dag_[roots_[m]]
+  bool vector_ = false;     // the middle written with vectors (vectorisable)
   std::ostringstream helpers_;        // the middle's loop functions
   std::vector<std::string> written_;  // their names
 };
@@ -598,6 +778,13 @@ std::string kernel_source(const StencilSource& s) {
        "  const int64_t* lo; const int64_t* hi; const int64_t* mid;\n"
        "  const int64_t* ext; const int64_t* gpos; const int64_t* gext;\n"
        "  const double* k; const int64_t* size;\n};\n\n";
+  // The middle's vectors (core/lanes.h's width), moved at any alignment.
+  o << "typedef double adgraph_v __attribute__((vector_size(" << kLanes * 8
+    << ")));\n"
+    << "static inline adgraph_v adgraph_ld(const double* p) {\n"
+       "  adgraph_v v; __builtin_memcpy(&v, p, sizeof v); return v;\n}\n"
+       "static inline void adgraph_st(double* p, adgraph_v v) {\n"
+       "  __builtin_memcpy(p, &v, sizeof v);\n}\n\n";
   o << Emitter(s).function();
   return o.str();
 }

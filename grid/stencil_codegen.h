@@ -109,6 +109,10 @@ struct StencilSource {
   std::vector<bool> scalar;    // per input: a scalar, read once
   std::vector<bool> prefetch;  // per input: prefetch its rows (empty: none)
   std::vector<bool> periodic;  // per spatial axis
+  // Whether the middle may be written with explicit vectors (where the
+  // expression allows: arithmetic, and where on inside[]); false: the
+  // scalar loop everywhere (the same bits; for tests).
+  bool vectors = true;
 };
 
 // The C++ source of the kernel.

@@ -188,5 +188,84 @@ TEST(StencilCodegen, WritesEveryOutputInOnePassSummedAndInitialised) {
             std::string::npos);
 }
 
+// The middle written with vectors (reads along the row from shuffles of
+// the vectors at i − L, i and i + L, or loaded directly beyond a vector's
+// width) gives the scalar loop's bits, and both give the expression
+// evaluated here, at every point of a 4 x 41 patch: its rows' middles
+// [3, 36) hold a remainder past the last whole vector at every width, and
+// the rows whose reads stay in the input's memory run the middle over the
+// whole row first. Ghosts come from the padded copy (widths 1 and 5).
+TEST(StencilCodegen, VectorMiddleGivesTheScalarLoopsBits) {
+  StencilSource s = source_of(
+      "add(where(inside[0,1],sub(mul(add(in0[0,-3],in0[0,2]),in1),"
+      "div(in0[0,-1],add(in0[1,0],3))),neg(in0[0,5])),"
+      "mul(in0[-1,-1],in0[0,1]))");
+  s.periodic = {false, false};
+  StencilSource scalar_only = s;
+  scalar_only.vectors = false;
+  const std::string vector_src = kernel_source(s);
+  EXPECT_NE(vector_src.find("__builtin_shufflevector"), std::string::npos);
+  EXPECT_EQ(kernel_source(scalar_only).find("__builtin_shufflevector"),
+            std::string::npos);
+  constexpr int kRows = 4, kCols = 41, kPadRows = kRows + 2,
+                kPadCols = kCols + 10;
+  std::vector<double> u(kRows * kCols), padded(kPadRows * kPadCols);
+  for (int k = 0; k < kRows * kCols; ++k) u[k] = 0.5 + 0.01 * k;
+  for (int r = 0; r < kPadRows; ++r) {
+    for (int c = 0; c < kPadCols; ++c) {
+      const bool owned = r >= 1 && r <= kRows && c >= 5 && c < 5 + kCols;
+      padded[r * kPadCols + c] = owned ? std::nan("") : 1000 + r * kPadCols + c;
+    }
+  }
+  auto at = [&](int i, int j) {
+    if (i >= 0 && i < kRows && j >= 0 && j < kCols) return u[i * kCols + j];
+    return padded[(i + 1) * kPadCols + (j + 5)];
+  };
+  const double scalar = 1.25;
+  const std::vector<double> table = kernel_constants(s.outputs);
+  auto run = [&](const StencilSource& source) {
+    const CompiledStencil k = compile_stencil(source);
+    std::vector<double> y(kRows * kCols, -1.0);
+    const double* in[2] = {u.data(), &scalar};
+    const double* pin[2] = {padded.data() + kPadCols + 5, &scalar};
+    const int64_t st[6] = {0, kCols, 1, 0, 0, 0},
+                  pst[6] = {0, kPadCols, 1, 0, 0, 0};
+    const int64_t ost[3] = {0, kCols, 1}, lo[3] = {0, 0, 0},
+                  hi[3] = {1, kRows, kCols};
+    const int64_t mid[2] = {3, 36}, ext[2] = {kRows, kCols}, gpos[2] = {0, 0},
+                  sizes[2] = {kRows * kCols, 1};
+    double* out[1] = {y.data()};
+    const KernelArgs args{in,
+                          st,
+                          pin,
+                          pst,
+                          out,
+                          ost,
+                          lo,
+                          hi,
+                          mid,
+                          ext,
+                          gpos,
+                          ext,
+                          table.data(),
+                          sizes};
+    k.run(&args);
+    return y;
+  };
+  const std::vector<double> vectors = run(s), scalars = run(scalar_only);
+  for (int i = 0; i < kRows; ++i) {
+    for (int j = 0; j < kCols; ++j) {
+      const double value = j + 1 < kCols
+                               ? (at(i, j - 3) + at(i, j + 2)) * scalar -
+                                     at(i, j - 1) / (at(i + 1, j) + 3)
+                               : -at(i, j + 5);
+      const double want = value + at(i - 1, j - 1) * at(i, j + 1);
+      EXPECT_EQ(vectors[i * kCols + j], scalars[i * kCols + j])
+          << i << "," << j;
+      EXPECT_DOUBLE_EQ(vectors[i * kCols + j], want) << i << "," << j;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace adgraph::grid
