@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/check.h"
@@ -215,17 +216,34 @@ void add_rule_high(const Pass& p, Boundary rule, Tensor& t) {
   }
 }
 
-// Zeros every ghost layer (over whole extents): the edge and corner ghosts
-// a face-only halo leaves unset.
+// Zeros the edge and corner ghosts a face-only halo leaves unset: the
+// points in the ghost layers of two axes or more. (Each face, the ghost
+// layers of one axis over the others' interior, is written whole by its
+// pass: a neighbour's layers, the periodic wrap or the edge rule.) As
+// disjoint boxes: a ghost side of axis a and of a later axis c, the axes
+// between them and before a over their interior, those after c whole.
 void zero_ghosts(const HaloSpec& spec, Tensor& t) {
   const int nd = static_cast<int>(spec.width.size());
   const int nb = t.rank() - nd;
   for (int a = 0; a < nd; ++a) {
-    Box b = whole(t.shape());
-    b.extent[nb + a] = spec.width[a];
-    fill_box(t.data(), t.shape(), b, 0.0);
-    b.origin[nb + a] = t.shape()[nb + a] - spec.width[a];
-    fill_box(t.data(), t.shape(), b, 0.0);
+    for (int c = a + 1; c < nd; ++c) {
+      if (spec.width[a] == 0 || spec.width[c] == 0) continue;
+      Box b = whole(t.shape());
+      for (int k = 0; k < c; ++k) {
+        b.origin[nb + k] = spec.width[k];
+        b.extent[nb + k] = t.shape()[nb + k] - 2 * spec.width[k];
+      }
+      for (int low_a : {1, 0}) {
+        for (int low_c : {1, 0}) {
+          for (const auto& [axis, low] : {std::pair{a, low_a}, {c, low_c}}) {
+            b.extent[nb + axis] = spec.width[axis];
+            b.origin[nb + axis] =
+                low ? 0 : t.shape()[nb + axis] - spec.width[axis];
+          }
+          fill_box(t.data(), t.shape(), b, 0.0);
+        }
+      }
+    }
   }
 }
 
