@@ -343,25 +343,15 @@ class Emitter {
     return t + ")";
   }
 
-  // The vector loop over [from, to) with its scalar remainder: the first
-  // vector with direct loads, then the rolling vectors while a whole vector
-  // lies beyond the current one, then any last vector directly, then point
-  // by point.
-  std::string vector_body(bool later, Stretch how) {
+  // The lambda `points`: the outputs at the vector of points from i, given
+  // the vectors of the shifted reads (a<r>). A value stays a double while
+  // it depends on no field (numbers, scalars, inside[]), else it is a
+  // vector; a where's branches are made vectors when either is.
+  std::string vector_points(bool later,
+                            Stretch how,
+                            const std::vector<std::size_t>& shifted) {
     const int d = s_.ndim;
-    const std::string L = std::to_string(kLanes);
-    std::vector<std::size_t> shifted;  // reads taken by shuffles
-    std::vector<int> groups;           // their groups
-    for (std::size_t r = 0; r < reads_.size(); ++r) {
-      if (!rolled(reads_[r])) continue;
-      shifted.push_back(r);
-      if (std::find(groups.begin(), groups.end(), group_of_[r]) == groups.end())
-        groups.push_back(group_of_[r]);
-    }
     std::ostringstream o;
-    o << "  const adgraph_v one_v = adgraph_v{} + 1.0;\n  (void)one_v;\n";
-    o << "  int64_t v = from;\n";
-    // The points of one vector, given the shifted reads' vectors.
     o << "  auto points = [&](const int64_t i";
     for (std::size_t r : shifted) o << ", const adgraph_v a" << r;
     o << ") __attribute__((always_inline)) {\n";
@@ -425,6 +415,28 @@ class Emitter {
     for (std::size_t m = 0; m < s_.outputs.size(); ++m)
       o << "    adgraph_st(o" << m << " + i, y" << m << ");\n";
     o << "  };\n";
+    return o.str();
+  }
+
+  // The vector loop over [from, to) with its scalar remainder: the first
+  // vector with direct loads, then the rolling vectors while a whole vector
+  // lies beyond the current one, then any last vector directly, then point
+  // by point.
+  std::string vector_body(bool later, Stretch how) {
+    const int d = s_.ndim;
+    const std::string L = std::to_string(kLanes);
+    std::vector<std::size_t> shifted;  // reads taken by shuffles
+    std::vector<int> groups;           // their groups
+    for (std::size_t r = 0; r < reads_.size(); ++r) {
+      if (!rolled(reads_[r])) continue;
+      shifted.push_back(r);
+      if (std::find(groups.begin(), groups.end(), group_of_[r]) == groups.end())
+        groups.push_back(group_of_[r]);
+    }
+    std::ostringstream o;
+    o << "  const adgraph_v one_v = adgraph_v{} + 1.0;\n  (void)one_v;\n";
+    o << "  int64_t v = from;\n";
+    o << vector_points(later, how, shifted);
     // Per rolled group: vc<g>, its vector at v; per read at a negative
     // offset: a<r>, its vector at v (loaded at the first, then shuffled out
     // of the vectors at v − L and v). Reads at positive offsets come from
