@@ -191,15 +191,17 @@ class Emitter {
     o << "      {\n";
     if (later) {
       o << "      const bool wr = false;\n";
+      if (vector_) o << "      const bool ends = false;\n";
     } else {
       o << "      const bool wr = whole && m0 - " << lo << " <= " << w << " && "
         << hi << " - m1 <= " << w << ";\n";
+      if (vector_) o << "      const bool ends = " << ends_condition() << ";\n";
       for (std::size_t m = 0; m < s_.outputs.size(); ++m) {
         if (s_.init[m] < 0) continue;
         const std::string init = leaf(*read(s_.init[m]), Stretch::kEdge);
         o << "      double h" << m << "[" << w << "], t" << m << "[" << w
           << "];\n"
-          << "      if (wr) {\n"
+          << "      if (wr" << (vector_ ? " && !ends" : "") << ") {\n"
           << "      for (int64_t " << i << " = " << lo << "; " << i
           << " < m0; ++" << i << ") h" << m << "[" << i << " - " << lo
           << "] = " << init << ";\n"
@@ -212,6 +214,7 @@ class Emitter {
       << " : m1;\n"
       << "      if (mlo < mhi) {\n"
       << middle("mlo", "mhi", later) << "      }\n";
+    if (vector_) o << "      if (!ends)\n";
     o << "      for (int part = 0; part < 2; ++part) {\n"
       << "      const int64_t from = part ? m1 : " << lo << ", to = part ? "
       << hi << " : m0;\n"
@@ -276,6 +279,21 @@ class Emitter {
         params.push_back("const bool " + named("q", static_cast<int64_t>(m)));
         args.push_back(named("q", static_cast<int64_t>(m)));
       }
+    }
+    if (vector_) {
+      // The row's ends (vector_body): the padded copy's rows, and the
+      // innermost axis's global offset and extent.
+      const std::string D = std::to_string(s_.ndim - 1);
+      params.push_back("const bool ends");
+      args.push_back("ends");
+      for (int g : rolled_groups()) {
+        params.push_back("const double* __restrict " + named("p", g));
+        args.push_back(named("p", g));
+      }
+      params.push_back("const int64_t gin");
+      args.push_back("gpos[" + D + "]");
+      params.push_back("const int64_t gxt");
+      args.push_back("gext[" + D + "]");
     }
     if (std::find(written_.begin(), written_.end(), name) == written_.end()) {
       written_.push_back(name);
@@ -343,17 +361,113 @@ class Emitter {
     return t + ")";
   }
 
+  // ---- A row's ends in the vector loop ------------------------------------
+  //
+  // A whole row (`wr`) of a multiple of L points, at least two vectors, whose
+  // head [lo, m0) and tail [m1, hi) fit in its first and last vectors, and
+  // with reads no farther along the row than L: the vector loop computes its
+  // ends too (`ends`), and the points are not computed again one by one
+  // (their scalar code, which tests every read and inside[] at every point,
+  // took about 7 % of the 2-D heat adjoint's pass). In the first vector a
+  // read at a negative offset takes the lanes left of the row from the
+  // padded copy's row (p<g>), in the last one a read at a positive offset
+  // those right of it; inside[] are lane masks there (hm<k>, tm<k>), made
+  // from the row's outer part (q<k>) and each lane's place on the global
+  // innermost axis. The lanes compute what the scalar code does, in its
+  // order: the same bits.
+
+  std::vector<int> rolled_groups() const {
+    std::vector<int> out;
+    for (std::size_t r = 0; r < reads_.size(); ++r)
+      if (rolled(reads_[r]) &&
+          std::find(out.begin(), out.end(), group_of_[r]) == out.end())
+        out.push_back(group_of_[r]);
+    return out;
+  }
+
+  std::string ends_condition() const {
+    const std::string D = std::to_string(s_.ndim), L = std::to_string(kLanes);
+    if (depth_ > kLanes) return "false";
+    return "wr && lo[" + D + "] == 0 && hi[" + D + "] == ext[" +
+           std::to_string(s_.ndim - 1) + "] && hi[" + D + "] % " + L +
+           " == 0 && hi[" + D + "] >= 2 * " + L;
+  }
+
+  // Read r's vector at v with the lanes outside the row (left at the head,
+  // right at the tail) from the padded copy: a shuffle of two loads.
+  std::string blend(std::size_t r, bool head) const {
+    const int64_t off = reads_[r].offset[s_.ndim - 1];
+    const std::string G = std::to_string(group_of_[r]),
+                      at = std::string(off < 0 ? " - " : " + ") +
+                           std::to_string(std::abs(off));
+    std::string t = "__builtin_shufflevector(adgraph_ld(r" + G + " + v" + at +
+                    "), adgraph_ld(p" + G + " + v" + at + ")";
+    for (int64_t l = 0; l < kLanes; ++l) {
+      const bool ghost = head ? l < -off : l >= kLanes - off;
+      t += ", " + std::to_string(ghost ? kLanes + l : l);
+    }
+    return t + ")";
+  }
+
+  // The masks of inside[] lane by lane (`name`<k>) in the vector at
+  // column `at`, made just before its call (kept live across the vector
+  // loop, the tail's masks had it spill its vectors to the stack).
+  std::string ends_masks(Stretch how,
+                         const std::string& name,
+                         const std::string& at) const {
+    if (insides_.empty()) return "";
+    const int d = s_.ndim;
+    std::ostringstream o;
+    o << "    const adgraph_m lanes_" << name << " = {";
+    for (int64_t l = 0; l < kLanes; ++l) o << (l ? ", " : "") << l;
+    o << "};\n    (void)lanes_" << name << ";\n";
+    for (std::size_t k = 0; k < insides_.size(); ++k) {
+      const int64_t o_in = insides_[k][d - 1];
+      const std::string outer = how == Stretch::kMiddleChecked
+                                    ? named("q", static_cast<int64_t>(k))
+                                    : std::string("true");
+      o << "    const adgraph_m " << name << k << " = (" << outer
+        << " ? ~adgraph_m{} : adgraph_m{})";
+      if (!s_.periodic[d - 1] && o_in != 0) {
+        const std::string j = "(lanes_" + name + " + (gin + " + at + " + " +
+                              std::to_string(o_in) + "))";
+        o << " & (adgraph_m)(" << j << " >= 0) & (adgraph_m)(" << j
+          << " < gxt)";
+      }
+      o << ";\n";
+    }
+    return o.str();
+  }
+
+  // A field read in `points`: its shifted vector a<r>, or a load.
+  std::string vector_read(const Expr& e) const {
+    const int d = s_.ndim;
+    Offset off = e.offset;
+    off.resize(d, 0);
+    std::size_t r = 0;
+    while (reads_[r].input != e.input || reads_[r].offset != off) ++r;
+    if (rolled(reads_[r])) return named("a", static_cast<int64_t>(r));
+    const int64_t at = off[d - 1];
+    return "adgraph_ld(r" + std::to_string(group_of_[r]) + " + i" +
+           (at < 0 ? " - " : " + ") + std::to_string(std::abs(at)) + ")";
+  }
+
   // The lambda `points`: the outputs at the vector of points from i, given
   // the vectors of the shifted reads (a<r>). A value stays a double while
   // it depends on no field (numbers, scalars, inside[]), else it is a
   // vector; a where's branches are made vectors when either is.
   std::string vector_points(bool later,
                             Stretch how,
-                            const std::vector<std::size_t>& shifted) {
+                            const std::vector<std::size_t>& shifted,
+                            bool ends) {
     const int d = s_.ndim;
     std::ostringstream o;
-    o << "  auto points = [&](const int64_t i";
+    o << "  auto " << (ends ? "points_at_ends" : "points")
+      << " = [&](const int64_t i";
     for (std::size_t r : shifted) o << ", const adgraph_v a" << r;
+    if (ends)
+      for (std::size_t k = 0; k < insides_.size(); ++k)
+        o << ", const adgraph_m im" << k;
     o << ") __attribute__((always_inline)) {\n";
     std::vector<std::string> text(dag_.size());
     std::vector<char> vec(dag_.size(), 0);
@@ -365,18 +479,23 @@ class Emitter {
       const Expr& e = *dn.e;
       std::string t;
       if (e.op == "in" && !s_.scalar[e.input]) {
-        Offset off = e.offset;
-        off.resize(d, 0);
-        std::size_t r = 0;
-        while (reads_[r].input != e.input || reads_[r].offset != off) ++r;
-        const int64_t at = off[d - 1];
-        t = rolled(reads_[r]) ? named("a", static_cast<int64_t>(r))
-                              : "adgraph_ld(r" + std::to_string(group_of_[r]) +
-                                    " + i" + (at < 0 ? " - " : " + ") +
-                                    std::to_string(std::abs(at)) + ")";
+        t = vector_read(e);
+        vec[n] = 1;
+      } else if (ends && e.op == "inside") {
+        // At a row's ends inside[] differs lane by lane: a mask.
+        Offset at = e.offset;
+        at.resize(d, 0);
+        const std::size_t k =
+            std::find(insides_.begin(), insides_.end(), at) - insides_.begin();
+        t = "adgraph_mv(im" + std::to_string(k) + ")";
         vec[n] = 1;
       } else if (e.op == "const" || e.op == "in" || e.op == "inside") {
         t = leaf(e, how);
+      } else if (e.op == "where" && vec[dn.args[0]]) {
+        const int c = dn.args[0], a = dn.args[1], b = dn.args[2];
+        vec[n] = 1;
+        t = "adgraph_sel(" + text[c] + ", " + as_vector(a) + ", " +
+            as_vector(b) + ")";
       } else if (e.op == "where") {
         const int c = dn.args[0], a = dn.args[1], b = dn.args[2];
         vec[n] = vec[a] || vec[b];
@@ -436,7 +555,8 @@ class Emitter {
     std::ostringstream o;
     o << "  const adgraph_v one_v = adgraph_v{} + 1.0;\n  (void)one_v;\n";
     o << "  int64_t v = from;\n";
-    o << vector_points(later, how, shifted);
+    o << vector_points(later, how, shifted, false);
+    o << vector_points(later, how, shifted, true);
     // Per rolled group: vc<g>, its vector at v; per read at a negative
     // offset: a<r>, its vector at v (loaded at the first, then shuffled out
     // of the vectors at v − L and v). Reads at positive offsets come from
@@ -447,6 +567,13 @@ class Emitter {
              (off < 0 ? " - " : " + ") + std::to_string(std::abs(off)) + ")";
     };
     auto negative = [&](std::size_t r) { return reads_[r].offset[d - 1] < 0; };
+    // The head: reads left of the row from the padded copy's ghosts.
+    o << "  if (ends) {\n"
+      << ends_masks(how, "hm", "v") << "    points_at_ends(v";
+    for (std::size_t r : shifted)
+      o << ", " << (negative(r) ? blend(r, true) : load(r));
+    for (std::size_t k = 0; k < insides_.size(); ++k) o << ", hm" << k;
+    o << ");\n    v += " << L << ";\n  }\n";
     o << "  if (to - v >= " << L << ") {\n";
     for (int g : groups) {
       o << "    adgraph_v vc" << g << " = adgraph_ld(r" << g << " + v);\n"
@@ -466,11 +593,20 @@ class Emitter {
     for (std::size_t r : shifted)
       if (negative(r)) o << "      a" << r << " = " << shuffle(r) << ";\n";
     for (int g : groups) o << "      vc" << g << " = vn" << g << ";\n";
-    o << "    }\n    points(v";
+    // The last vector; with `ends`, the row's tail: reads right of the row
+    // from the ghosts.
+    o << "    }\n    if (ends) {\n"
+      << ends_masks(how, "tm", "v") << "      points_at_ends(v";
+    for (std::size_t r : shifted)
+      o << ", "
+        << (negative(r) ? named("a", static_cast<int64_t>(r))
+                        : blend(r, false));
+    for (std::size_t k = 0; k < insides_.size(); ++k) o << ", tm" << k;
+    o << ");\n    } else {\n      points(v";
     for (std::size_t r : shifted)
       o << ", "
         << (negative(r) ? named("a", static_cast<int64_t>(r)) : load(r));
-    o << ");\n    v += " << L << ";\n  }\n";
+    o << ");\n    }\n    v += " << L << ";\n  }\n";
     o << loop("v", "to", later, how);
     return o.str();
   }
@@ -796,7 +932,17 @@ std::string kernel_source(const StencilSource& s) {
     << "static inline adgraph_v adgraph_ld(const double* p) {\n"
        "  adgraph_v v; __builtin_memcpy(&v, p, sizeof v); return v;\n}\n"
        "static inline void adgraph_st(double* p, adgraph_v v) {\n"
-       "  __builtin_memcpy(p, &v, sizeof v);\n}\n\n";
+       "  __builtin_memcpy(p, &v, sizeof v);\n}\n";
+  // Lane masks (all bits of a lane set or clear) at a row's ends: a
+  // selection by bits, and a mask as the numbers 1 and 0.
+  o << "typedef long long adgraph_m __attribute__((vector_size(" << kLanes * 8
+    << ")));\n"
+    << "static inline adgraph_v adgraph_sel(adgraph_v c, adgraph_v a, "
+       "adgraph_v b) {\n"
+       "  const adgraph_m m = (adgraph_m)(c != adgraph_v{});\n"
+       "  return (adgraph_v)(((adgraph_m)a & m) | ((adgraph_m)b & ~m));\n}\n"
+       "static inline adgraph_v adgraph_mv(adgraph_m m) {\n"
+       "  return (adgraph_v)(m & (adgraph_m)(adgraph_v{} + 1.0));\n}\n\n";
   o << Emitter(s).function();
   return o.str();
 }

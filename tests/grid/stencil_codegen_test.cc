@@ -3,9 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/grid/stencil_source_util.h"
 
@@ -188,52 +192,74 @@ TEST(StencilCodegen, WritesEveryOutputInOnePassSummedAndInitialised) {
             std::string::npos);
 }
 
-// The middle written with vectors (reads along the row from shuffles of
-// the vectors at i − L, i and i + L, or loaded directly beyond a vector's
-// width) gives the scalar loop's bits, and both give the expression
-// evaluated here, at every point of a 4 x 41 patch: its rows' middles
-// [3, 36) hold a remainder past the last whole vector at every width, and
-// the rows whose reads stay in the input's memory run the middle over the
-// whole row first. Ghosts come from the padded copy (widths 1 and 5).
-TEST(StencilCodegen, VectorMiddleGivesTheScalarLoopsBits) {
-  StencilSource s = source_of(
-      "add(where(inside[0,1],sub(mul(add(in0[0,-3],in0[0,2]),in1),"
-      "div(in0[0,-1],add(in0[1,0],3))),neg(in0[0,5])),"
-      "mul(in0[-1,-1],in0[0,1]))");
+// A kRows x cols patch of in0 (in1 a scalar), its padded copy with
+// ghost widths 1 and 5 holding 1000 + its index in the ghosts and NaN where
+// the patch is; the patch starts at gin on a global innermost axis of gxt
+// points (axis 0 is the whole grid). Runs `text` with the middle written
+// with vectors and with the scalar loop, and checks both against `want`
+// (at(i, j): the field, ghosts included; in(i, o0, j, o1): inside[o0,o1]
+// at point (i, j)) at every point, and each other bitwise.
+constexpr int kRows = 4;
+void check_vector_middle(
+    const std::string& text,
+    int cols,
+    int gin,
+    int gxt,
+    const std::function<double(const std::function<double(int, int)>&,
+                               const std::function<bool(int, int, int, int)>&,
+                               int,
+                               int,
+                               double)>& want) {
+  StencilSource s = source_of(text);
   s.periodic = {false, false};
   StencilSource scalar_only = s;
   scalar_only.vectors = false;
-  const std::string vector_src = kernel_source(s);
-  EXPECT_NE(vector_src.find("__builtin_shufflevector"), std::string::npos);
+  EXPECT_NE(kernel_source(s).find("__builtin_shufflevector"),
+            std::string::npos);
   EXPECT_EQ(kernel_source(scalar_only).find("__builtin_shufflevector"),
             std::string::npos);
-  constexpr int kRows = 4, kCols = 41, kPadRows = kRows + 2,
-                kPadCols = kCols + 10;
-  std::vector<double> u(kRows * kCols), padded(kPadRows * kPadCols);
-  for (int k = 0; k < kRows * kCols; ++k) u[k] = 0.5 + 0.01 * k;
-  for (int r = 0; r < kPadRows; ++r) {
-    for (int c = 0; c < kPadCols; ++c) {
-      const bool owned = r >= 1 && r <= kRows && c >= 5 && c < 5 + kCols;
-      padded[r * kPadCols + c] = owned ? std::nan("") : 1000 + r * kPadCols + c;
+  const int pad_rows = kRows + 2, pad_cols = cols + 10;
+  std::vector<double> u(kRows * cols), padded(pad_rows * pad_cols);
+  for (int k = 0; k < kRows * cols; ++k) u[k] = 0.5 + 0.01 * k;
+  for (int r = 0; r < pad_rows; ++r) {
+    for (int c = 0; c < pad_cols; ++c) {
+      const bool owned = r >= 1 && r <= kRows && c >= 5 && c < 5 + cols;
+      padded[r * pad_cols + c] = owned ? std::nan("") : 1000 + r * pad_cols + c;
     }
   }
   auto at = [&](int i, int j) {
-    if (i >= 0 && i < kRows && j >= 0 && j < kCols) return u[i * kCols + j];
-    return padded[(i + 1) * kPadCols + (j + 5)];
+    if (i >= 0 && i < kRows && j >= 0 && j < cols) return u[i * cols + j];
+    return padded[(i + 1) * pad_cols + (j + 5)];
+  };
+  auto inside = [&](int i, int o0, int j, int o1) {
+    return i + o0 >= 0 && i + o0 < kRows && gin + j + o1 >= 0 &&
+           gin + j + o1 < gxt;
   };
   const double scalar = 1.25;
   const std::vector<double> table = kernel_constants(s.outputs);
+  // The widest read along the row, and the middle where no read or
+  // inside[] leaves the patch along it.
+  int64_t depth = 0;
+  for (const ReadKey& r : reads_of(s.outputs[0], 2))
+    depth = std::max<int64_t>(depth, std::abs(r.offset[1]));
+  int64_t m0 = depth, m1 = cols - depth;
+  for (const Offset& o : insides_of(s.outputs[0], 2)) {
+    m0 = std::max<int64_t>(m0, -(gin + o[1]));
+    m1 = std::min<int64_t>(m1, gxt - gin - o[1]);
+  }
   auto run = [&](const StencilSource& source) {
     const CompiledStencil k = compile_stencil(source);
-    std::vector<double> y(kRows * kCols, -1.0);
+    std::vector<double> y(kRows * cols, -1.0);
     const double* in[2] = {u.data(), &scalar};
-    const double* pin[2] = {padded.data() + kPadCols + 5, &scalar};
-    const int64_t st[6] = {0, kCols, 1, 0, 0, 0},
-                  pst[6] = {0, kPadCols, 1, 0, 0, 0};
-    const int64_t ost[3] = {0, kCols, 1}, lo[3] = {0, 0, 0},
-                  hi[3] = {1, kRows, kCols};
-    const int64_t mid[2] = {3, 36}, ext[2] = {kRows, kCols}, gpos[2] = {0, 0},
-                  sizes[2] = {kRows * kCols, 1};
+    const double* pin[2] = {padded.data() + pad_cols + 5, &scalar};
+    const int64_t st[6] = {0, cols, 1, 0, 0, 0},
+                  pst[6] = {0, pad_cols, 1, 0, 0, 0};
+    const int64_t ost[3] = {0, cols, 1}, lo[3] = {0, 0, 0},
+                  hi[3] = {1, kRows, cols};
+    const int64_t mid[2] = {std::clamp<int64_t>(m0, 0, cols),
+                            std::clamp<int64_t>(m1, m0, cols)};
+    const int64_t ext[2] = {kRows, cols}, gpos[2] = {0, gin},
+                  gext[2] = {kRows, gxt}, sizes[2] = {kRows * cols, 1};
     double* out[1] = {y.data()};
     const KernelArgs args{in,
                           st,
@@ -246,7 +272,7 @@ TEST(StencilCodegen, VectorMiddleGivesTheScalarLoopsBits) {
                           mid,
                           ext,
                           gpos,
-                          ext,
+                          gext,
                           table.data(),
                           sizes};
     k.run(&args);
@@ -254,16 +280,63 @@ TEST(StencilCodegen, VectorMiddleGivesTheScalarLoopsBits) {
   };
   const std::vector<double> vectors = run(s), scalars = run(scalar_only);
   for (int i = 0; i < kRows; ++i) {
-    for (int j = 0; j < kCols; ++j) {
-      const double value = j + 1 < kCols
-                               ? (at(i, j - 3) + at(i, j + 2)) * scalar -
-                                     at(i, j - 1) / (at(i + 1, j) + 3)
-                               : -at(i, j + 5);
-      const double want = value + at(i - 1, j - 1) * at(i, j + 1);
-      EXPECT_EQ(vectors[i * kCols + j], scalars[i * kCols + j])
-          << i << "," << j;
-      EXPECT_DOUBLE_EQ(vectors[i * kCols + j], want) << i << "," << j;
+    for (int j = 0; j < cols; ++j) {
+      EXPECT_EQ(vectors[i * cols + j], scalars[i * cols + j])
+          << text << " at " << i << "," << j;
+      EXPECT_DOUBLE_EQ(vectors[i * cols + j], want(at, inside, i, j, scalar))
+          << text << " at " << i << "," << j;
     }
+  }
+}
+
+// The middle written with vectors (reads along the row from shuffles of
+// the vectors at i − L, i and i + L, or loaded directly beyond a vector's
+// width) gives the scalar loop's bits, and both give the expression
+// evaluated here, at every point. 41 points a row: the rows' middles hold
+// a remainder past the last whole vector at every width, and the rows
+// whose reads stay in the input's memory run the middle over the whole
+// row first.
+TEST(StencilCodegen, VectorMiddleGivesTheScalarLoopsBits) {
+  check_vector_middle(
+      "add(where(inside[0,1],sub(mul(add(in0[0,-3],in0[0,2]),in1),"
+      "div(in0[0,-1],add(in0[1,0],3))),neg(in0[0,5])),"
+      "mul(in0[-1,-1],in0[0,1]))",
+      41,
+      0,
+      41,
+      [](const auto& at, const auto&, int i, int j, double s) {
+        const double value = j + 1 < 41 ? (at(i, j - 3) + at(i, j + 2)) * s -
+                                              at(i, j - 1) / (at(i + 1, j) + 3)
+                                        : -at(i, j + 5);
+        return value + at(i - 1, j - 1) * at(i, j + 1);
+      });
+}
+
+// Rows of a multiple of every vector width (48 points) and reads no
+// farther than two points along them: the vector loop computes the rows'
+// ends too, their reads outside the row from the ghosts and inside[] lane
+// by lane, used as a where's condition and as a number. At the global
+// grid's ends (the patch is the grid) and inside it (the patch at 48 of
+// 144: every inside[] along the row holds, the ghosts are a neighbour's).
+TEST(StencilCodegen, VectorLoopComputesTheRowsEnds) {
+  const std::string text =
+      "add(where(inside[0,-1],mul(in0[0,-1],in1),0.5),"
+      "add(where(inside[0,2],sub(in0[0,2],in0[0,-2]),neg(in0[1,0])),"
+      "mul(inside[1,1],in0[0,1])))";
+  EXPECT_NE(kernel_source(source_of(text)).find("points_at_ends("),
+            std::string::npos);
+  for (const auto& [gin, gxt] : {std::pair{0, 48}, std::pair{48, 144}}) {
+    check_vector_middle(
+        text,
+        48,
+        gin,
+        gxt,
+        [](const auto& at, const auto& inside, int i, int j, double s) {
+          const double a = inside(i, 0, j, -1) ? at(i, j - 1) * s : 0.5;
+          const double b =
+              inside(i, 0, j, 2) ? at(i, j + 2) - at(i, j - 2) : -at(i + 1, j);
+          return a + (b + (inside(i, 1, j, 1) ? 1.0 : 0.0) * at(i, j + 1));
+        });
   }
 }
 
