@@ -29,6 +29,14 @@ std::string named(const char* prefix, int64_t k) {
 }
 std::string ivar(int axis) { return named("i", axis); }
 
+// `x` moved by `off` in the emitted code: "x + 2", "x - 1", "x + 0".
+std::string moved(const std::string& x, int64_t off) {
+  std::string t = x;  // (appending: GCC bug 105329)
+  t += off < 0 ? " - " : " + ";
+  t += std::to_string(off < 0 ? -off : off);
+  return t;
+}
+
 // Each distinct number of `e` once (by bit pattern), depth first; a shared
 // subexpression is walked once (`seen`), not once per use.
 void collect_constants(const ExprPtr& e,
@@ -397,11 +405,10 @@ class Emitter {
   // right at the tail) from the padded copy: a shuffle of two loads.
   std::string blend(std::size_t r, bool head) const {
     const int64_t off = reads_[r].offset[s_.ndim - 1];
-    const std::string G = std::to_string(group_of_[r]),
-                      at = std::string(off < 0 ? " - " : " + ") +
-                           std::to_string(std::abs(off));
-    std::string t = "__builtin_shufflevector(adgraph_ld(r" + G + " + v" + at +
-                    "), adgraph_ld(p" + G + " + v" + at + ")";
+    const std::string G = std::to_string(group_of_[r]);
+    std::string t = "__builtin_shufflevector(adgraph_ld(" +
+                    moved("r" + G + " + v", off) + "), adgraph_ld(" +
+                    moved("p" + G + " + v", off) + ")";
     for (int64_t l = 0; l < kLanes; ++l) {
       const bool ghost = head ? l < -off : l >= kLanes - off;
       t += ", " + std::to_string(ghost ? kLanes + l : l);
@@ -447,9 +454,8 @@ class Emitter {
     std::size_t r = 0;
     while (reads_[r].input != e.input || reads_[r].offset != off) ++r;
     if (rolled(reads_[r])) return named("a", static_cast<int64_t>(r));
-    const int64_t at = off[d - 1];
-    return "adgraph_ld(r" + std::to_string(group_of_[r]) + " + i" +
-           (at < 0 ? " - " : " + ") + std::to_string(std::abs(at)) + ")";
+    return "adgraph_ld(" +
+           moved("r" + std::to_string(group_of_[r]) + " + i", off[d - 1]) + ")";
   }
 
   // The lambda `points`: the outputs at the vector of points from i, given
@@ -562,9 +568,10 @@ class Emitter {
     // of the vectors at v − L and v). Reads at positive offsets come from
     // the vectors at v and v + L; the last vector loads them.
     auto load = [&](std::size_t r) {
-      const int64_t off = reads_[r].offset[d - 1];
-      return "adgraph_ld(r" + std::to_string(group_of_[r]) + " + v" +
-             (off < 0 ? " - " : " + ") + std::to_string(std::abs(off)) + ")";
+      return "adgraph_ld(" +
+             moved("r" + std::to_string(group_of_[r]) + " + v",
+                   reads_[r].offset[d - 1]) +
+             ")";
     };
     auto negative = [&](std::size_t r) { return reads_[r].offset[d - 1] < 0; };
     // The head: reads left of the row from the padded copy's ghosts.
@@ -798,9 +805,7 @@ class Emitter {
       while (reads_[r].input != e.input || reads_[r].offset != o) ++r;
       const std::string G = std::to_string(group_of_[r]);
       const int64_t off = o[d - 1];
-      const std::string at = off == 0 ? i
-                                      : i + (off < 0 ? " - " : " + ") +
-                                            std::to_string(std::abs(off));
+      const std::string at = off == 0 ? i : moved(i, off);
       if (how != Stretch::kEdge || off == 0) return "r" + G + "[" + at + "]";
       return "((v" + G + " && " + at + " >= 0 && " + at + " < ext[" +
              std::to_string(d - 1) + "]) ? d" + G + "[" + at + "] : p" + G +
