@@ -1,18 +1,21 @@
 // One generated stencil kernel against another and against a hand-written
 // pass, in one process: the 2-D heat adjoint's kernel (the one the stencil
-// op generates for heat2d's gradient, stencil_bench) with its middle
-// written with vectors and shuffles, the same with the scalar loop
-// (StencilSource::vectors false), and the built-in heat adjoint's row pass
+// op generates for heat2d's gradient, stencil_bench: its term c·κ·ȳ shared
+// through the ring, ū written over ȳ) with its middle written with vectors
+// and shuffles, the same with the scalar loop (StencilSource::vectors
+// false), the kernel without shared terms writing ū apart (the stencil
+// op's kernel before session 45), and the built-in heat adjoint's row pass
 // (solvers/heat_adjoint_row_impl.h: rolling rows of Z = κ·ȳ, vectors and
-// shuffles). Kernels only: no graph, no halo exchange, no allocation in
-// the timed loop. Each round runs every kernel over `steps` steps of an
-// n × n patch, interleaved, its state read from a tape of `steps` arrays
-// (out of the caches, as an adjoint reads its loop's tape) and ū and ȳ
-// swapping buffers as a loop adjoint's do. Prints each kernel's median
-// and fastest round; the two generated kernels' results must be bitwise
-// equal, the built-in's within 1e-12 (it factors c out: other rounding),
-// else exit 1. On a machine shared with others, differences between
-// kernels within one run are what to read, not the seconds.
+// shuffles, ū over ȳ as heat_step's adjoint writes it). Kernels only: no
+// graph, no halo exchange, no allocation in the timed loop. Each round
+// runs every kernel over `steps` steps of an n × n patch, interleaved, its
+// state read from a tape of `steps` arrays (out of the caches, as an
+// adjoint reads its loop's tape); ū written over ȳ, or ū and ȳ swapping
+// buffers. Prints each kernel's median and fastest round; the three
+// generated kernels' results must be bitwise equal, the built-in's within
+// 1e-12 (it factors c out: other rounding), else exit 1. On a machine
+// shared with others, differences between kernels within one run are what
+// to read, not the seconds.
 //   build/bench/stencil_kernel_ab [--n 256] [--steps 500] [--rounds 31]
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -73,11 +76,14 @@ struct Patch {
   std::vector<double> zero_pad;  // the padded copies: zero ghosts
 };
 
-// One adjoint sweep with a generated kernel: ū written into the other
+// One adjoint sweep with a generated kernel of source `src`: ū written
+// over ȳ (in_place, as the loop adjoint donates ȳ), or into the other
 // buffer, which is then the next step's ȳ; κ̄ summed in place.
-void run_generated(const CompiledStencil& k,
+void run_generated(const StencilSource& src,
+                   const CompiledStencil& k,
                    const std::vector<double>& constants,
                    const Patch& p,
+                   bool in_place,
                    std::vector<double>& ybar,
                    std::vector<double>& ubar,
                    std::vector<double>& kbar) {
@@ -90,8 +96,10 @@ void run_generated(const CompiledStencil& k,
   const int64_t size[4] = {n * n, n * n, n * n, n * n};
   const double* pad = p.zero_pad.data() + pn + 1;
   const double* pin[4] = {pad, pad, pad, pad};
+  std::vector<double> ring(adgraph::grid::ring_doubles(src, {n, n}));
   double *yb = ybar.data(), *ub = ubar.data();
   for (auto s = static_cast<int64_t>(p.tape.size()) - 1; s >= 0; --s) {
+    if (in_place) ub = yb;
     const double* in[4] = {p.tape[s].data(), p.kappa.data(), yb, kbar.data()};
     double* out[2] = {ub, kbar.data()};
     const KernelArgs args{in,
@@ -107,9 +115,10 @@ void run_generated(const CompiledStencil& k,
                           gpos,
                           ext,
                           constants.data(),
-                          size};
+                          size,
+                          ring.data()};
     k.run(&args);
-    std::swap(yb, ub);
+    if (!in_place) std::swap(yb, ub);
   }
   if (yb != ybar.data()) std::swap(ybar, ubar);
 }
@@ -127,8 +136,9 @@ void run_builtin(const Patch& p,
   std::vector<double> buffers(4 * w + 8, 0.0), zero_row(m, 0.0);
   double* base = buffers.data();
   while ((reinterpret_cast<std::uintptr_t>(base + 1) & 63) != 0) ++base;
-  double *yb = ybar.data(), *ub = ubar.data();
+  double* yb = ybar.data();
   for (auto s = static_cast<int64_t>(p.tape.size()) - 1; s >= 0; --s) {
+    double* ub = yb;  // ū over ȳ, as heat_step's adjoint writes it
     const double *u = p.tape[s].data(), *kappa = p.kappa.data(), *g = yb;
     double *zero = base, *zp = zero + w, *zc = zp + w, *zn = zc + w;
     auto z_row = [&](int64_t i, double* z) {
@@ -171,9 +181,8 @@ void run_builtin(const Patch& p,
       std::swap(zp, zc);
       std::swap(zc, zn);
     }
-    std::swap(yb, ub);
   }
-  if (yb != ybar.data()) std::swap(ybar, ubar);
+  (void)ubar;
 }
 
 }  // namespace
@@ -205,31 +214,38 @@ int main(int argc, char** argv) {
   for (double& v : p.ybar0) v = 1e-3 * unit(rng);
   p.zero_pad.assign((n + 2) * (n + 2), 0.0);
 
-  StencilSource vec = heat_adjoint(), scalar = heat_adjoint();
+  StencilSource vec = heat_adjoint(), scalar = heat_adjoint(),
+                unshared = heat_adjoint();
   scalar.vectors = false;
+  unshared.shared = false;
   const std::vector<double> constants =
       adgraph::grid::kernel_constants(vec.outputs);
   const CompiledStencil k_vec = adgraph::grid::compile_stencil(vec);
   const CompiledStencil k_scalar = adgraph::grid::compile_stencil(scalar);
+  const CompiledStencil k_unshared = adgraph::grid::compile_stencil(unshared);
 
   struct Impl {
     std::string name;
     std::function<void(
         std::vector<double>&, std::vector<double>&, std::vector<double>&)>
         run;
-    std::vector<double> times, kbar;
+    std::vector<double> times, kbar, ubar;  // κ̄ and the last ū
   };
-  std::vector<Impl> impls = {{"generated_vectors",
-                              [&](auto& y, auto& u, auto& k) {
-                                run_generated(k_vec, constants, p, y, u, k);
-                              }},
-                             {"generated_scalar",
-                              [&](auto& y, auto& u, auto& k) {
-                                run_generated(k_scalar, constants, p, y, u, k);
-                              }},
-                             {"builtin_rows", [&](auto& y, auto& u, auto& k) {
-                                run_builtin(p, y, u, k);
-                              }}};
+  std::vector<Impl> impls = {
+      {"generated_vectors",
+       [&](auto& y, auto& u, auto& k) {
+         run_generated(vec, k_vec, constants, p, true, y, u, k);
+       }},
+      {"generated_scalar",
+       [&](auto& y, auto& u, auto& k) {
+         run_generated(scalar, k_scalar, constants, p, true, y, u, k);
+       }},
+      {"unshared_apart",
+       [&](auto& y, auto& u, auto& k) {
+         run_generated(unshared, k_unshared, constants, p, false, y, u, k);
+       }},
+      {"builtin_rows",
+       [&](auto& y, auto& u, auto& k) { run_builtin(p, y, u, k); }}};
   std::vector<double> ybar(n * n), ubar(n * n), kbar(n * n);
   for (int r = -1; r < rounds; ++r) {  // round −1 warms up
     for (Impl& im : impls) {
@@ -242,6 +258,7 @@ int main(int argc, char** argv) {
               .count();
       if (r >= 0) im.times.push_back(s);
       im.kbar = kbar;
+      im.ubar = ybar;  // ū of step 0: over ȳ, or swapped back there
     }
   }
   for (Impl& im : impls) std::sort(im.times.begin(), im.times.end());
@@ -256,17 +273,21 @@ int main(int argc, char** argv) {
         im.times[im.times.size() / 2],
         im.times[0],
         im.times[im.times.size() / 2] /
-            impls[2].times[impls[2].times.size() / 2]);
+            impls[3].times[impls[3].times.size() / 2]);
   }
   bool ok = true;
   double worst = 0;
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       const int64_t at = i * n + j;
-      ok = ok && impls[0].kbar[at] == impls[1].kbar[at];
-      const double scale = std::max(1.0, std::abs(impls[2].kbar[at]));
-      worst = std::max(worst,
-                       std::abs(impls[0].kbar[at] - impls[2].kbar[at]) / scale);
+      for (int g = 1; g < 3; ++g) {
+        ok = ok && impls[0].kbar[at] == impls[g].kbar[at] &&
+             impls[0].ubar[at] == impls[g].ubar[at];
+      }
+      for (std::vector<double> Impl::*v : {&Impl::kbar, &Impl::ubar}) {
+        const double b = (impls[3].*v)[at], a = (impls[0].*v)[at];
+        worst = std::max(worst, std::abs(a - b) / std::max(1.0, std::abs(b)));
+      }
     }
   }
   std::printf("CHECK generated_bitwise=%s builtin_max_rel_diff=%.3g\n",

@@ -10,6 +10,7 @@
 #include "grid/grid_ops_impl.h"
 #include "grid/halo.h"
 #include "grid/stencil_impl.h"
+#include "grid/stencil_shared.h"
 #include "mpi_ops/communicator.h"
 #include "ops/reductions.h"
 
@@ -340,6 +341,24 @@ std::vector<std::pair<int, int>> stencil_in_place(const Node& n) {
     for (const ExprPtr& e : v.plan.outputs)
       for (const ReadKey& r : reads_of(e, v.ndim)) read = read || r.input == j;
     if (!read) pairs.emplace_back(static_cast<int>(m), j);
+  }
+  // An output neither summed nor started from an input may be written over
+  // a field input of its shape that every output reads at the point only,
+  // once terms read at several points are shared (grid/stencil_shared.h):
+  // the kernel reads each point before it writes it.
+  if (v.ndim < 2) return pairs;
+  StencilSource src;
+  src.outputs = v.plan.outputs;
+  src.init = v.plan.init;
+  src.ndim = v.ndim;
+  src.num_inputs = static_cast<int>(n.inputs.size());
+  src.scalar = v.scalar;
+  const std::vector<bool> only = detail::read_at_point_only(src);
+  for (std::size_t m = 0; m < v.plan.outputs.size(); ++m) {
+    if (v.plan.summed[m] || v.plan.init[m] >= 0) continue;
+    for (std::size_t j = 0; j < n.inputs.size(); ++j)
+      if (only[j] && n.inputs[j].shape() == n.output_shapes[m])
+        pairs.emplace_back(static_cast<int>(m), static_cast<int>(j));
   }
   return pairs;
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/lanes.h"
+#include "grid/stencil_shared.h"
 
 namespace adgraph::grid {
 namespace {
@@ -90,13 +91,23 @@ enum class Stretch { kEdge, kMiddleChecked, kMiddleAllInside };
 class Emitter {
  public:
   explicit Emitter(const StencilSource& s)
-      : s_(s), all_(tuple_of(s.outputs, s.init)) {
+      : shared_(
+            s.shared && s.ndim >= 2
+                ? detail::share_terms(s.outputs, s.ndim, s.num_inputs, s.scalar)
+                : detail::SharedTerms{s.outputs, {}}),
+        s_(with_terms(s, shared_)),
+        real_inputs_(s.num_inputs),
+        all_(tuple_of(s_.outputs, s_.init)),
+        terms_(s, shared_) {
     reads_ = reads_of(all_, s.ndim);
     insides_ = insides_of(all_, s.ndim);
-    constants_ = kernel_constants(s.outputs);
+    constants_ = kernel_constants(s.outputs);  // the caller's table
+    const std::vector<bool> only = detail::read_at_point_only(s);
+    for (int j = 0; j < real_inputs_; ++j)
+      if (only[j]) overwritable_.push_back(j);
     for (const ReadKey& r : reads_) {
       depth_ = std::max<int64_t>(depth_, std::abs(r.offset[s.ndim - 1]));
-      if (s.scalar[r.input]) {
+      if (s_.scalar[r.input]) {
         group_of_.push_back(-1);
         continue;
       }
@@ -108,7 +119,7 @@ class Emitter {
     for (const Offset& o : insides_)
       depth_ = std::max<int64_t>(depth_, std::abs(o[s.ndim - 1]));
     std::unordered_map<const Expr*, int> seen;
-    for (const ExprPtr& e : s.outputs) roots_.push_back(intern(e, seen));
+    for (const ExprPtr& e : s_.outputs) roots_.push_back(intern(e, seen));
     for (const DagNode& n : dag_)
       for (int a : n.args) ++dag_[a].uses;
     for (int r : roots_) ++dag_[r].uses;
@@ -131,6 +142,12 @@ class Emitter {
     for (std::size_t i = 0; i < constants_.size(); ++i)
       o << "  const double k" << i << " = k[" << i << "];\n";
     o << "  const int S = " << s_.ndim + 1 << ";\n";
+    o << terms_.preamble();
+    o << "  const bool alias = false";
+    for (int j : overwritable_)
+      for (std::size_t m = 0; m < s_.outputs.size(); ++m)
+        o << " || out[" << m << "] == in[" << j << "]";
+    o << ";\n  (void)alias;\n";
     for (int k = 0; k < s_.num_inputs; ++k)
       if (s_.scalar[k])
         o << "  const double s" << k << " = in[" << k << "][0];\n";
@@ -144,17 +161,18 @@ class Emitter {
         << "] : 1);\n"
         << "  (void)pf;\n";
     }
-    o << "  for (int64_t b = lo[0]; b < hi[0]; ++b) {\n";
+    o << "  for (int64_t b = lo[0]; b < hi[0]; ++b) {\n" << terms_.batch();
     for (int a = 0; a + 1 < d; ++a) {
       o << "    for (int64_t " << ivar(a) << " = lo[" << a + 1 << "]; "
         << ivar(a) << " < hi[" << a + 1 << "]; ++" << ivar(a) << ") {\n";
     }
+    o << terms_.row();
     row_setup(o);
     bool any_summed = false;
     for (std::size_t m = 0; m < s_.outputs.size(); ++m) {
       any_summed = any_summed || s_.summed[m];
-      o << "    double* __restrict o" << m << " = out[" << m << "] + b * ost["
-        << m << " * S]";
+      o << "    double* " << restricted(-1) << "o" << m << " = out[" << m
+        << "] + b * ost[" << m << " * S]";
       for (int a = 0; a + 1 < d; ++a)
         o << " + " << ivar(a) << " * ost[" << m << " * S + " << a + 1 << "]";
       o << ";\n";
@@ -201,9 +219,17 @@ class Emitter {
       o << "      const bool wr = false;\n";
       if (vector_) o << "      const bool ends = false;\n";
     } else {
-      o << "      const bool wr = whole && m0 - " << lo << " <= " << w << " && "
-        << hi << " - m1 <= " << w << ";\n";
-      if (vector_) o << "      const bool ends = " << ends_condition() << ";\n";
+      // Written over an input read at the point (alias), a row whose ends
+      // the scalar code would recompute after the vector loop wrote them
+      // runs the middle and the ends apart instead.
+      o << "      const bool wr0 = whole && m0 - " << lo << " <= " << w
+        << " && " << hi << " - m1 <= " << w << ";\n";
+      if (vector_) {
+        o << "      const bool ends = " << ends_condition("wr0") << ";\n"
+          << "      const bool wr = wr0 && (!alias || ends);\n";
+      } else {
+        o << "      const bool wr = wr0 && !alias;\n";
+      }
       for (std::size_t m = 0; m < s_.outputs.size(); ++m) {
         if (s_.init[m] < 0) continue;
         const std::string init = leaf(*read(s_.init[m]), Stretch::kEdge);
@@ -264,12 +290,12 @@ class Emitter {
         (how == Stretch::kMiddleChecked ? "checked" : "inside");
     std::vector<std::string> params, args;
     for (std::size_t g = 0; g < groups_.size(); ++g) {
-      params.push_back("const double* __restrict " +
+      params.push_back("const double* " + restricted(groups_[g].input) +
                        named("r", static_cast<int64_t>(g)));
       args.push_back(named("r", static_cast<int64_t>(g)));
     }
     for (std::size_t m = 0; m < s_.outputs.size(); ++m) {
-      params.push_back("double* __restrict " +
+      params.push_back("double* " + restricted(-1) +
                        named("o", static_cast<int64_t>(m)));
       args.push_back(named("o", static_cast<int64_t>(m)));
     }
@@ -393,10 +419,10 @@ class Emitter {
     return out;
   }
 
-  std::string ends_condition() const {
+  std::string ends_condition(const std::string& wr) const {
     const std::string D = std::to_string(s_.ndim), L = std::to_string(kLanes);
     if (depth_ > kLanes) return "false";
-    return "wr && lo[" + D + "] == 0 && hi[" + D + "] == ext[" +
+    return wr + " && lo[" + D + "] == 0 && hi[" + D + "] == ext[" +
            std::to_string(s_.ndim - 1) + "] && hi[" + D + "] % " + L +
            " == 0 && hi[" + D + "] >= 2 * " + L;
   }
@@ -744,6 +770,16 @@ class Emitter {
     for (std::size_t g = 0; g < groups_.size(); ++g) {
       const RowKey& k = groups_[g];
       const std::string K = std::to_string(k.input);
+      if (term(k.input)) {  // a shared term's row: always in the ring
+        o << "    const bool v" << g << " = true;\n"
+          << "    const double* d" << g << " = "
+          << terms_.row_pointer(k.input - real_inputs_, k.outer) << ";\n"
+          << "    const double* p" << g << " = d" << g << ";\n"
+          << "    const double* __restrict r" << g << " = d" << g << ";\n"
+          << "    (void)v" << g << "; (void)p" << g << "; (void)r" << g
+          << ";\n";
+        continue;
+      }
       o << "    const bool v" << g << " = true";
       for (int a = 0; a + 1 < d; ++a) {
         if (k.outer[a] == 0) continue;
@@ -763,8 +799,8 @@ class Emitter {
           << " * S + " << a + 1 << "]";
       }
       o << ";\n";
-      o << "    const double* __restrict r" << g << " = v" << g << " ? d" << g
-        << " : p" << g << ";\n";
+      o << "    const double* " << restricted(k.input) << "r" << g << " = v"
+        << g << " ? d" << g << " : p" << g << ";\n";
       o << "    (void)d" << g << "; (void)p" << g << "; (void)r" << g << ";\n";
     }
     // whole: every middle pointer stays inside its input over [lo, hi)
@@ -773,7 +809,7 @@ class Emitter {
     for (std::size_t r = 0; r < reads_.size(); ++r) {
       const ReadKey& k = reads_[r];
       const int64_t off = k.offset[d - 1];
-      if (s_.scalar[k.input] || off == 0) continue;
+      if (s_.scalar[k.input] || off == 0 || term(k.input)) continue;
       const std::string G = std::to_string(group_of_[r]);
       const std::string at = "(d" + G + " - in[" + std::to_string(k.input) +
                              "]) + " + std::to_string(off);
@@ -863,8 +899,41 @@ class Emitter {
     return it->second;
   }
 
-  const StencilSource& s_;
+  // The source with its shared terms as inputs num_inputs + t (read from
+  // the ring), and the caller's number of inputs.
+  static StencilSource with_terms(const StencilSource& s,
+                                  const detail::SharedTerms& shared) {
+    StencilSource out = s;
+    out.outputs = shared.outputs;
+    const auto terms = static_cast<int>(shared.terms.size());
+    out.num_inputs += terms;
+    out.scalar.resize(out.num_inputs, false);
+    if (!out.prefetch.empty()) out.prefetch.resize(out.num_inputs, false);
+    return out;
+  }
+  bool term(int input) const { return input >= real_inputs_; }
+  // "__restrict " for a pointer into input `input` (-1: an output), or ""
+  // when an output may be that input's buffer (an init, an input read at
+  // the point only: a read and the write of its point alias; promised
+  // apart, GCC moved a read of ȳ after ū's store over it).
+  std::string restricted(int input) const {
+    const auto over = [&](int j) {
+      return std::find(s_.init.begin(), s_.init.end(), j) != s_.init.end() ||
+             std::find(overwritable_.begin(), overwritable_.end(), j) !=
+                 overwritable_.end();
+    };
+    if (input >= 0) return over(input) ? "" : "__restrict ";
+    for (int j = 0; j < real_inputs_; ++j)
+      if (over(j)) return "";
+    return "__restrict ";
+  }
+
+  detail::SharedTerms shared_;
+  StencilSource s_;
+  int real_inputs_;
   ExprPtr all_;
+  detail::TermRing terms_;
+  std::vector<int> overwritable_;  // inputs an output may be written over
   std::vector<ReadKey> reads_;
   // The rows the reads fall in: an input and the outer axes' offsets.
   struct RowKey {
@@ -930,7 +999,8 @@ std::string kernel_source(const StencilSource& s) {
        "  double* const* out; const int64_t* ost;\n"
        "  const int64_t* lo; const int64_t* hi; const int64_t* mid;\n"
        "  const int64_t* ext; const int64_t* gpos; const int64_t* gext;\n"
-       "  const double* k; const int64_t* size;\n};\n\n";
+       "  const double* k; const int64_t* size;\n"
+       "  double* ring;\n};\n\n";
   // The middle's vectors (core/lanes.h's width), moved at any alignment.
   o << "typedef double adgraph_v __attribute__((vector_size(" << kLanes * 8
     << ")));\n"

@@ -284,6 +284,7 @@ struct Frame {
   Shape patch, gpos;
   Region box;
   int64_t mid[2] = {0, 0};
+  int64_t ring = 0;  // ring_doubles on the patch
 };
 
 class Runner {
@@ -301,6 +302,7 @@ class Runner {
     }
     s.periodic = p_.layout.periodic;
     kernel_ = compile_stencil(s);
+    source_ = std::move(s);
     constants_ = kernel_constants(p_.outputs);
     insides_ = insides_of(p_.expr, p_.layout.ndim());
     depth_ = edge_depth(p_, insides_);
@@ -336,7 +338,8 @@ class Runner {
       ops.out.push_back(y.data());
       append_operand(y, nd, nullptr, ops.out_strides);
     }
-    loop(ops, frame(comm.rank()));
+    const Frame& f = frame(comm.rank());
+    loop(ops, f, ring(f.ring));
     for (int k = 0; k < n; ++k)
       if (p_.inputs[k].exchanged())
         comm.keep_spare(std::move(ops.padded[k]).take_storage());
@@ -361,6 +364,7 @@ class Runner {
     f.mid[0] = std::min(std::max(inner.lo[nd], depth_[nd - 1]), n);
     f.mid[1] =
         std::clamp(std::min(inner.hi[nd], n - depth_[nd - 1]), f.mid[0], n);
+    f.ring = ring_doubles(source_, f.patch);
     frame_ = std::move(f);
     return frame_;
   }
@@ -369,7 +373,16 @@ class Runner {
   // innermost reads stay in the patch and the innermost part of every
   // inside[] holds; the rest of the row is checked point by point. Batch
   // outermost, so a summed batch adds in batch order at every point.
-  void loop(const Operands& ops, const Frame& f) {
+  // The thread's ring scratch (KernelArgs::ring) of n doubles; null for
+  // none.
+  static double* ring(int64_t n) {
+    thread_local std::vector<double> scratch;
+    if (n == 0) return nullptr;
+    if (static_cast<int64_t>(scratch.size()) < n) scratch.resize(n);
+    return scratch.data();
+  }
+
+  void loop(const Operands& ops, const Frame& f, double* ring) {
     const KernelArgs args{ops.direct.data(),
                           ops.direct_strides.data(),
                           ops.edge.data(),
@@ -383,11 +396,13 @@ class Runner {
                           f.gpos.data(),
                           p_.layout.shape.data(),
                           constants_.data(),
-                          ops.sizes.data()};
+                          ops.sizes.data(),
+                          ring};
     kernel_.run(&args);
   }
 
   StencilPlan p_;
+  StencilSource source_;
   CompiledStencil kernel_;
   std::vector<double> constants_;
   std::vector<Offset> insides_;

@@ -72,8 +72,11 @@ class BodyRunner final {
     // (output, input slot): the output takes the dying input's buffer
     // (OpDef::in_place), as in a sequential Session.
     std::vector<std::pair<int, int>> in_place;
-    // (output, body input): the same for a body input, when donated.
+    // (output, body input): the same for a body input, when donated (the
+    // first donated candidate of an output; donated_to: per output, taken
+    // in this run).
     std::vector<std::pair<int, int>> in_place_donated;
+    mutable std::vector<char> donated_to;
     // Per input: its slot when the kernel may take its buffer
     // (OpDef::consumes), else nullptr; empty when there is none.
     std::vector<Tensor*> consumable;

@@ -135,24 +135,32 @@ void BodyRunner::hand_over_buffers(const std::vector<int>& readers) {
     body_input_of[input_slot_[i]] = static_cast<int>(i);
   for (std::size_t index = 0; index < steps_.size(); ++index) {
     Step& step = steps_[index];
-    for (const auto& [out, in] : in_place_pairs(*step.node)) {
-      if (in >= static_cast<int>(step.input_slots.size())) continue;
-      const int slot = step.input_slots[in];
-      bool eligible =
-          last_reader[slot] == static_cast<int>(index) &&
-          reads_once(step, slot) && !is_output_slot[slot] &&
-          !handed_over[slot] &&
-          num_elements(step.node->inputs[in].shape()) == step.sizes[out];
-      for (const auto& [o, s] : step.in_place) eligible = eligible && o != out;
-      for (const auto& [o, i] : step.in_place_donated)
-        eligible = eligible && o != out;
-      if (!eligible) continue;
-      if (is_input_slot_[slot]) {
-        step.in_place_donated.emplace_back(out, body_input_of[slot]);
-      } else {
-        step.in_place.emplace_back(out, slot);
+    // Slots of the body first: their buffers are certain. Then body inputs,
+    // which are only when the run donates them: an output may have several
+    // such candidates, the first one donated at the run wins (a stencil's
+    // output may be written over any dying input of its shape, and the
+    // loop adjoint donates the cotangents it carries, not the states).
+    for (const bool donated : {false, true}) {
+      for (const auto& [out, in] : in_place_pairs(*step.node)) {
+        if (in >= static_cast<int>(step.input_slots.size())) continue;
+        const int slot = step.input_slots[in];
+        bool eligible =
+            (is_input_slot_[slot] != 0) == donated &&
+            last_reader[slot] == static_cast<int>(index) &&
+            reads_once(step, slot) && !is_output_slot[slot] &&
+            !handed_over[slot] &&
+            num_elements(step.node->inputs[in].shape()) == step.sizes[out];
+        for (const auto& [o, s] : step.in_place)
+          eligible = eligible && o != out;
+        if (!eligible) continue;
+        if (donated) {
+          step.in_place_donated.emplace_back(out, body_input_of[slot]);
+          step.donated_to.resize(step.node->num_outputs(), 0);
+        } else {
+          step.in_place.emplace_back(out, slot);
+        }
+        handed_over[slot] = 1;
       }
-      handed_over[slot] = 1;
     }
     // Inputs the kernel may keep, on the same terms; the slot then holds
     // the buffer it swapped in.
@@ -186,8 +194,11 @@ void BodyRunner::run(const Tensor* const* inputs, Tensor* const* donated) {
       views_[slot] = &slots_[step.first_slot + out];
     }
     if (donated != nullptr) {
+      std::fill(step.donated_to.begin(), step.donated_to.end(), 0);
       for (const auto& [out, i] : step.in_place_donated) {
         if (donated[i] == nullptr || donated[i] != inputs[i]) continue;
+        if (step.donated_to[out]) continue;  // an earlier candidate's
+        step.donated_to[out] = 1;
         slots_[step.first_slot + out].swap(*donated[i]);
         views_[input_slot_[i]] = &slots_[step.first_slot + out];
       }
