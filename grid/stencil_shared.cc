@@ -15,6 +15,11 @@
 namespace adgraph::grid::detail {
 namespace {
 
+// The most operations (counted as a tree) a shared term may have: the ring
+// writes a term out as a tree, three times (a derivative of a derivative
+// can share subexpressions a tree repeats exponentially).
+constexpr int64_t kMaxTermOps = 64;
+
 // What a node is as a candidate term: its field reads all at `at`
 // (`field`: there is one), no inside[] under it, and its operations.
 struct Info {
@@ -44,7 +49,7 @@ class Finder {
       for (const ExprPtr& a : e->args) {
         const Info& ai = info(a);
         in.ok = in.ok && ai.ok;
-        in.ops += ai.ops;
+        in.ops = std::min<int64_t>(in.ops + ai.ops, kMaxTermOps + 1);
         if (!ai.field) continue;
         if (in.field && in.at != ai.at) in.ok = false;
         in.field = true;
@@ -134,7 +139,7 @@ SharedTerms share_terms(const std::vector<ExprPtr>& outputs,
       if (std::find(anchors.begin(), anchors.end(), at) == anchors.end())
         anchors.push_back(at);
     }
-    if (anchors.size() < 2 ||
+    if (anchors.size() < 2 || f->ops > kMaxTermOps ||
         f->ops * static_cast<int64_t>(anchors.size() - 1) < 3)
       continue;
     const int index = num_inputs + static_cast<int>(out.terms.size());

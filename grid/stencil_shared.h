@@ -31,8 +31,9 @@ struct SharedTerms {
 
 // The terms worth sharing: subexpressions with an operation whose field
 // reads all lie at one offset and that read no inside[], occurring at two
-// or more offsets, when (operations)·(offsets − 1) >= 3; largest first,
-// none inside another one taken.
+// or more offsets, when (operations)·(offsets − 1) >= 3 and it has at most
+// 64 operations (counted as a tree); largest first, none inside another
+// one taken.
 SharedTerms share_terms(const std::vector<ExprPtr>& outputs,
                         int ndim,
                         int num_inputs,

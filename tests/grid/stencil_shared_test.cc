@@ -18,13 +18,15 @@
 namespace adgraph::grid {
 namespace {
 
-// A patch `ext` at `gpos` of a global grid `gext`; input k's value at
-// global point g (any g: the ghosts past the global grid's edge hold it
-// too; a periodic axis wraps first).
+// A patch `ext` at `gpos` of a global grid `gext`, `batch` entries of it;
+// input k's value at global point g of entry b (any g: the ghosts past the
+// global grid's edge hold it too; a periodic axis wraps first); a scalar
+// input's value.
 struct Patch {
   std::vector<int64_t> ext, gpos, gext;
   std::vector<bool> periodic;
   int width = 1;  // ghosts on every axis
+  int64_t batch = 1;
 
   int nd() const { return static_cast<int>(ext.size()); }
   int64_t points() const {
@@ -32,10 +34,11 @@ struct Patch {
     for (int64_t e : ext) n *= e;
     return n;
   }
-  double value(int k, std::vector<int64_t> g) const {
+  static double scalar(int k) { return 1.75 + 0.25 * k; }
+  double value(int k, std::vector<int64_t> g, int64_t b = 0) const {
     for (int a = 0; a < nd(); ++a)
       if (periodic[a]) g[a] = ((g[a] % gext[a]) + gext[a]) % gext[a];
-    int64_t h = 17 + 5 * k;
+    int64_t h = 17 + 5 * k + 29 * b;
     for (int a = 0; a < nd(); ++a) h = h * 131 + (g[a] + 7) * (a + 3);
     return 0.25 + static_cast<double>(h % 997) / 997.0;
   }
@@ -78,39 +81,54 @@ std::vector<std::vector<double>> run(StencilSource src,
   const std::vector<int64_t> ls = strides_of(patch.ext), ps = strides_of(pext);
   int64_t ppoints = 1;
   for (int64_t e : pext) ppoints *= e;
+  const int64_t nb = patch.batch;
   std::vector<std::vector<double>> data(n), padded(n);
   for (int k = 0; k < n; ++k) {
-    data[k].resize(points);
-    padded[k].resize(ppoints);
-    for (int64_t f = 0; f < ppoints; ++f) {
-      std::vector<int64_t> p = point_of(f, pext), g = p;
-      bool owned = true;
-      for (int a = 0; a < nd; ++a) {
-        p[a] -= w;
-        g[a] = p[a] + patch.gpos[a];
-        owned = owned && p[a] >= 0 && p[a] < patch.ext[a];
-      }
-      padded[k][f] = owned ? std::nan("") : patch.value(k, g);
+    if (src.scalar[k]) {
+      data[k] = padded[k] = {Patch::scalar(k)};
+      continue;
     }
-    for (int64_t f = 0; f < points; ++f) {
-      std::vector<int64_t> g = point_of(f, patch.ext);
-      for (int a = 0; a < nd; ++a) g[a] += patch.gpos[a];
-      data[k][f] = patch.value(k, g);
+    data[k].resize(nb * points);
+    padded[k].resize(nb * ppoints);
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int64_t f = 0; f < ppoints; ++f) {
+        std::vector<int64_t> p = point_of(f, pext), g = p;
+        bool owned = true;
+        for (int a = 0; a < nd; ++a) {
+          p[a] -= w;
+          g[a] = p[a] + patch.gpos[a];
+          owned = owned && p[a] >= 0 && p[a] < patch.ext[a];
+        }
+        padded[k][b * ppoints + f] =
+            owned ? std::nan("") : patch.value(k, g, b);
+      }
+      for (int64_t f = 0; f < points; ++f) {
+        std::vector<int64_t> g = point_of(f, patch.ext);
+        for (int a = 0; a < nd; ++a) g[a] += patch.gpos[a];
+        data[k][b * points + f] = patch.value(k, g, b);
+      }
     }
   }
   const int m = static_cast<int>(src.outputs.size());
-  std::vector<std::vector<double>> y(m, std::vector<double>(points, -1.0));
+  std::vector<std::vector<double>> y(m, std::vector<double>(nb * points, -1.0));
   if (how.over >= 0) y[0] = data[how.over];
   std::vector<const double*> in(n), pin(n);
-  std::vector<int64_t> st, pst, ost, sizes(n, points);
+  std::vector<int64_t> st, pst, ost, sizes(n, nb * points);
   int64_t origin = 0;
   for (int a = 0; a < nd; ++a) origin += w * ps[a];
   for (int k = 0; k < n; ++k) {
     in[k] = how.over == k ? y[0].data() : data[k].data();
+    if (src.scalar[k]) {
+      pin[k] = in[k];
+      st.insert(st.end(), nd + 1, 0);
+      pst.insert(pst.end(), nd + 1, 0);
+      sizes[k] = 1;
+      continue;
+    }
     pin[k] = padded[k].data() + origin;
-    st.push_back(0);
+    st.push_back(nb > 1 ? points : 0);
     st.insert(st.end(), ls.begin(), ls.end());
-    pst.push_back(0);
+    pst.push_back(nb > 1 ? ppoints : 0);
     pst.insert(pst.end(), ps.begin(), ps.end());
   }
   std::vector<double*> out(m);
@@ -121,10 +139,10 @@ std::vector<std::vector<double>> run(StencilSource src,
       in[src.init[j]] = y[j].data();
       out[j] = y[j].data();
     }
-    ost.push_back(0);
+    ost.push_back(nb > 1 ? points : 0);
     ost.insert(ost.end(), ls.begin(), ls.end());
   }
-  std::vector<int64_t> lo(nd + 1, 0), hi{1};
+  std::vector<int64_t> lo(nd + 1, 0), hi{nb};
   hi.insert(hi.end(), patch.ext.begin(), patch.ext.end());
   // The middle along the row, as the stencil op's kernel makes it.
   const ExprPtr all = tuple_of(src.outputs, src.init);
@@ -170,12 +188,15 @@ std::vector<std::vector<double>> run(StencilSource src,
 void check(const StencilSource& src, const Patch& patch, int over) {
   const int nd = patch.nd();
   const std::vector<std::vector<double>> want = run(src, patch, {false, false});
-  for (int64_t f = 0; f < patch.points(); ++f) {
+  const int64_t points = patch.points();
+  for (int64_t bf = 0; bf < patch.batch * points; ++bf) {
+    const int64_t b = bf / points, f = bf % points;
     const std::vector<int64_t> p = point_of(f, patch.ext);
     auto value_of = [&](const ReadKey& r) {
+      if (src.scalar[r.input]) return Patch::scalar(r.input);
       std::vector<int64_t> g = p;
       for (int a = 0; a < nd; ++a) g[a] += patch.gpos[a] + r.offset[a];
-      return patch.value(r.input, g);
+      return patch.value(r.input, g, b);
     };
     auto inside_of = [&](const Offset& o) {
       for (int a = 0; a < nd; ++a) {
@@ -187,7 +208,7 @@ void check(const StencilSource& src, const Patch& patch, int over) {
     for (std::size_t m = 0; m < src.outputs.size(); ++m) {
       double v = evaluate(src.outputs[m], value_of, inside_of, nd);
       if (src.init[m] >= 0) v = value_of({src.init[m], Offset(nd, 0)}) + v;
-      ASSERT_EQ(want[m][f], v) << "output " << m << " at flat " << f;
+      ASSERT_EQ(want[m][bf], v) << "output " << m << " at flat " << bf;
     }
   }
   for (const Run& how : {Run{true, true, -1},
@@ -197,7 +218,7 @@ void check(const StencilSource& src, const Patch& patch, int over) {
                          Run{true, false, over}}) {
     const auto got = run(src, patch, how);
     for (std::size_t m = 0; m < got.size(); ++m)
-      for (int64_t f = 0; f < patch.points(); ++f)
+      for (int64_t f = 0; f < patch.batch * points; ++f)
         ASSERT_EQ(got[m][f], want[m][f])
             << "shared " << how.shared << " vectors " << how.vectors << " over "
             << how.over << ": output " << m << " at flat " << f;
@@ -310,6 +331,53 @@ TEST(StencilShared, ScalarMiddleAndTermsAlongTheRow) {
             (std::vector<bool>{true, true, true}));
   for (int over : {0, 2})
     check(s, Patch{{5, 11}, {2, 5}, {10, 30}, {false, false}}, over);
+}
+
+// Two batch entries, two terms (one with a scalar input in it, one read
+// two points along the row), and outputs written over either input: in0
+// is read only by the terms' rows, in1 at the point too.
+TEST(StencilShared, BatchesTwoTermsAndAScalarInATerm) {
+  std::string a, b;
+  for (const char* at : {"1,0", "0,1", "0,-1"}) {
+    const std::string t =
+        std::string("mul(in0[") + at + "],mul(in2,in1[" + at + "]))";
+    a = a.empty() ? t : "add(" + a + "," + t + ")";
+  }
+  for (const char* at : {"-1,0", "0,2", "0,-2"}) {
+    const std::string t =
+        std::string("sub(in1[") + at + "],mul(in0[" + at + "],3))";
+    b = b.empty() ? t : "add(" + b + "," + t + ")";
+  }
+  StencilSource s =
+      source({"add(add(" + a + "," + b + "),in1)"}, {-1}, 3, {false, false});
+  s.scalar = {false, false, true};
+  ASSERT_EQ(detail::share_terms(s.outputs, 2, 3, s.scalar).terms.size(), 2u);
+  EXPECT_EQ(detail::read_at_point_only(s),
+            (std::vector<bool>{true, true, false}));
+  Patch patch{{5, 16}, {3, 8}, {12, 40}, {false, false}, 2, 2};
+  for (int over : {0, 1}) check(s, patch, over);
+}
+
+// A term too large to write out in the ring (more than 64 operations,
+// counted as a tree: a subexpression used twice counts twice) is not
+// shared; the terms inside it are.
+TEST(StencilShared, LeavesTermsTooLargeToWriteOut) {
+  std::string big = "in0";
+  for (int k = 0; k < 7; ++k) big = "mul(" + big + "," + big + ")";
+  auto at = [&](const std::string& o) {
+    std::string t = big;
+    std::string::size_type p;
+    while ((p = t.find("in0,")) != std::string::npos ||
+           (p = t.find("in0)")) != std::string::npos)
+      t.replace(p, 3, "in0[" + o + "]");
+    return t;
+  };
+  const StencilSource s = source(
+      {"add(" + at("0,1") + "," + at("0,-1") + ")"}, {-1}, 1, {false, false});
+  const detail::SharedTerms shared =
+      detail::share_terms(s.outputs, 2, 1, s.scalar);
+  ASSERT_FALSE(shared.terms.empty());
+  for (const detail::SharedTerm& t : shared.terms) EXPECT_LE(t.ops, 64);
 }
 
 // Two terms of two operations at two offsets each: (2 − 1)·2 < 3, not
