@@ -241,16 +241,9 @@ std::string TermRing::preamble() const {
     const std::string T = num(static_cast<int64_t>(t));
     o << "  int64_t tlo" << T << " = 0, thi" << T << " = 0;\n";
     for (const Offset& a : term.shared.anchors) {
-      std::string delta = "0";
-      for (int x = 0; x + 1 < ndim_; ++x) {
-        if (a[x] == 0) continue;
-        delta += " + " + num(a[x]);
-        for (int c = x + 1; c + 1 < ndim_; ++c)
-          delta += " * (ext[" + num(c) + "] + " + num(2 * term.reach[c]) + ")";
-      }
-      o << "  { const int64_t dl = " << delta << "; if (dl < tlo" << T
-        << ") tlo" << T << " = dl; if (dl > thi" << T << ") thi" << T
-        << " = dl; }\n";
+      o << "  { const int64_t dl = " << delta(static_cast<int>(t), a)
+        << "; if (dl < tlo" << T << ") tlo" << T << " = dl; if (dl > thi" << T
+        << ") thi" << T << " = dl; }\n";
     }
     o << "  const int64_t tS" << T << " = thi" << T << " - tlo" << T
       << " + 1;\n"
@@ -360,17 +353,22 @@ std::string TermRing::row() const {
   return o.str();
 }
 
-std::string TermRing::row_pointer(int t, const Offset& outer) const {
-  const Term& term = terms_[t];
-  std::string delta = "0";
+// Term t's extended row number of `outer` relative to the current row's,
+// as text over ext[].
+std::string TermRing::delta(int t, const Offset& outer) const {
+  std::string d = "0";
   for (int x = 0; x + 1 < ndim_; ++x) {
     if (outer[x] == 0) continue;
-    delta += " + " + num(outer[x]);
+    d += " + " + num(outer[x]);
     for (int c = x + 1; c + 1 < ndim_; ++c)
-      delta += " * (ext[" + num(c) + "] + " + num(2 * term.reach[c]) + ")";
+      d += " * (ext[" + num(c) + "] + " + num(2 * terms_[t].reach[c]) + ")";
   }
-  return "tb" + num(t) + " + ((x" + num(t) + " + " + delta + ") % tS" + num(t) +
-         ") * rL + " + num(pad_);
+  return d;
+}
+
+std::string TermRing::row_pointer(int t, const Offset& outer) const {
+  return "tb" + num(t) + " + ((x" + num(t) + " + " + delta(t, outer) +
+         ") % tS" + num(t) + ") * rL + " + num(pad_);
 }
 
 }  // namespace adgraph::grid::detail

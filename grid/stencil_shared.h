@@ -67,6 +67,7 @@ class TermRing {
 
  private:
   std::string extended_index(int t) const;
+  std::string delta(int t, const Offset& outer) const;
   std::string evaluate(int t) const;
   struct Term {
     SharedTerm shared;
