@@ -75,11 +75,26 @@ up() {
   for ((i = 1; i <= n; i++)); do host_ip "$i"; done
 }
 
+# Open MPI keeps its session folders (the daemon's and its ranks' PMIx
+# sockets and job folders) under orte_tmpdir_base, named by host name and
+# job: the test hosts share the file system and the host name, so the
+# daemons of one job would build and clean the same folders. A daemon here
+# once failed to start ("unable to create .../ompi.vm.0/jf.N/0/1: No such
+# file or directory") while another made or removed jf.N/0. Each host's
+# commands therefore see a folder of their own at that path: a bind mount
+# inside the mount namespace `ip netns exec` makes for them, as separate
+# machines would have.
 agent() {
   local host=$1 i
   shift
   for i in 1 2 3 4; do
     if [[ $host == "$(host_ip "$i")" ]]; then
+      local tmp=${OMPI_MCA_orte_tmpdir_base:-}
+      if [[ -n $tmp && -d $tmp ]]; then
+        mkdir -p "$tmp/host$i"
+        exec ip netns exec "$(host_ns "$i")" sh -c \
+          'mount --bind "$1/host$2" "$1" && shift 2 && exec sh -c "$*"' sh "$tmp" "$i" "$*"
+      fi
       exec ip netns exec "$(host_ns "$i")" sh -c "$*"
     fi
   done
