@@ -1,6 +1,7 @@
 #include "grid/exchange.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -112,6 +113,13 @@ std::vector<double> pack(const Tensor& t, const Box& box) {
   return buf;
 }
 
+// `box` of t in a buffer of the communicator's spares (a message's).
+Tensor pack_spare(Communicator& comm, const Tensor& t, const Box& box) {
+  Tensor buf = Tensor::adopt(Shape{box.size()}, comm.take_spare(box.size()));
+  copy_box(t.data(), t.shape(), box, buf.data(), box.extent, whole(box.extent));
+  return buf;
+}
+
 void unpack(const double* buf, Tensor& t, const Box& box, bool add) {
   copy_box(buf, box.extent, whole(box.extent), t.data(), t.shape(), box, add);
 }
@@ -129,11 +137,20 @@ void copy_layer(const Pass& p, Tensor& t, int64_t from, int64_t to, bool add) {
 
 // Messages to and from the two neighbours of a pass (not to itself), in
 // flight between post_swap and wait_swap: what arrives lands in got[side].
+// Every buffer is one of the communicator's spares, and given back once
+// landed (release): an exchange at every step allocates nothing.
 struct Swap {
-  std::vector<int64_t> handles;  // the receives, then the sends
-  std::vector<int64_t> counts;   // per receive
-  std::vector<int> side;         // per receive: 0 low, 1 high
-  std::vector<Tensor> got{2};
+  int receives = 0, sends = 0;
+  std::array<int64_t, 4> handles{};  // the receives, then the sends
+  std::array<int64_t, 2> counts{};   // per receive
+  std::array<int, 2> side{};         // per receive: 0 low, 1 high
+  std::array<Tensor, 2> got;
+
+  void release(Communicator& comm) {
+    for (int k = 0; k < receives; ++k)
+      comm.keep_spare(std::move(got[side[k]]).take_storage());
+    receives = sends = 0;
+  }
 };
 
 // Posts the sends of `out_low` to the low neighbour and `out_high` to the
@@ -147,39 +164,39 @@ void post_swap(Communicator& comm,
                const Box& out_high,
                int tag_base,
                Swap& s) {
-  std::vector<int64_t> sends;
+  std::array<int64_t, 2> sends{};
   for (int side = 0; side < 2; ++side) {
     const int peer = side == 0 ? p.low : p.high;
     if (peer < 0 || peer == p.self) continue;
     const Box& out = side == 0 ? out_low : out_high;
     // What the low neighbour sends travels upwards (tag_base + 1).
-    s.handles.push_back(
-        comm.irecv(out.size(), peer, tag_base + (side == 0 ? 1 : 0)));
-    s.counts.push_back(out.size());
-    s.side.push_back(side);
-    const std::vector<double> buf = pack(t, out);
-    sends.push_back(comm.isend(buf.data(), out.size(), peer, tag_base + side));
+    s.handles[s.receives] =
+        comm.irecv(out.size(), peer, tag_base + (side == 0 ? 1 : 0));
+    s.counts[s.receives] = out.size();
+    s.side[s.receives] = side;
+    ++s.receives;
+    Tensor buf = pack_spare(comm, t, out);
+    sends[s.sends++] = comm.isend_buffer(buf, peer, tag_base + side);
+    comm.keep_spare(std::move(buf).take_storage());
   }
-  s.handles.insert(s.handles.end(), sends.begin(), sends.end());
+  for (int k = 0; k < s.sends; ++k) s.handles[s.receives + k] = sends[k];
 }
 
+// The receives land in spares of their own (adopted: no copy).
 void wait_swap(Communicator& comm, Swap& s) {
-  const std::size_t n = s.handles.size();
+  const int n = s.receives + s.sends;
   if (n == 0) return;
-  std::vector<Tensor*> targets(n, nullptr);
-  std::vector<int64_t> counts(n, 0);
-  for (std::size_t k = 0; k < s.side.size(); ++k) {
-    s.got[s.side[k]] = Tensor(Shape{s.counts[k]});
-    targets[k] = &s.got[s.side[k]];
+  std::array<Tensor*, 4> targets{};
+  std::array<int64_t, 4> counts{};
+  std::array<bool, 4> adopt{};
+  for (int k = 0; k < s.receives; ++k) {
+    Tensor& got = s.got[s.side[k]];
+    got = Tensor::adopt(Shape{s.counts[k]}, comm.take_spare(s.counts[k]));
+    targets[k] = &got;
     counts[k] = s.counts[k];
+    adopt[k] = true;
   }
-  std::unique_ptr<bool[]> adopt(new bool[n]());
-  comm.wait(s.handles.data(),
-            targets.data(),
-            counts.data(),
-            adopt.get(),
-            static_cast<int>(n));
-  s.handles.clear();
+  comm.wait(s.handles.data(), targets.data(), counts.data(), adopt.data(), n);
 }
 
 void fill_rule_low(const Pass& p, Boundary rule, Tensor& t) {
@@ -320,7 +337,7 @@ void copy_interior(const GridLayout& layout,
 // p.axis from the neighbours, this rank itself (periodic, one process) or
 // the boundary rule.
 void land_forward(const Pass& p, Boundary rule, Swap& s, Tensor& padded) {
-  for (std::size_t k = 0; k < s.side.size(); ++k) {
+  for (int k = 0; k < s.receives; ++k) {
     unpack(s.got[s.side[k]].data(),
            padded,
            s.side[k] == 0 ? p.low_ghost() : p.high_ghost(),
@@ -431,6 +448,7 @@ struct Flight {
       } else {
         land_forward(p, spec.rule, *posted[k], t);
       }
+      posted[k]->release(comm);
       posted[k].reset();
     }
   }
@@ -499,6 +517,7 @@ void exchange(Communicator& comm,
               swap);
     wait_swap(comm, swap);
     land_forward(p, spec.rule, swap, padded);
+    swap.release(comm);
   }
 }
 
