@@ -389,12 +389,33 @@ struct Flight {
   GridLayout layout;
   HaloSpec spec;
   bool transpose = false;
-  Tensor t;
+  Tensor own;
+  Tensor& t;              // own, or the caller's array (start_exchange_into)
   std::vector<int> axes;  // in landing order, width 0 left out
   std::vector<std::unique_ptr<Swap>> posted;  // per entry of axes, or null
 
   Flight(const GridLayout& l, const HaloSpec& s, bool back, Tensor padded)
-      : layout(l), spec(s), transpose(back), t(std::move(padded)) {
+      : Flight(l, s, back, std::move(padded), nullptr) {}
+  // Over the caller's array, the passes of the axes in `landed` left out
+  // (start_exchange_into fills them itself).
+  Flight(const GridLayout& l,
+         const HaloSpec& s,
+         Tensor& into,
+         const std::vector<bool>& landed)
+      : Flight(l, s, false, Tensor(), &into) {
+    std::erase_if(axes, [&](int a) { return landed[a]; });
+    posted.resize(axes.size());
+  }
+  Flight(const GridLayout& l,
+         const HaloSpec& s,
+         bool back,
+         Tensor padded,
+         Tensor* into)
+      : layout(l),
+        spec(s),
+        transpose(back),
+        own(std::move(padded)),
+        t(into != nullptr ? *into : own) {
     const int nd = layout.ndim();
     for (int k = 0; k < nd; ++k) {
       const int a = transpose ? nd - 1 - k : k;
@@ -548,6 +569,42 @@ void finish_exchange(Communicator& comm, int64_t ticket, Tensor& padded) {
   std::unique_ptr<Flight> f = land(comm, ticket);
   ADGRAPH_CHECK(f->t.shape() == padded.shape()) << "padded shape";
   padded.swap(f->t);
+}
+
+bool messages_along(const GridLayout& layout, int rank, int a) {
+  std::vector<int> dir(layout.ndim(), 0);
+  for (int side : {-1, 1}) {
+    dir[a] = side;
+    const int peer = layout.neighbour(rank, dir);
+    if (peer >= 0 && peer != rank) return true;
+  }
+  return false;
+}
+
+int64_t start_exchange_into(Communicator& comm,
+                            const GridLayout& layout,
+                            const HaloSpec& spec,
+                            const Tensor& x,
+                            Tensor& padded) {
+  copy_interior(layout, spec, comm.rank(), x, padded, true);
+  if (!spec.corners) zero_ghosts(spec, padded);
+  // Without corners the passes write disjoint ghosts, so an axis filled
+  // here is not filled again; with corners every pass runs again in order.
+  std::vector<bool> landed(layout.ndim(), false);
+  for (int a = 0; a < layout.ndim(); ++a) {
+    if (spec.width[a] == 0 || messages_along(layout, comm.rank(), a)) continue;
+    Swap none;
+    land_forward(pass_of(layout, spec, comm.rank(), padded.shape(), a),
+                 spec.rule,
+                 none,
+                 padded);
+    landed[a] = !spec.corners;
+  }
+  return launch(comm, std::make_unique<Flight>(layout, spec, padded, landed));
+}
+
+void finish_exchange_into(Communicator& comm, int64_t ticket) {
+  land(comm, ticket);
 }
 
 int64_t start_exchange_transpose(Communicator& comm,

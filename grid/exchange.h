@@ -85,6 +85,23 @@ int64_t start_exchange(Communicator& comm,
                        const HaloSpec& spec,
                        const Tensor& x);
 void finish_exchange(Communicator& comm, int64_t ticket, Tensor& padded);
+// Whether `rank` exchanges messages along spatial axis a (a neighbour
+// there other than itself).
+bool messages_along(const GridLayout& layout, int rank, int a);
+
+// exchange(..., ghosts_only = true) in two halves over the caller's
+// `padded` (of padded_shape), which must stay alive and untouched until
+// finish_exchange_into: the stencil kernel computes the points whose reads
+// stay in the patch while the messages travel. Same bits as exchange().
+// The ghosts of the axes without messages are filled at the start over
+// the owned points of the others (an early copy: finishing fills every
+// ghost again, corners included), so those points may read them at once.
+int64_t start_exchange_into(Communicator& comm,
+                            const GridLayout& layout,
+                            const HaloSpec& spec,
+                            const Tensor& x,
+                            Tensor& padded);
+void finish_exchange_into(Communicator& comm, int64_t ticket);
 // exchange_transpose() in two halves, as above (padded_bar is copied).
 int64_t start_exchange_transpose(Communicator& comm,
                                  const GridLayout& layout,

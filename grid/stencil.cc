@@ -346,7 +346,7 @@ std::vector<std::pair<int, int>> stencil_in_place(const Node& n) {
   // a field input of its shape that every output reads at the point only,
   // once terms read at several points are shared (grid/stencil_shared.h):
   // the kernel reads each point before it writes it.
-  if (v.ndim < 2) return pairs;
+  if (v.ndim < 2 || v.plan.overlapped()) return pairs;
   StencilSource src;
   src.outputs = v.plan.outputs;
   src.init = v.plan.init;

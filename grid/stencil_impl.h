@@ -38,6 +38,20 @@ struct StencilPlan {
   ExprPtr expr;  // tuple_of(outputs, init): every read and inside[]
   std::vector<StencilInput> inputs;
   Shape batch;  // of the batched inputs (empty: none)
+  // Whether the kernel overlaps its halo messages with work: on more than
+  // one process, with an input to exchange. Every input's exchange starts
+  // (their messages travel together), the points whose reads stay in the
+  // patch are computed, the exchanges finish, then the rest. No output is
+  // then written over an input a shared term reads (the second part's rows
+  // of terms would read points the first part wrote): stencil_in_place
+  // offers only initial inputs.
+  bool overlapped() const {
+    int processes = 1;
+    for (int q : layout.procs) processes *= q;
+    bool any = false;
+    for (const StencilInput& in : inputs) any = any || in.exchanged();
+    return processes > 1 && any;
+  }
   // Output m's shape on a rank with this patch.
   Shape output_shape(int m, const Shape& patch) const {
     Shape out = summed[m] ? Shape{} : batch;

@@ -261,8 +261,9 @@ std::vector<int64_t> edge_depth(const StencilPlan& p,
 struct Operands {
   std::vector<const double*> direct, edge;
   std::vector<int64_t> direct_strides, padded_strides;
-  std::vector<int64_t> sizes;  // of the inputs themselves
-  std::vector<Tensor> padded;  // the padded copies, while the kernel runs
+  std::vector<int64_t> sizes;    // of the inputs themselves
+  std::vector<Tensor> padded;    // the padded copies, while the kernel runs
+  std::vector<int64_t> tickets;  // their exchanges in flight (0: none)
   std::vector<double*> out;
   std::vector<int64_t> out_strides;
   void clear() {
@@ -276,16 +277,87 @@ struct Operands {
   }
 };
 
+// A box of points and its rows' middle (KernelArgs lo, hi, mid).
+struct Part {
+  Region box;
+  int64_t mid[2] = {0, 0};
+};
+
 // What a call needs of the rank's place on the grid, the same at every
 // call: its patch and global offset, the box of points and each row's
-// middle (mid).
+// middle (mid). Overlapped, the box in two sets of parts: `inner`, where
+// every read stays in the patch (computed while the messages travel), and
+// `outer`, the rest (after they land): the slabs within the edge depth of
+// each outer axis (whole rows), then the inner rows' heads and tails.
 struct Frame {
   int rank = -1;
   Shape patch, gpos;
-  Region box;
-  int64_t mid[2] = {0, 0};
+  Part whole;
+  std::vector<Part> inner, outer;
   int64_t ring = 0;  // ring_doubles on the patch
 };
+
+// The inner and outer parts of `whole` (Frame): along an axis with
+// messages (`messages[a]`) the inner points are those beyond the edge
+// depth, along one without (its ghosts filled as the exchange starts)
+// every point is inner.
+void split_parts(const Part& whole,
+                 const std::vector<int64_t>& depth,
+                 const std::vector<bool>& messages,
+                 std::vector<Part>& inner,
+                 std::vector<Part>& outer) {
+  const int nd = static_cast<int>(depth.size());
+  std::vector<int64_t> ilo(nd, 0),
+      ihi(whole.box.hi.begin() + 1, whole.box.hi.end());
+  for (int a = 0; a < nd; ++a) {
+    if (!messages[a]) continue;
+    ilo[a] = std::min(depth[a], ihi[a]);
+    ihi[a] = std::max(ilo[a], ihi[a] - depth[a]);
+  }
+  auto add = [](std::vector<Part>& to, Part p) {
+    for (std::size_t a = 0; a < p.box.lo.size(); ++a)
+      if (p.box.lo[a] >= p.box.hi[a]) return;
+    to.push_back(std::move(p));
+  };
+  Part in = whole;
+  for (int a = 0; a + 1 < nd; ++a) {
+    in.box.lo[a + 1] = ilo[a];
+    in.box.hi[a + 1] = ihi[a];
+  }
+  // Outer slabs: axis a's low or high layers, the axes before it over
+  // their inner points, those after it whole.
+  for (int a = 0; a + 1 < nd; ++a) {
+    if (!messages[a]) continue;
+    for (int side = 0; side < 2; ++side) {
+      Part slab = whole;
+      for (int b = 0; b < a; ++b) {
+        slab.box.lo[b + 1] = ilo[b];
+        slab.box.hi[b + 1] = ihi[b];
+      }
+      slab.box.lo[a + 1] = side == 0 ? 0 : ihi[a];
+      slab.box.hi[a + 1] = side == 0 ? ilo[a] : whole.box.hi[a + 1];
+      add(outer, std::move(slab));
+    }
+  }
+  if (!messages[nd - 1]) {
+    add(inner, std::move(in));
+    return;
+  }
+  // Messages along the rows too: the inner rows' middle first, then their
+  // heads [lo, m0) and tails [m1, hi), each with an empty middle at its
+  // own end (checked point by point).
+  const int64_t m0 = whole.mid[0], m1 = whole.mid[1];
+  Part head = in, tail = in;
+  in.box.lo[nd] = m0;
+  in.box.hi[nd] = m1;
+  head.box.hi[nd] = m0;
+  head.mid[0] = head.mid[1] = m0;
+  tail.box.lo[nd] = m1;
+  tail.mid[0] = tail.mid[1] = m1;
+  add(inner, std::move(in));
+  add(outer, std::move(head));
+  add(outer, std::move(tail));
+}
 
 class Runner {
  public:
@@ -312,12 +384,18 @@ class Runner {
   // the first call on a rank, and the argument arrays are a thread's
   // scratch, reused (a step of a 64² heat loop spent a third of its time in
   // walking the expression and in small allocations before).
+  // Overlapped (StencilPlan::overlapped), every input's exchange starts,
+  // the inner parts run, the exchanges finish in the order they started,
+  // and the outer parts run: each point is computed once, by the same
+  // code, so the bits are those of one call over the whole box.
   void run(KernelContext& c, Communicator& comm) {
     const int nd = p_.layout.ndim();
     const int n = static_cast<int>(p_.inputs.size());
+    const bool overlap = p_.overlapped();
     thread_local Operands ops;
     ops.clear();
     ops.padded.resize(std::max<std::size_t>(ops.padded.size(), n));
+    ops.tickets.assign(n, 0);
     for (int k = 0; k < n; ++k) {
       const StencilInput& in = p_.inputs[k];
       const Tensor& x = c.input(k);
@@ -326,7 +404,11 @@ class Runner {
       if (in.exchanged()) {
         const Shape ps = padded_shape(x.shape(), in.halo);
         ops.padded[k] = Tensor::adopt(ps, comm.take_spare(num_elements(ps)));
-        exchange(comm, p_.layout, in.halo, x, ops.padded[k], true);
+        if (overlap)
+          ops.tickets[k] =
+              start_exchange_into(comm, p_.layout, in.halo, x, ops.padded[k]);
+        else
+          exchange(comm, p_.layout, in.halo, x, ops.padded[k], true);
         ops.edge.push_back(
             append_operand(ops.padded[k], nd, &in.halo, ops.padded_strides));
       } else {
@@ -339,7 +421,15 @@ class Runner {
       append_operand(y, nd, nullptr, ops.out_strides);
     }
     const Frame& f = frame(comm.rank());
-    loop(ops, f, ring(f.ring));
+    double* const scratch = ring(f.ring);
+    if (overlap) {
+      for (const Part& part : f.inner) loop(ops, f, part, scratch);
+      for (int k = 0; k < n; ++k)
+        if (ops.tickets[k] != 0) finish_exchange_into(comm, ops.tickets[k]);
+      for (const Part& part : f.outer) loop(ops, f, part, scratch);
+    } else {
+      loop(ops, f, f.whole, scratch);
+    }
     for (int k = 0; k < n; ++k)
       if (p_.inputs[k].exchanged())
         comm.keep_spare(std::move(ops.padded[k]).take_storage());
@@ -356,14 +446,21 @@ class Runner {
     f.rank = rank;
     f.patch = p_.layout.local_shape(rank);
     f.gpos = p_.layout.offset(rank);
-    f.box.lo.assign(nd + 1, 0);
-    f.box.hi.push_back(std::max<int64_t>(1, num_elements(p_.batch)));
-    f.box.hi.insert(f.box.hi.end(), f.patch.begin(), f.patch.end());
-    const Region inner = all_inside(p_, insides_, f.gpos, f.box);
+    Region& box = f.whole.box;
+    box.lo.assign(nd + 1, 0);
+    box.hi.push_back(std::max<int64_t>(1, num_elements(p_.batch)));
+    box.hi.insert(box.hi.end(), f.patch.begin(), f.patch.end());
+    const Region inner = all_inside(p_, insides_, f.gpos, box);
     const int64_t n = f.patch[nd - 1];
-    f.mid[0] = std::min(std::max(inner.lo[nd], depth_[nd - 1]), n);
-    f.mid[1] =
-        std::clamp(std::min(inner.hi[nd], n - depth_[nd - 1]), f.mid[0], n);
+    f.whole.mid[0] = std::min(std::max(inner.lo[nd], depth_[nd - 1]), n);
+    f.whole.mid[1] = std::clamp(
+        std::min(inner.hi[nd], n - depth_[nd - 1]), f.whole.mid[0], n);
+    if (p_.overlapped()) {
+      std::vector<bool> messages(nd);
+      for (int a = 0; a < nd; ++a)
+        messages[a] = messages_along(p_.layout, rank, a);
+      split_parts(f.whole, depth_, messages, f.inner, f.outer);
+    }
     f.ring = ring_doubles(source_, f.patch);
     frame_ = std::move(f);
     return frame_;
@@ -382,16 +479,19 @@ class Runner {
     return scratch.data();
   }
 
-  void loop(const Operands& ops, const Frame& f, double* ring) {
+  void loop(const Operands& ops,
+            const Frame& f,
+            const Part& part,
+            double* ring) {
     const KernelArgs args{ops.direct.data(),
                           ops.direct_strides.data(),
                           ops.edge.data(),
                           ops.padded_strides.data(),
                           ops.out.data(),
                           ops.out_strides.data(),
-                          f.box.lo.data(),
-                          f.box.hi.data(),
-                          f.mid,
+                          part.box.lo.data(),
+                          part.box.hi.data(),
+                          part.mid,
                           f.patch.data(),
                           f.gpos.data(),
                           p_.layout.shape.data(),

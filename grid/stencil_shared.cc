@@ -329,14 +329,20 @@ std::string TermRing::evaluate(int t) const {
     for (const ExprPtr& a : e->args) args.push_back(text(a, from));
     return find_expr_op(e->op)->emit(args);
   };
-  o << "      for (int64_t tj = 0; tj < " << last
-    << "; ++tj) tq[tj] = " << text(term.shared.term, "td") << ";\n";
+  // The columns the box's points read, [lo - W, hi + W) of the
+  // innermost axis: a box of a few columns (an overlapped call's heads and
+  // tails) fills a few.
+  const std::string W = num(term.width), N = num(ndim_);
+  o << "      const int64_t tj0 = lo[" << N << "] - " << W << ", tj1 = hi[" << N
+    << "] + " << W << ";\n"
+    << "      for (int64_t tj = tj0 > 0 ? tj0 : 0; tj < (tj1 < " << last
+    << " ? tj1 : " << last
+    << "); ++tj) tq[tj] = " << text(term.shared.term, "td") << ";\n";
   if (term.width > 0) {
-    const std::string W = num(term.width);
-    o << "      for (int64_t tj = -" << W
-      << "; tj < 0; ++tj) tq[tj] = " << text(term.shared.term, "tp") << ";\n"
-      << "      for (int64_t tj = " << last << "; tj < " << last << " + " << W
-      << "; ++tj) tq[tj] = " << text(term.shared.term, "tp") << ";\n";
+    o << "      for (int64_t tj = tj0; tj < 0; ++tj) tq[tj] = "
+      << text(term.shared.term, "tp") << ";\n"
+      << "      for (int64_t tj = " << last
+      << "; tj < tj1; ++tj) tq[tj] = " << text(term.shared.term, "tp") << ";\n";
   }
   return o.str();
 }

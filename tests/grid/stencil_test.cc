@@ -361,6 +361,64 @@ TEST(Stencil, TheAdjointWritesOverTheCotangentSummedSoFar) {
   }
 }
 
+// The heat adjoint shares c·κ·ȳ, after which ȳ is read at the point only.
+// On one process the node offers ū in place over ȳ; on several it
+// overlaps its messages with work (the rows of the term are filled again
+// for the points computed after the messages land) and offers nothing a
+// term reads. Either way ū and κ̄ are those of one process, bit for bit:
+// every process grid against the same graph on Communicator::self().
+TEST(Stencil, OverlappedAdjointsOfferNoInputATermReadsAndKeepTheBits) {
+  auto world = Communicator::world();
+  const Shape shape = {9, 10};
+  const Tensor u = global_field(shape, 31),
+               kappa = global_field(shape, 32, 0.5, 1.5),
+               w = global_field(shape, 33);
+  auto build = [&](const Grid& grid, int rank, Graph& g, Value& uu, Value& kk) {
+    uu = g.placeholder("u", grid.local_shape());
+    kk = g.placeholder("k", grid.local_shape());
+    const StencilExpr U = field(uu);
+    StencilExpr lap = -4.0 * U;
+    for (const Offset& o :
+         {Offset{-1, 0}, Offset{1, 0}, Offset{0, -1}, Offset{0, 1}})
+      lap = lap + U.shift(o);
+    CommScope scope(g, grid.comm());
+    Value y = stencil(grid, U + 0.2 * field(kk) * lap);
+    Value ww = g.constant(patch_of(w, shape, grid.layout().procs, rank));
+    return mpi_total(y * ww);
+  };
+  auto adjoint_of = [](const Value& grad) -> const Node& {
+    return grad.node().op_name() == "identity" ? grad.node().inputs[0].node()
+                                               : grad.node();
+  };
+  const Grid alone(shape, {1, 1}, {}, Communicator::self());
+  Graph g1;
+  Value u1, k1;
+  const Value loss1 = build(alone, 0, g1, u1, k1);
+  const Values grads1 = gradients(loss1, {u1, k1});
+  EXPECT_FALSE(in_place_pairs(adjoint_of(grads1[0])).empty());
+  Session s1(g1);
+  const std::vector<Tensor> want = s1.run(grads1, {{u1, u}, {k1, kappa}});
+  for (const std::vector<int>& procs : process_grids(world->size(), shape)) {
+    Grid grid(shape, procs, {}, world);
+    Graph g;
+    Value uu, kk;
+    const Value loss = build(grid, world->rank(), g, uu, kk);
+    const Values grads = gradients(loss, {uu, kk});
+    const bool several = world->size() > 1;
+    EXPECT_EQ(in_place_pairs(adjoint_of(grads[0])).empty(), several)
+        << procs[0] << "x" << procs[1];
+    Session s(g);
+    const std::vector<Tensor> got =
+        s.run(grads,
+              {{uu, patch_of(u, shape, procs, world->rank())},
+               {kk, patch_of(kappa, shape, procs, world->rank())}});
+    for (int i = 0; i < 2; ++i)
+      EXPECT_EQ(got[i].to_vector(),
+                patch_of(want[i], shape, procs, world->rank()).to_vector())
+          << "gradient " << i << " on " << procs[0] << "x" << procs[1];
+  }
+}
+
 TEST(Stencil, HessianVectorProductMatchesDifferencesOfGradients) {
   auto world = Communicator::world();
   const Shape shape = {6, 6};
