@@ -386,8 +386,10 @@ void land_transpose(const Pass& p, Boundary rule, Swap& s, Tensor& t) {
 // once. Either way they land in the same order, so the bits are the same
 // however the messages are started.
 struct Flight {
-  GridLayout layout;
-  HaloSpec spec;
+  GridLayout own_layout;  // copies, for an exchange split over two nodes
+  HaloSpec own_spec;
+  const GridLayout& layout;  // own_layout, or the caller's
+  const HaloSpec& spec;
   bool transpose = false;
   Tensor own;
   Tensor& t;              // own, or the caller's array (start_exchange_into)
@@ -395,31 +397,32 @@ struct Flight {
   std::vector<std::unique_ptr<Swap>> posted;  // per entry of axes, or null
 
   Flight(const GridLayout& l, const HaloSpec& s, bool back, Tensor padded)
-      : Flight(l, s, back, std::move(padded), nullptr) {}
-  // Over the caller's array, the passes of the axes in `landed` left out
-  // (start_exchange_into fills them itself).
+      : own_layout(l),
+        own_spec(s),
+        layout(own_layout),
+        spec(own_spec),
+        transpose(back),
+        own(std::move(padded)),
+        t(own) {
+    list_axes({});
+  }
+  // Over the caller's array, layout and spec (alive until it lands), the
+  // passes of the axes in `landed` left out (start_exchange_into filled
+  // them itself).
   Flight(const GridLayout& l,
          const HaloSpec& s,
          Tensor& into,
          const std::vector<bool>& landed)
-      : Flight(l, s, false, Tensor(), &into) {
-    std::erase_if(axes, [&](int a) { return landed[a]; });
-    posted.resize(axes.size());
+      : layout(l), spec(s), t(into) {
+    list_axes(landed);
   }
-  Flight(const GridLayout& l,
-         const HaloSpec& s,
-         bool back,
-         Tensor padded,
-         Tensor* into)
-      : layout(l),
-        spec(s),
-        transpose(back),
-        own(std::move(padded)),
-        t(into != nullptr ? *into : own) {
+
+  void list_axes(const std::vector<bool>& landed) {
     const int nd = layout.ndim();
     for (int k = 0; k < nd; ++k) {
       const int a = transpose ? nd - 1 - k : k;
-      if (spec.width[a] > 0) axes.push_back(a);
+      if (spec.width[a] > 0 && (landed.empty() || !landed[a]))
+        axes.push_back(a);
     }
     posted.resize(axes.size());
   }
@@ -572,7 +575,8 @@ void finish_exchange(Communicator& comm, int64_t ticket, Tensor& padded) {
 }
 
 bool messages_along(const GridLayout& layout, int rank, int a) {
-  std::vector<int> dir(layout.ndim(), 0);
+  thread_local std::vector<int> dir;
+  dir.assign(layout.ndim(), 0);
   for (int side : {-1, 1}) {
     dir[a] = side;
     const int peer = layout.neighbour(rank, dir);
@@ -589,16 +593,26 @@ int64_t start_exchange_into(Communicator& comm,
   copy_interior(layout, spec, comm.rank(), x, padded, true);
   if (!spec.corners) zero_ghosts(spec, padded);
   // Without corners the passes write disjoint ghosts, so an axis filled
-  // here is not filled again; with corners every pass runs again in order.
-  std::vector<bool> landed(layout.ndim(), false);
+  // here is not filled again. With corners a pass copies the ghosts of the
+  // passes before it: the axes without messages that precede every axis
+  // with messages are filled here as the exchange would fill them (so the
+  // first axis with messages leaves at once), the later ones again in
+  // order as the exchange finishes.
+  thread_local std::vector<bool> landed;
+  landed.assign(layout.ndim(), false);
+  bool before_messages = true;
   for (int a = 0; a < layout.ndim(); ++a) {
-    if (spec.width[a] == 0 || messages_along(layout, comm.rank(), a)) continue;
+    if (spec.width[a] == 0) continue;
+    if (messages_along(layout, comm.rank(), a)) {
+      before_messages = false;
+      continue;
+    }
     Swap none;
     land_forward(pass_of(layout, spec, comm.rank(), padded.shape(), a),
                  spec.rule,
                  none,
                  padded);
-    landed[a] = !spec.corners;
+    landed[a] = !spec.corners || before_messages;
   }
   return launch(comm, std::make_unique<Flight>(layout, spec, padded, landed));
 }

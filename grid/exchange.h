@@ -94,8 +94,10 @@ bool messages_along(const GridLayout& layout, int rank, int a);
 // finish_exchange_into: the stencil kernel computes the points whose reads
 // stay in the patch while the messages travel. Same bits as exchange().
 // The ghosts of the axes without messages are filled at the start over
-// the owned points of the others (an early copy: finishing fills every
-// ghost again, corners included), so those points may read them at once.
+// the owned points of the others, so those points may read them at once
+// (with corners, an axis without messages after one with messages is
+// filled again, in order, as the exchange finishes). `layout` and `spec`
+// too must stay alive until then.
 int64_t start_exchange_into(Communicator& comm,
                             const GridLayout& layout,
                             const HaloSpec& spec,

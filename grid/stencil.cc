@@ -346,14 +346,17 @@ std::vector<std::pair<int, int>> stencil_in_place(const Node& n) {
   // a field input of its shape that every output reads at the point only,
   // once terms read at several points are shared (grid/stencil_shared.h):
   // the kernel reads each point before it writes it.
-  if (v.ndim < 2 || v.plan.overlapped()) return pairs;
+  if (v.ndim < 2) return pairs;
   StencilSource src;
   src.outputs = v.plan.outputs;
   src.init = v.plan.init;
   src.ndim = v.ndim;
   src.num_inputs = static_cast<int>(n.inputs.size());
   src.scalar = v.scalar;
-  const std::vector<bool> only = detail::read_at_point_only(src);
+  // Overlapped, a later call's rows of terms would read points an earlier
+  // call wrote: inputs a term reads are left out.
+  const std::vector<bool> only =
+      detail::read_at_point_only(src, v.plan.overlapped());
   for (std::size_t m = 0; m < v.plan.outputs.size(); ++m) {
     if (v.plan.summed[m] || v.plan.init[m] >= 0) continue;
     for (std::size_t j = 0; j < n.inputs.size(); ++j)

@@ -44,7 +44,7 @@ struct StencilPlan {
   // patch are computed, the exchanges finish, then the rest. No output is
   // then written over an input a shared term reads (the second part's rows
   // of terms would read points the first part wrote): stencil_in_place
-  // offers only initial inputs.
+  // leaves those out.
   bool overlapped() const {
     int processes = 1;
     for (int q : layout.procs) processes *= q;

@@ -145,6 +145,7 @@ StencilPlan plan_stencil(const nlohmann::json& attrs,
     StencilInput in;
     in.scalar = shapes[i].empty();
     in.halo.width.assign(nd, 0);
+    in.halo.corners = false;  // until a read moves on two axes (below)
     if (!in.scalar) {
       const Shape& s = shapes[i];
       if (static_cast<int>(s.size()) < nd ||

@@ -155,7 +155,8 @@ SharedTerms share_terms(const std::vector<ExprPtr>& outputs,
   return out;
 }
 
-std::vector<bool> read_at_point_only(const StencilSource& s) {
+std::vector<bool> read_at_point_only(const StencilSource& s,
+                                     bool outside_terms) {
   std::vector<bool> only(s.num_inputs, false);
   if (s.ndim < 2) return only;
   const SharedTerms shared =
@@ -169,6 +170,9 @@ std::vector<bool> read_at_point_only(const StencilSource& s) {
   }
   for (int k : s.init)
     if (k >= 0) only[k] = false;
+  if (outside_terms)
+    for (const SharedTerm& t : shared.terms)
+      for (const ReadKey& r : reads_of(t.term, s.ndim)) only[r.input] = false;
   return only;
 }
 
@@ -291,6 +295,14 @@ std::string TermRing::evaluate(int t) const {
     } else {
       o << "      const int64_t c0 = rr - " << term.reach[0] << ";\n";
     }
+  }
+  // A row of a middle axis the box's points do not read (a call over
+  // part of the patch, grid/stencil_kernel.cc) is left unfilled: its slot
+  // is not read before the row numbers pass it.
+  for (int a = 1; a + 1 < ndim_; ++a) {
+    o << "      if (c" << a << " < lo[" << a + 1 << "] - " << term.reach[a]
+      << " || c" << a << " >= hi[" << a + 1 << "] + " << term.reach[a]
+      << ") continue;\n";
   }
   o << "      const bool vin = true";
   for (int a = 0; a + 1 < ndim_; ++a)

@@ -40,8 +40,10 @@ SharedTerms share_terms(const std::vector<ExprPtr>& outputs,
                         const std::vector<bool>& scalar);
 
 // Per input: a field read at offset 0 only (or not at all) by the outputs
-// once their terms are shared, and by no output's init.
-std::vector<bool> read_at_point_only(const StencilSource& s);
+// once their terms are shared, and by no output's init; with
+// `outside_terms`, read by no shared term either.
+std::vector<bool> read_at_point_only(const StencilSource& s,
+                                     bool outside_terms = false);
 
 // The ring of the shared terms' rows (KernelArgs::ring). Term t's rows
 // are numbered over the outer axes extended by its widest anchor h_a

@@ -361,62 +361,102 @@ TEST(Stencil, TheAdjointWritesOverTheCotangentSummedSoFar) {
   }
 }
 
-// The heat adjoint shares c·κ·ȳ, after which ȳ is read at the point only.
-// On one process the node offers ū in place over ȳ; on several it
-// overlaps its messages with work (the rows of the term are filled again
-// for the points computed after the messages land) and offers nothing a
-// term reads. Either way ū and κ̄ are those of one process, bit for bit:
-// every process grid against the same graph on Communicator::self().
-TEST(Stencil, OverlappedAdjointsOfferNoInputATermReadsAndKeepTheBits) {
+// Overlapped nodes (several processes) against one process, bit for bit:
+// y = u + 0.2·κ·lap(u) (+ 0.25·u[1,−1(,1)]·u with a diagonal read, so
+// corners), its value and the gradients of Σ w ⊙ y for u and κ, on every
+// process grid. The heat adjoint shares c·κ·ȳ, after which ȳ is read at
+// the point only: on one process the node offers ū in place over ȳ; on
+// several (the rows of the term are filled again for the points computed
+// after the messages land) it offers nothing a term reads.
+struct OverlapCase {
+  Shape shape;
+  std::vector<bool> periodic;
+  bool diagonal = false;
+  Shape batch;  // of u (κ has none)
+};
+
+void expect_overlap_keeps_the_bits(const OverlapCase& c) {
   auto world = Communicator::world();
-  const Shape shape = {9, 10};
-  const Tensor u = global_field(shape, 31),
-               kappa = global_field(shape, 32, 0.5, 1.5),
-               w = global_field(shape, 33);
+  const int nd = static_cast<int>(c.shape.size());
+  Shape ushape = c.batch;
+  ushape.insert(ushape.end(), c.shape.begin(), c.shape.end());
+  const Tensor u = global_field(ushape, 31),
+               kappa = global_field(c.shape, 32, 0.5, 1.5),
+               w = global_field(ushape, 33);
   auto build = [&](const Grid& grid, int rank, Graph& g, Value& uu, Value& kk) {
-    uu = g.placeholder("u", grid.local_shape());
+    Shape local = c.batch;
+    for (int64_t n : grid.local_shape()) local.push_back(n);
+    uu = g.placeholder("u", local);
     kk = g.placeholder("k", grid.local_shape());
     const StencilExpr U = field(uu);
-    StencilExpr lap = -4.0 * U;
-    for (const Offset& o :
-         {Offset{-1, 0}, Offset{1, 0}, Offset{0, -1}, Offset{0, 1}})
-      lap = lap + U.shift(o);
+    StencilExpr lap = -2.0 * nd * U;
+    for (int a = 0; a < nd; ++a) {
+      for (int side : {-1, 1}) {
+        Offset o(nd, 0);
+        o[a] = side;
+        lap = lap + U.shift(o);
+      }
+    }
+    StencilExpr e = U + 0.2 * field(kk) * lap;
+    if (c.diagonal) {
+      Offset d(nd, 1);
+      d[1] = -1;
+      e = e + 0.25 * U.shift(d) * U;
+    }
     CommScope scope(g, grid.comm());
-    Value y = stencil(grid, U + 0.2 * field(kk) * lap);
-    Value ww = g.constant(patch_of(w, shape, grid.layout().procs, rank));
-    return mpi_total(y * ww);
+    Value y = stencil(grid, e);
+    Value ww = g.constant(patch_of(w, c.shape, grid.layout().procs, rank));
+    return std::pair{y, mpi_total(y * ww)};
   };
   auto adjoint_of = [](const Value& grad) -> const Node& {
     return grad.node().op_name() == "identity" ? grad.node().inputs[0].node()
                                                : grad.node();
   };
-  const Grid alone(shape, {1, 1}, {}, Communicator::self());
+  const Grid alone(
+      c.shape, std::vector<int>(nd, 1), c.periodic, Communicator::self());
   Graph g1;
   Value u1, k1;
-  const Value loss1 = build(alone, 0, g1, u1, k1);
-  const Values grads1 = gradients(loss1, {u1, k1});
-  EXPECT_FALSE(in_place_pairs(adjoint_of(grads1[0])).empty());
+  const auto [y1, loss1] = build(alone, 0, g1, u1, k1);
+  Values want_values = gradients(loss1, {u1, k1});
+  const bool heat = c.batch.empty() && !c.diagonal && nd == 2;
+  if (heat) {
+    EXPECT_FALSE(in_place_pairs(adjoint_of(want_values[0])).empty());
+  }
+  want_values.push_back(y1);
   Session s1(g1);
-  const std::vector<Tensor> want = s1.run(grads1, {{u1, u}, {k1, kappa}});
-  for (const std::vector<int>& procs : process_grids(world->size(), shape)) {
-    Grid grid(shape, procs, {}, world);
+  const std::vector<Tensor> want = s1.run(want_values, {{u1, u}, {k1, kappa}});
+  for (const std::vector<int>& procs : process_grids(world->size(), c.shape)) {
+    Grid grid(c.shape, procs, c.periodic, world);
     Graph g;
     Value uu, kk;
-    const Value loss = build(grid, world->rank(), g, uu, kk);
-    const Values grads = gradients(loss, {uu, kk});
-    const bool several = world->size() > 1;
-    EXPECT_EQ(in_place_pairs(adjoint_of(grads[0])).empty(), several)
-        << procs[0] << "x" << procs[1];
+    const auto [y, loss] = build(grid, world->rank(), g, uu, kk);
+    Values values = gradients(loss, {uu, kk});
+    if (heat && world->size() > 1) {
+      EXPECT_TRUE(in_place_pairs(adjoint_of(values[0])).empty());
+    }
+    values.push_back(y);
     Session s(g);
     const std::vector<Tensor> got =
-        s.run(grads,
-              {{uu, patch_of(u, shape, procs, world->rank())},
-               {kk, patch_of(kappa, shape, procs, world->rank())}});
-    for (int i = 0; i < 2; ++i)
+        s.run(values,
+              {{uu, patch_of(u, c.shape, procs, world->rank())},
+               {kk, patch_of(kappa, c.shape, procs, world->rank())}});
+    std::string where;
+    for (int q : procs) where += std::to_string(q) + " ";
+    for (int i = 0; i < 3; ++i)
       EXPECT_EQ(got[i].to_vector(),
-                patch_of(want[i], shape, procs, world->rank()).to_vector())
-          << "gradient " << i << " on " << procs[0] << "x" << procs[1];
+                patch_of(want[i], c.shape, procs, world->rank()).to_vector())
+          << "result " << i << " (ū, κ̄, y) on procs " << where;
   }
+}
+
+TEST(Stencil, OverlappedHeatAdjointOffersNoInputATermReadsAndKeepsTheBits) {
+  expect_overlap_keeps_the_bits({{9, 10}, {false, false}, false, {}});
+}
+
+TEST(Stencil, OverlappedNodesKeepTheBitsWithCornersBatchesAndPeriodicAxes) {
+  expect_overlap_keeps_the_bits({{6, 7}, {true, false}, true, {2}});
+  expect_overlap_keeps_the_bits({{5, 6, 7}, {false, true, false}, false, {}});
+  expect_overlap_keeps_the_bits({{5, 6, 4}, {true, false, false}, true, {2}});
 }
 
 TEST(Stencil, HessianVectorProductMatchesDifferencesOfGradients) {
