@@ -343,19 +343,32 @@ std::string TermRing::evaluate(int t) const {
   };
   // The columns the box's points read, [lo - W, hi + W) of the
   // innermost axis: a box of a few columns (an overlapped call's heads and
-  // tails) fills a few.
+  // tails) fills a few. A whole row keeps bounds the compiler can see (the
+  // general bounds cost diffusion3d's gradient ~10 %).
   const std::string W = num(term.width), N = num(ndim_);
-  o << "      const int64_t tj0 = lo[" << N << "] - " << W << ", tj1 = hi[" << N
+  const std::string td = text(term.shared.term, "td"),
+                    tp = text(term.shared.term, "tp");
+  o << "      if (lo[" << N << "] == 0 && hi[" << N << "] == " << last
+    << ") {\n"
+    << "      for (int64_t tj = 0; tj < " << last << "; ++tj) tq[tj] = " << td
+    << ";\n";
+  if (term.width > 0) {
+    o << "      for (int64_t tj = -" << W << "; tj < 0; ++tj) tq[tj] = " << tp
+      << ";\n"
+      << "      for (int64_t tj = " << last << "; tj < " << last << " + " << W
+      << "; ++tj) tq[tj] = " << tp << ";\n";
+  }
+  o << "      } else {\n"
+    << "      const int64_t tj0 = lo[" << N << "] - " << W << ", tj1 = hi[" << N
     << "] + " << W << ";\n"
     << "      for (int64_t tj = tj0 > 0 ? tj0 : 0; tj < (tj1 < " << last
-    << " ? tj1 : " << last
-    << "); ++tj) tq[tj] = " << text(term.shared.term, "td") << ";\n";
+    << " ? tj1 : " << last << "); ++tj) tq[tj] = " << td << ";\n";
   if (term.width > 0) {
-    o << "      for (int64_t tj = tj0; tj < 0; ++tj) tq[tj] = "
-      << text(term.shared.term, "tp") << ";\n"
+    o << "      for (int64_t tj = tj0; tj < 0; ++tj) tq[tj] = " << tp << ";\n"
       << "      for (int64_t tj = " << last
-      << "; tj < tj1; ++tj) tq[tj] = " << text(term.shared.term, "tp") << ";\n";
+      << "; tj < tj1; ++tj) tq[tj] = " << tp << ";\n";
   }
+  o << "      }\n";
   return o.str();
 }
 
