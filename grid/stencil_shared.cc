@@ -341,13 +341,21 @@ std::string TermRing::evaluate(int t) const {
     for (const ExprPtr& a : e->args) args.push_back(text(a, from));
     return find_expr_op(e->op)->emit(args);
   };
-  // The columns the box's points read, [lo - W, hi + W) of the
-  // innermost axis: a box of a few columns (an overlapped call's heads and
-  // tails) fills a few. A whole row keeps bounds the compiler can see (the
-  // general bounds cost diffusion3d's gradient ~10 %).
+  o << fill(term, text(term.shared.term, "td"), text(term.shared.term, "tp"));
+  return o.str();
+}
+
+// The loops that fill the slot tq from the term's text over the inputs'
+// rows (td) and over the padded copies' ghosts (tp): the columns the box's
+// points read, [lo - W, hi + W) of the innermost axis, so that a box of a
+// few columns (an overlapped call's heads and tails) fills a few. A whole
+// row keeps the loops' plain bounds.
+std::string TermRing::fill(const Term& term,
+                           const std::string& td,
+                           const std::string& tp) const {
+  std::ostringstream o;
+  const std::string last = "ext[" + num(ndim_ - 1) + "]";
   const std::string W = num(term.width), N = num(ndim_);
-  const std::string td = text(term.shared.term, "td"),
-                    tp = text(term.shared.term, "tp");
   o << "      if (lo[" << N << "] == 0 && hi[" << N << "] == " << last
     << ") {\n"
     << "      for (int64_t tj = 0; tj < " << last << "; ++tj) tq[tj] = " << td

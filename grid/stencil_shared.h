@@ -77,6 +77,9 @@ class TermRing {
     int64_t width = 0;  // the widest anchor along the row
     std::vector<int> inputs;
   };
+  std::string fill(const Term& term,
+                   const std::string& td,
+                   const std::string& tp) const;
   int ndim_;
   int64_t pad_;
   std::vector<double> constants_;
