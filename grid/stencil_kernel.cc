@@ -362,7 +362,8 @@ void split_parts(const Part& whole,
 
 class Runner {
  public:
-  explicit Runner(StencilPlan plan) : p_(std::move(plan)) {
+  explicit Runner(StencilPlan plan)
+      : p_(std::move(plan)), overlap_(p_.overlapped()) {
     StencilSource s;
     s.outputs = p_.outputs;
     s.summed = p_.summed;
@@ -392,7 +393,6 @@ class Runner {
   void run(KernelContext& c, Communicator& comm) {
     const int nd = p_.layout.ndim();
     const int n = static_cast<int>(p_.inputs.size());
-    const bool overlap = p_.overlapped();
     thread_local Operands ops;
     ops.clear();
     ops.padded.resize(std::max<std::size_t>(ops.padded.size(), n));
@@ -405,7 +405,7 @@ class Runner {
       if (in.exchanged()) {
         const Shape ps = padded_shape(x.shape(), in.halo);
         ops.padded[k] = Tensor::adopt(ps, comm.take_spare(num_elements(ps)));
-        if (overlap)
+        if (overlap_)
           ops.tickets[k] =
               start_exchange_into(comm, p_.layout, in.halo, x, ops.padded[k]);
         else
@@ -423,7 +423,7 @@ class Runner {
     }
     const Frame& f = frame(comm.rank());
     double* const scratch = ring(f.ring);
-    if (overlap) {
+    if (overlap_) {
       for (const Part& part : f.inner) loop(ops, f, part, scratch);
       for (int k = 0; k < n; ++k)
         if (ops.tickets[k] != 0) finish_exchange_into(comm, ops.tickets[k]);
@@ -456,7 +456,7 @@ class Runner {
     f.whole.mid[0] = std::min(std::max(inner.lo[nd], depth_[nd - 1]), n);
     f.whole.mid[1] = std::clamp(
         std::min(inner.hi[nd], n - depth_[nd - 1]), f.whole.mid[0], n);
-    if (p_.overlapped()) {
+    if (overlap_) {
       std::vector<bool> messages(nd);
       for (int a = 0; a < nd; ++a)
         messages[a] = messages_along(p_.layout, rank, a);
@@ -503,6 +503,7 @@ class Runner {
   }
 
   StencilPlan p_;
+  bool overlap_ = false;  // p_.overlapped(), once
   StencilSource source_;
   CompiledStencil kernel_;
   std::vector<double> constants_;
