@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -153,9 +154,9 @@ class Emitter {
         o << "  const double s" << k << " = in[" << k << "][0];\n";
     const int d = s_.ndim;
     o << "  const int64_t m0 = A->mid[0], m1 = A->mid[1];\n";
-    if (d >= 2 && any_prefetch()) {
-      // Rows ahead of the one being computed that the row loop prefetches:
-      // at least 8 KiB.
+    if (d >= 2) {
+      // Rows ahead of the one being computed that the row loop and the
+      // shared terms' rows prefetch: at least 8 KiB.
       o << "  const int64_t pf = ext[" << d - 1
         << "] >= 1024 ? 1 : 1024 / (ext[" << d - 1 << "] > 0 ? ext[" << d - 1
         << "] : 1);\n"
@@ -718,42 +719,91 @@ class Emitter {
     return o.str();
   }
 
-  // Software prefetch of the rows `pf` ahead of the one being computed
-  // (rows of the last outer axis: a 2-D patch's rows, a plane's rows in
-  // 3-D), beyond each prefetched input's farthest read. For a state an
-  // adjoint reads back from its loop's tape, out of DRAM: each row starts
-  // a stream the hardware prefetchers pick up late (the built-in
-  // heat_step's adjoint prefetches its tape the same way). Only inputs
-  // marked so: prefetching inputs that are already in cache, or the
-  // outputs, made the heat step slower (docs/PERFORMANCE.md). No value
-  // changes.
-  bool any_prefetch() const {
-    return std::find(s_.prefetch.begin(), s_.prefetch.end(), true) !=
-           s_.prefetch.end();
-  }
-
+  // Software prefetch, `pf` rows ahead of the one being computed (rows of
+  // the last outer axis: a 2-D patch's rows, a plane's rows in 3-D), of
+  // what the row loop meets there first. No value changes.
+  //  - An input marked so: its row at its farthest outer offset
+  //    (lexicographically: in 3-D the next plane's row, where the rows are
+  //    first read), over [lo, hi). For a state an adjoint reads back from
+  //    its loop's tape, out of DRAM: each row starts a stream the hardware
+  //    prefetchers pick up late (the built-in heat_step's adjoint
+  //    prefetches its tape the same way). Only inputs marked so:
+  //    prefetching inputs that are already in cache, or the outputs, made
+  //    the heat step slower (docs/PERFORMANCE.md). Until session 47 the
+  //    row was the current plane's in 3-D, read a plane before.
+  //  - Every input read along the row: the padded copy's ghost columns
+  //    that row's ends read. The padded copy is a buffer of its own, its
+  //    ghosts a few values every row apart, so each row's ends met a cold
+  //    line (a third of the 3-D adjoint's middle, session 47).
   void prefetch(std::ostringstream& o) {
     const int d = s_.ndim;
-    if (d < 2 || !any_prefetch()) return;
-    std::vector<int64_t> ahead(s_.num_inputs, -1);
-    for (const ReadKey& r : reads_) {
-      if (s_.scalar[r.input] || !s_.prefetch[r.input]) continue;
-      ahead[r.input] =
-          std::max<int64_t>({ahead[r.input], int64_t{0}, r.offset[d - 2]});
+    if (d < 2) return;
+    for (int k = 0; k < real_inputs_; ++k) {
+      if (s_.scalar[k]) continue;
+      std::optional<Offset> first, ends;  // of every read, of moved ones
+      int64_t left = 0, right = 0;
+      for (const ReadKey& r : reads_) {
+        if (r.input != k) continue;
+        const Offset outer(r.offset.begin(), r.offset.end() - 1);
+        if (!first || *first < outer) first = outer;
+        const int64_t off = r.offset[d - 1];
+        if (off == 0) continue;
+        left = std::max(left, -off);
+        right = std::max(right, off);
+        if (!ends || *ends < outer) ends = outer;
+      }
+      if (first && k < static_cast<int>(s_.prefetch.size()) && s_.prefetch[k])
+        prefetch_row(o, k, *first);
+      if (ends) prefetch_ghosts(o, k, *ends, left, right);
     }
-    const std::string row = ivar(d - 2);
-    for (int k = 0; k < s_.num_inputs; ++k) {
-      if (ahead[k] < 0) continue;
-      const std::string K = std::to_string(k),
-                        at = row + " + " + std::to_string(ahead[k]) + " + pf";
-      o << "    if (" << at << " < ext[" << d - 2 << "]) {\n"
-        << "      const double* q = in[" << K << "] + b * st[" << K << " * S]";
-      for (int a = 0; a + 2 < d; ++a)
-        o << " + " << ivar(a) << " * st[" << K << " * S + " << a + 1 << "]";
-      o << " + (" << at << ") * st[" << K << " * S + " << d - 1 << "];\n"
-        << "      for (int64_t j = lo[" << d << "]; j < hi[" << d
-        << "]; j += 8) __builtin_prefetch(q + j, 0, 3);\n    }\n";
+  }
+
+  // Input k's row at outer offset `at` + pf rows, when it lies within the
+  // input's elements (past a plane's last row: the next plane's first).
+  void prefetch_row(std::ostringstream& o, int k, const Offset& at) {
+    const int d = s_.ndim;
+    const std::string K = std::to_string(k);
+    o << "    {\n      const int64_t at = b * st[" << K << " * S]";
+    for (int a = 0; a + 1 < d; ++a)
+      o << " + (" << ivar(a) << " + " << at[a] << (a + 2 == d ? " + pf" : "")
+        << ") * st[" << K << " * S + " << a + 1 << "]";
+    o << ";\n      if (at + lo[" << d << "] >= 0 && at + hi[" << d
+      << "] <= size[" << K << "])\n"
+      << "        for (int64_t j = lo[" << d << "]; j < hi[" << d
+      << "]; j += 8) __builtin_prefetch(in[" << K << "] + at + j, 0, 3);\n"
+      << "    }\n";
+  }
+
+  // The padded copy's columns [lo - left, lo) and [hi, hi + right) of
+  // input k's row at outer offset `at` + pf rows (the last outer axis's
+  // index kept within its extent: no pointer leaves the copy).
+  void prefetch_ghosts(std::ostringstream& o,
+                       int k,
+                       const Offset& at,
+                       int64_t left,
+                       int64_t right) {
+    const int d = s_.ndim;
+    const std::string K = std::to_string(k);
+    o << "    if (true";
+    for (int a = 0; a + 1 < d; ++a) {
+      if (at[a] == 0 && a + 2 < d) continue;
+      const std::string x =
+          ivar(a) + " + " + std::to_string(at[a]) + (a + 2 == d ? " + pf" : "");
+      o << " && " << x << " >= 0 && " << x << " < ext[" << a << "]";
     }
+    o << ") {\n      const double* q = pin[" << K << "] + b * pst[" << K
+      << " * S]";
+    for (int a = 0; a + 1 < d; ++a)
+      o << " + (" << ivar(a) << " + " << at[a] << (a + 2 == d ? " + pf" : "")
+        << ") * pst[" << K << " * S + " << a + 1 << "]";
+    o << ";\n";
+    if (left > 0)
+      o << "      __builtin_prefetch(q + lo[" << d << "] - " << left
+        << ", 0, 3);\n";
+    if (right > 0)
+      o << "      __builtin_prefetch(q + hi[" << d << "] + " << right - 1
+        << ", 0, 3);\n";
+    o << "    }\n";
   }
 
   // Per row group g (the reads of one input whose outer offsets agree:

@@ -77,6 +77,7 @@ class TermRing {
     int64_t width = 0;  // the widest anchor along the row
     std::vector<int> inputs;
   };
+  std::string prefetch(const Term& term) const;
   std::string fill(const Term& term,
                    const std::string& td,
                    const std::string& tp) const;

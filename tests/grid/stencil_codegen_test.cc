@@ -46,30 +46,55 @@ TEST(StencilCodegen, SourceStatesTheExpressionAndItsKernel) {
   EXPECT_NE(src.find("const double s1 = in[1][0];"), std::string::npos);
 }
 
-// Rows are prefetched only for the inputs marked so, beyond their
-// farthest read along axis 0 (in0 reads row +2 here: rows i0 + 2 + pf), and
-// not at all when none is marked.
+// Rows are prefetched only for the inputs marked so, at their farthest
+// read along the outer axes (in0 reads row +2 here: rows i0 + 2 + pf), and
+// not at all when none is marked and no read moves along the rows.
 TEST(StencilCodegen, PrefetchesTheRowsOfMarkedInputsOnly) {
   StencilSource s = source_of("add(in0[2,0],mul(in2[-1,0],in1))");
   s.num_inputs = 3;
   s.scalar = {false, true, false};
   const std::string plain = kernel_source(s);
   EXPECT_EQ(plain.find("__builtin_prefetch"), std::string::npos);
-  EXPECT_EQ(plain.find("pf"), std::string::npos);
   s.prefetch = {true, false, false};
   const std::string src = kernel_source(s);
-  EXPECT_NE(src.find("if (i0 + 2 + pf < ext[0]) {\n"
-                     "      const double* q = in[0] + b * st[0 * S] + "
-                     "(i0 + 2 + pf) * st[0 * S + 1];"),
+  EXPECT_NE(src.find("const int64_t at = b * st[0 * S] + "
+                     "(i0 + 2 + pf) * st[0 * S + 1];\n"
+                     "      if (at + lo[2] >= 0 && at + hi[2] <= size[0])"),
             std::string::npos);
-  EXPECT_EQ(src.find("in[2] + b * st[2 * S] + (i0"), std::string::npos);
+  EXPECT_EQ(src.find("b * st[2 * S] + (i0"), std::string::npos);
   std::size_t count = 0;
   for (std::size_t at = src.find("__builtin_prefetch"); at != std::string::npos;
        at = src.find("__builtin_prefetch", at + 1))
     ++count;
   EXPECT_EQ(count, 1u);
-  s.prefetch = {false, false, true};  // in2 reads row −1: rows i0 + 0 + pf
-  EXPECT_NE(kernel_source(s).find("(i0 + 0 + pf) * st[2 * S + 1];"),
+  s.prefetch = {false, false, true};  // in2 reads row −1 only
+  EXPECT_NE(kernel_source(s).find("(i0 + -1 + pf) * st[2 * S + 1];"),
+            std::string::npos);
+}
+
+// In 3-D a row is first read at the farthest offset over the outer axes
+// taken in order: the next plane's (i0 + 1), not the current plane's row
+// i1 + 1 (read a plane before). A read that moves along the rows has the
+// ghost columns its row's ends read from the padded copy prefetched, pf
+// rows ahead (here one column left of lo, two right of hi).
+TEST(StencilCodegen, PrefetchesWhereRowsAreFirstRead) {
+  StencilSource s =
+      source_of("add(add(in0[1,0,0],in0[0,1,0]),add(in0[0,0,-1],in0[0,0,2]))");
+  s.ndim = 3;
+  s.num_inputs = 1;
+  s.scalar = {false};
+  s.periodic = {false, false, false};
+  s.prefetch = {true};
+  const std::string src = kernel_source(s);
+  EXPECT_NE(src.find("const int64_t at = b * st[0 * S] + (i0 + 1) * "
+                     "st[0 * S + 1] + (i1 + 0 + pf) * st[0 * S + 2];"),
+            std::string::npos);
+  EXPECT_NE(src.find("if (true && i1 + 0 + pf >= 0 && i1 + 0 + pf < ext[1]) "
+                     "{\n      const double* q = pin[0] + b * pst[0 * S] + "
+                     "(i0 + 0) * pst[0 * S + 1] + (i1 + 0 + pf) * "
+                     "pst[0 * S + 2];\n"
+                     "      __builtin_prefetch(q + lo[3] - 1, 0, 3);\n"
+                     "      __builtin_prefetch(q + hi[3] + 1, 0, 3);"),
             std::string::npos);
 }
 

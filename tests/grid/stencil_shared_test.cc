@@ -271,6 +271,8 @@ TEST(StencilShared, FindsTheTermReadAtEachNeighbour) {
   EXPECT_EQ(detail::read_at_point_only(s),
             (std::vector<bool>{false, true, true, false}));
   EXPECT_NE(kernel_source(s).find("tdone0"), std::string::npos);
+  // In 2-D the fill, a row ahead, prefetches nothing (stencil_shared.cc).
+  EXPECT_EQ(kernel_source(s).find("__builtin_prefetch(t"), std::string::npos);
   StencilSource unshared = s;
   unshared.shared = false;
   EXPECT_EQ(kernel_source(unshared).find("tdone0"), std::string::npos);
@@ -308,6 +310,11 @@ TEST(StencilShared, SevenPointAdjointGivesTheSameBitsIn3D) {
                            4,
                            {false, false, false});
   ASSERT_EQ(detail::share_terms(s.outputs, 3, 4, s.scalar).terms.size(), 1u);
+  // The fill, a plane ahead, prefetches its inputs' rows pf rows on.
+  for (const char* j : {"1", "2"})
+    EXPECT_NE(kernel_source(s).find(std::string("__builtin_prefetch(td") + j +
+                                    " + pf * st[" + j + " * S + 2] + j, 0, 3)"),
+              std::string::npos);
   check(
       s, Patch{{4, 5, 12}, {2, 3, 12}, {9, 10, 36}, {false, false, false}}, 2);
   check(s, Patch{{3, 4, 8}, {0, 0, 0}, {3, 4, 8}, {false, false, false}}, 2);
