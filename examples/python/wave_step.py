@@ -14,6 +14,7 @@ import numpy as np
 import adgraph as ag
 from adgraph import grid as agg
 
+# doc:begin step
 n, steps = 48, 40
 grid = agg.Grid((n, n))  # balanced_procs: 2 x 2 patches at 4 ranks, 1 x 1 at 1
 X, Y = np.meshgrid(np.linspace(-1.0, 1.0, n), np.linspace(-1.0, 1.0, n), indexing="ij")
@@ -36,6 +37,7 @@ loss = 0.5 * ag.mpi_total(misfit * misfit)  # exact over ranks, on rank 0
 L, dL = ag.Session(g).run([loss, ag.gradient(loss, c2)],
                           {c2: grid.scatter(c2_model if grid.rank == 0 else None)})
 gradient = grid.gather(dL)
+# doc:end step
 if grid.rank == 0:
     u, um = pulse, pulse
     for _ in range(steps):
