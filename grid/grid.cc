@@ -219,9 +219,43 @@ int64_t max_patch_size(const GridLayout& g, const Shape& batch) {
   return n;
 }
 
+// What is wrong with a scatter's or gather's arguments on any rank, the
+// same text on every rank ("" if nothing): the root must be one of the
+// communicator's ranks, the same on every rank, and for gather (`batch`
+// given) every patch must have the same batch axes (a negative extent: a
+// patch that does not end in its rank's local_shape()). One allreduce of
+// the maxima and minima, so that every rank throws the same error instead
+// of MPI failing, or one rank waiting, in the collective.
+std::string disagreement(Communicator& comm, int root, const Shape* batch) {
+  constexpr std::size_t kSlots = 8;  // root, batch rank, batch extents
+  std::vector<double> v(2 * kSlots, 0.0);
+  v[0] = root;
+  if (batch != nullptr) {
+    v[1] = batch->size() + 2 > kSlots ? -1 : static_cast<double>(batch->size());
+    for (std::size_t k = 0; k < batch->size() && k + 2 < kSlots; ++k)
+      v[k + 2] = static_cast<double>((*batch)[k]);
+  }
+  for (std::size_t k = 0; k < kSlots; ++k) v[kSlots + k] = -v[k];
+  comm.allreduce(
+      v.data(), v.data(), static_cast<int64_t>(v.size()), ReduceOp::kMax);
+  // v[k] is now the largest value over the ranks, -v[kSlots + k] the least.
+  if (v[0] != -v[kSlots]) return "root: the ranks passed different roots";
+  if (v[0] < 0 || v[0] >= comm.size())
+    return "root: " + std::to_string(root) +
+           " is not a rank of the grid's communicator (0 to " +
+           std::to_string(comm.size() - 1) + ")";
+  for (std::size_t k = 1; k < kSlots; ++k)
+    if (v[k] != -v[kSlots + k] || v[k] < 0)
+      return "local: the patches' batch axes differ between ranks, or a "
+             "patch does not end in its rank's local_shape()";
+  return {};
+}
+
 }  // namespace
 
 Tensor Grid::scatter(const Tensor& global, int root) const {
+  if (const std::string p = disagreement(*comm_, root, nullptr); !p.empty())
+    throw OptionsError("Grid::scatter: " + p);
   // Every rank learns the root's batch shape, or that its array does not
   // fit (-1): then every rank throws, none waits.
   const bool fits =
@@ -270,13 +304,18 @@ Tensor Grid::scatter(const Tensor& global, int root) const {
 }
 
 Tensor Grid::gather(const Tensor& local, int root) const {
-  if (local.rank() < ndim() || Shape(local.shape().end() - ndim(),
-                                     local.shape().end()) != local_shape()) {
+  const bool fits =
+      local.rank() >= ndim() &&
+      Shape(local.shape().end() - ndim(), local.shape().end()) == local_shape();
+  const Shape batch = fits ? batch_of(local.shape(), ndim()) : Shape{-1};
+  if (const std::string p = disagreement(*comm_, root, &batch); !p.empty())
     throw OptionsError(
-        "Grid::gather: local: shape " + shape_string(local.shape()) +
-        " does not end in the patch's " + shape_string(local_shape()));
-  }
-  const Shape batch = batch_of(local.shape(), ndim());
+        "Grid::gather: " + p +
+        (p.rfind("local:", 0) != 0
+             ? std::string()
+             : " (rank " + std::to_string(rank()) + ": a patch of shape " +
+                   shape_string(local.shape()) + ", local_shape() " +
+                   shape_string(local_shape()) + ")"));
   const int64_t slot = max_patch_size(layout_, batch);
   std::vector<double> mine(static_cast<std::size_t>(slot), 0.0);
   std::copy_n(local.data(), local.size(), mine.data());

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -113,20 +114,45 @@ std::string folder_locked(Cache& c) {
   return c.folder;
 }
 
-// Runs the compiler; returns its output, empty on success.
+// `path` as one word of a shell command, whatever it holds (a kernel
+// folder named with a quote, or with `;`, is a file name, never a command).
+std::string shell_quoted(const std::string& path) {
+  std::string out = "'";
+  for (char ch : path)
+    out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+// What a pclose status says: the exit status, or the signal.
+std::string status_text(int status) {
+  if (WIFEXITED(status)) {
+    const int code = WEXITSTATUS(status);
+    return "exit status " + std::to_string(code) +
+           (code == 127 ? ": the shell found no such command" : "");
+  }
+  if (WIFSIGNALED(status))
+    return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "status " + std::to_string(status);
+}
+
+// Runs the compiler; returns what went wrong (its output), empty on
+// success: it exited with 0 and wrote the object.
 std::string run_compiler(const std::string& source, const std::string& object) {
   const std::string cxx = compiler();
-  const std::string cmd =
-      cxx + " " + flags() + " -o '" + object + "' '" + source + "' 2>&1";
+  const std::string cmd = cxx + " " + flags() + " -o " + shell_quoted(object) +
+                          " " + shell_quoted(source) + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return "cannot start the compiler: " + cmd;
   std::string out;
   char buf[512];
   while (std::fgets(buf, sizeof buf, pipe) != nullptr) out += buf;
   const int status = pclose(pipe);
-  if (status == 0) return {};
-  return "`" + cmd + "` failed (status " + std::to_string(status) + ")" +
-         (out.empty() ? std::string() : ":\n" + out);
+  const std::string said = out.empty() ? std::string() : ":\n" + out;
+  if (status != 0)
+    return "`" + cmd + "` failed (" + status_text(status) + ")" + said;
+  if (!std::filesystem::exists(object))
+    return "`" + cmd + "` exited with status 0 but wrote no " + object + said;
+  return {};
 }
 
 // Builds `base`.so from `source` unless it exists, under a lock shared by

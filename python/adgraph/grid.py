@@ -31,6 +31,7 @@ from collections.abc import Sequence as _Sequence
 
 from . import _adgraph
 from ._adgraph import StencilExpr, kernel_cache_stats
+from ._errors import OptionsError
 
 if _typing.TYPE_CHECKING:
     import mpi4py.MPI
@@ -81,6 +82,18 @@ def balanced_procs(size: int, shape: _Sequence[int]) -> tuple[int, ...]:
     return best
 
 
+def _integers(values: object, what: str) -> list[int]:
+    """``values`` as a list of ints; an OptionsError naming ``what`` for
+    anything else (8.7, "8", True: never truncated or coerced)."""
+    items = list(values) if hasattr(values, "__iter__") and not isinstance(values, (str, bytes)) \
+        else None
+    if items is None or not all(hasattr(v, "__index__") and not isinstance(v, bool)
+                                for v in items):
+        raise OptionsError(f"Grid: {what}: expected a sequence of ints (one per axis), "
+                           f"got {values!r}")
+    return [v.__index__() for v in items]
+
+
 class Grid(_adgraph.Grid):
     """A 1-, 2- or 3-D global grid split into patches over a process grid.
 
@@ -107,12 +120,21 @@ class Grid(_adgraph.Grid):
                  comm: _adgraph.Communicator | mpi4py.MPI.Intracomm | None = None) -> None:
         if not isinstance(comm, _adgraph.Communicator):
             comm = _adgraph.communicator(comm)
-        extents = [int(n) for n in shape]
+        extents = _integers(shape, "shape")
         if procs is None:
-            procs = balanced_procs(comm.size, extents)
+            try:
+                procs = balanced_procs(comm.size, extents)
+            except ValueError as e:
+                raise OptionsError(f"Grid: procs: {e} (give procs=)") from None
         if periodic is None:
             periodic = [False] * len(extents)
-        super().__init__(extents, [int(p) for p in procs], [bool(p) for p in periodic], comm)
+        flags = list(periodic) if hasattr(periodic, "__iter__") and \
+            not isinstance(periodic, (str, bytes)) else None
+        if flags is None or not all(isinstance(p, bool) or type(p).__name__ == "bool_"
+                                    for p in flags):
+            raise OptionsError(f"Grid: periodic: expected a sequence of bools (one per axis), "
+                               f"got {periodic!r}")
+        super().__init__(extents, _integers(procs, "procs"), [bool(p) for p in flags], comm)
 
     def field(self, value: _adgraph.Value) -> StencilExpr:
         """``value`` (a Value of shape ``(*batch, *local_shape())``, or a

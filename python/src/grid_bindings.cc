@@ -238,11 +238,22 @@ void bind_grid_layout(py::class_<grid::Grid>& cls) {
       .def(
           "gather",
           [](const grid::Grid& g, py::object local, int root) -> py::object {
-            Tensor t = to_tensor(local, "local");
+            // A rank whose patch cannot be read still takes part (as no
+            // patch), so that every rank raises instead of waiting for it.
+            Tensor t(Shape{});
+            std::string problem;
+            try {
+              t = to_tensor(local, "local");
+            } catch (const std::exception& e) {
+              problem = e.what();
+            }
             Tensor global;
-            {
+            try {
               py::gil_scoped_release release;
               global = g.gather(t, root);
+            } catch (const OptionsError&) {
+              if (problem.empty()) throw;
+              throw OptionsError("Grid.gather: " + problem);
             }
             if (g.rank() != root) return py::none();
             return to_array(std::move(global));

@@ -130,6 +130,54 @@ TEST(Grid, ScatterOfAnArrayOfAnotherShapeThrowsOnEveryRank) {
       patch_of(global, {6, 4}, {world->size(), 1}, world->rank()).to_vector());
 }
 
+// A root that is not a rank, or patches whose batch axes differ between
+// ranks (the last rank's one entry longer at more than one rank), are
+// refused on every rank before any message (MPI failed in the collective,
+// or a rank waited), and the grid still works afterwards.
+TEST(Grid, BadRootsAndMismatchedPatchesThrowOnEveryRank) {
+  auto world = Communicator::world();
+  Grid g({6, 4}, {world->size(), 1}, {false, false}, world);
+  const Tensor global = global_field({6, 4}, 35);
+  const Tensor mine = g.scatter(global, 0);
+  auto refused = [](auto&& call, const std::string& what) {
+    try {
+      call();
+      ADD_FAILURE() << "no error; expected one with " << what;
+    } catch (const OptionsError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos)
+          << e.what();
+    }
+  };
+  const int size = world->size();
+  const std::string not_a_rank =
+      " is not a rank of the grid's communicator (0 "
+      "to " +
+      std::to_string(size - 1) + ")";
+  refused([&] { g.scatter(global, size); },
+          "Grid::scatter: root: " + std::to_string(size) + not_a_rank);
+  refused([&] { g.scatter(global, -1); },
+          "Grid::scatter: root: -1" + not_a_rank);
+  refused([&] { g.gather(mine, size); },
+          "Grid::gather: root: " + std::to_string(size) + not_a_rank);
+  if (size > 1) {
+    Shape batched = g.local_shape();
+    batched.insert(batched.begin(), world->rank() == size - 1 ? 3 : 2);
+    refused([&] { g.gather(Tensor(batched, 1.0), 0); },
+            "Grid::gather: local: the patches' batch axes differ");
+  }
+  refused(
+      [&] {
+        g.gather(Tensor(Shape{1, 1, 1}), 0);
+      },
+      "Grid::gather: local: the patches' batch axes differ between ranks, "
+      "or a patch does not end in its rank's local_shape() (rank " +
+          std::to_string(world->rank()) + ": a patch of shape [1, 1, 1]");
+  const Tensor back = g.gather(mine, 0);
+  if (world->rank() == 0) {
+    EXPECT_EQ(back.to_vector(), global.to_vector());
+  }
+}
+
 TEST(GridLayout, PatchIsTheRanksPartOfTheGlobalArray) {
   const GridLayout layout{{7, 5}, {3, 2}, {false, false}};
   const Tensor global = global_field({2, 7, 5}, 34);
