@@ -175,6 +175,28 @@ void bind_stencil_functions(py::module_& m) {
       "A field [batch..., patch...] or scalar [] read at offset 0.");
 }
 
+// Grid.gather. A rank whose patch cannot be read still takes part (as no
+// patch), so that every rank raises instead of waiting for it.
+py::object gather_patches(const grid::Grid& g, py::object local, int root) {
+  Tensor t(Shape{});
+  std::string problem;
+  try {
+    t = to_tensor(local, "local");
+  } catch (const std::exception& e) {
+    problem = e.what();
+  }
+  Tensor global;
+  try {
+    py::gil_scoped_release release;
+    global = g.gather(t, root);
+  } catch (const OptionsError&) {
+    if (problem.empty()) throw;
+    throw OptionsError("Grid.gather: " + problem);
+  }
+  if (g.rank() != root) return py::none();
+  return to_array(std::move(global));
+}
+
 void bind_grid_layout(py::class_<grid::Grid>& cls) {
   cls.def(py::init([](Shape shape,
                       std::vector<int> procs,
@@ -235,33 +257,12 @@ void bind_grid_layout(py::class_<grid::Grid>& cls) {
           py::arg("root") = 0,
           "Collective: `global_array` (shape (*batch, *shape) on `root`; "
           "ignored elsewhere) cut into patches; returns this rank's patch.")
-      .def(
-          "gather",
-          [](const grid::Grid& g, py::object local, int root) -> py::object {
-            // A rank whose patch cannot be read still takes part (as no
-            // patch), so that every rank raises instead of waiting for it.
-            Tensor t(Shape{});
-            std::string problem;
-            try {
-              t = to_tensor(local, "local");
-            } catch (const std::exception& e) {
-              problem = e.what();
-            }
-            Tensor global;
-            try {
-              py::gil_scoped_release release;
-              global = g.gather(t, root);
-            } catch (const OptionsError&) {
-              if (problem.empty()) throw;
-              throw OptionsError("Grid.gather: " + problem);
-            }
-            if (g.rank() != root) return py::none();
-            return to_array(std::move(global));
-          },
-          py::arg("local_array"),
-          py::arg("root") = 0,
-          "Collective: every rank's patch joined into the global array on "
-          "`root` (None elsewhere).");
+      .def("gather",
+           &gather_patches,
+           py::arg("local_array"),
+           py::arg("root") = 0,
+           "Collective: every rank's patch joined into the global array on "
+           "`root` (None elsewhere).");
 }
 
 // A halo's width argument: one int for every axis, or one per axis.
