@@ -127,7 +127,10 @@ std::vector<Value> stencil_node(const GridLayout& layout,
     kept.push_back(inputs[k]);
   }
   if (kept.empty())
-    throw OptionsError("stencil: the expression reads no input");
+    throw OptionsError(
+        "stencil: the expression reads no input (after simplification: "
+        "U − U or U·0 is the number 0, which has no patch shape; add a "
+        "field, or use a constant array)");
   std::string text;
   std::vector<int64_t> summed, init;
   for (const OutputSpec& o : outputs) {
@@ -245,6 +248,11 @@ ExprPtr gather_adjoint(
   return sum;
 }
 
+// Whether `e` is the number 0: a derivative that simplified away (the
+// gather terms of U − U are ȳ·(1 − 1) = 0), whose gradient is zeros, not
+// a node that reads no input.
+bool is_zero(const ExprPtr& e) { return e->op == "const" && e->value == 0.0; }
+
 // Σ_m ȳ_m·∂f_m/∂s at each point, for a scalar input i.
 ExprPtr scalar_terms(const NodeView& v, int i, const std::vector<int>& ybar) {
   ExprPtr sum;
@@ -291,7 +299,7 @@ Values stencil_gradient(const GradientContext& c) {
     if (!c.needs_gradient(i)) continue;
     if (v.scalar[i]) {
       ExprPtr t = scalar_terms(v, i, ybar);
-      if (t)
+      if (t && !is_zero(t))
         out[i] = sum(
             stencil_node(v.layout, n.comm, {{t, v.any_batched}}, inputs)[0]);
       continue;
@@ -303,7 +311,7 @@ Values stencil_gradient(const GradientContext& c) {
       if (v.plan.init[m] == i)
         g = g ? apply("add", {g, read(ybar[m])}) : read(ybar[m]);
     }
-    if (!g) continue;
+    if (!g || is_zero(g)) continue;  // U − U: no gradient, zeros
     OutputSpec spec{g, !v.batched[i] && v.any_batched, -1};
     if (c.accumulated(i).valid() &&
         c.accumulated(i).shape() == n.inputs[i].shape()) {

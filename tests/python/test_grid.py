@@ -310,6 +310,49 @@ def test_scatter_of_a_bad_array_raises_on_every_rank():
                                   my_patch(grid, full))
 
 
+def test_gather_of_unreadable_or_mismatched_patches_raises_on_every_rank():
+    """Every rank raises (none waits, MPI does not fail) when one rank's
+    patch cannot be read or has other batch axes, or the root is no rank."""
+    grid = agg.Grid((8, 6), process_grids((8, 6))[-1])
+    patch = np.ones(grid.local_shape())
+    for mine in ["text" if RANK == SIZE - 1 else patch,
+                 np.ones((1 + (RANK == SIZE - 1), *grid.local_shape()))]:
+        if SIZE == 1 and not isinstance(mine, str) and mine.ndim == 3:
+            continue  # one rank: one batch, nothing differs
+        with pytest.raises(ag.OptionsError, match="gather: local"):
+            grid.gather(mine)
+    with pytest.raises(ag.OptionsError, match="root: 9 is not a rank"):
+        grid.gather(patch, root=9)
+    back = grid.gather(patch)
+    if RANK == 0:
+        np.testing.assert_array_equal(back, np.ones((8, 6)))
+
+
+def test_grid_refuses_arguments_it_would_have_coerced():
+    for kwargs, field in [({"shape": (8.7, 8)}, "shape"),
+                          ({"shape": (8, 8), "procs": (1.5, 1)}, "procs"),
+                          ({"shape": (8, 8), "periodic": ("no", "no")}, "periodic")]:
+        with pytest.raises(ag.OptionsError, match=f"Grid: {field}: expected"):
+            agg.Grid(**kwargs)
+
+
+def test_a_stencil_whose_derivative_is_zero_has_zero_gradients():
+    """U - U is the number 0 after differentiation (ȳ·(1 - 1)): the gradient
+    is zeros, as for U > 0.5, not a node that reads no input."""
+    grid = agg.Grid((8,))
+    g = ag.Graph()
+    u = g.placeholder("u", grid.local_shape())
+    s = g.placeholder("s", ())
+    U, S = grid.field(u), grid.field(s)
+    loss = ag.mpi_total(grid.stencil(U - U + S * 0.0 + (U > 0.5)))
+    du, ds = ag.gradients(loss, [u, s])
+    L, gu, gs = ag.Session(g).run([loss, du, ds], {u: np.full(grid.local_shape(), 0.75),
+                                                   s: np.array(2.0)})
+    assert float(L) == (8.0 if RANK == 0 else 0.0)
+    np.testing.assert_array_equal(gu, np.zeros(grid.local_shape()))
+    assert float(gs) == 0.0
+
+
 def test_a_part_used_twice_is_written_once_with_a_label():
     """STENCILS.md's text form: the same object in two places is one part,
     labelled, and the node computes what NumPy does with it."""
