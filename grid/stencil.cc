@@ -25,13 +25,38 @@ StencilExpr StencilExpr::shift(const Offset& offset) const {
   for (const Value& v : inputs_) scalar.push_back(v.shape().empty());
   return StencilExpr(
       shifted(tree_, offset, static_cast<int>(offset.size()), &scalar),
-      inputs_);
+      inputs_,
+      grid_);
 }
 
 StencilExpr field(Value v) {
   if (!v.valid()) throw OptionsError("grid::field: an invalid Value");
   return StencilExpr(read(0), {v});
 }
+
+StencilExpr field(const Grid& grid, Value v) {
+  StencilExpr e = field(std::move(v));
+  return StencilExpr(e.tree(), e.inputs(), std::make_shared<Grid>(grid));
+}
+
+namespace {
+
+// The same grid: the same decomposition on the same communicator.
+bool same_grid(const Grid& a, const Grid& b) {
+  return a.comm() == b.comm() && a.layout().shape == b.layout().shape &&
+         a.layout().procs == b.layout().procs &&
+         a.layout().periodic == b.layout().periodic;
+}
+
+std::string grid_text(const Grid& g) {
+  std::string procs;
+  for (int p : g.layout().procs)
+    procs += (procs.empty() ? "" : "x") + std::to_string(p);
+  return "shape " + shape_string(g.layout().shape) + " over " + procs +
+         " processes";
+}
+
+}  // namespace
 
 StencilExpr stencil_apply(const std::string& op,
                           const std::vector<StencilExpr>& args) {
@@ -54,7 +79,18 @@ StencilExpr stencil_apply(const std::string& op,
     }
     trees.push_back(renumbered(a.tree(), to));
   }
-  return StencilExpr(apply(op, std::move(trees)), std::move(inputs));
+  std::shared_ptr<const Grid> grid;
+  for (const StencilExpr& a : args) {
+    if (!a.grid()) continue;
+    if (grid && !same_grid(*grid, *a.grid()))
+      throw OptionsError("stencil expression: " + op +
+                         ": fields of two grids (" + grid_text(*grid) +
+                         ", and " + grid_text(*a.grid()) +
+                         "): a stencil runs on one grid");
+    if (!grid) grid = a.grid();
+  }
+  return StencilExpr(
+      apply(op, std::move(trees)), std::move(inputs), std::move(grid));
 }
 
 #define ADGRAPH_STENCIL_BINARY(fn, op)                         \
@@ -159,6 +195,12 @@ std::vector<Value> stencil_node(const GridLayout& layout,
 Value stencil(const Grid& grid,
               const StencilExpr& expr,
               const std::string& name) {
+  if (expr.grid() && !same_grid(*expr.grid(), grid))
+    throw OptionsError(
+        "stencil: the expression's fields belong to another "
+        "grid (" +
+        grid_text(*expr.grid()) + ") than this node's (" + grid_text(grid) +
+        ")");
   return stencil_node(
       grid.layout(), grid.comm(), {{expr.tree()}}, expr.inputs(), name)[0];
 }

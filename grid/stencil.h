@@ -38,6 +38,7 @@
 // from (-1: none).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -53,11 +54,19 @@ namespace adgraph::grid {
 class StencilExpr final {
  public:
   StencilExpr(double value);  // NOLINT: numbers mix into expressions
-  StencilExpr(ExprPtr tree, std::vector<Value> inputs)
-      : tree_(std::move(tree)), inputs_(std::move(inputs)) {}
+  StencilExpr(ExprPtr tree,
+              std::vector<Value> inputs,
+              std::shared_ptr<const Grid> grid = nullptr)
+      : tree_(std::move(tree)),
+        inputs_(std::move(inputs)),
+        grid_(std::move(grid)) {}
 
   const ExprPtr& tree() const { return tree_; }
   const std::vector<Value>& inputs() const { return inputs_; }
+  // The grid its fields were read on (field(grid, v)); null when none was
+  // named. Expressions of two different grids do not mix, and stencil()
+  // refuses an expression of another grid than its own.
+  const std::shared_ptr<const Grid>& grid() const { return grid_; }
   // Every read moved by `offset` (one entry per spatial axis, or fewer:
   // the rest 0): f.shift({0, 1}) reads f at i + (0, 1).
   StencilExpr shift(const Offset& offset) const;
@@ -67,6 +76,7 @@ class StencilExpr final {
  private:
   ExprPtr tree_;
   std::vector<Value> inputs_;
+  std::shared_ptr<const Grid> grid_;
 };
 
 // An operation of the language over expressions, inputs merged.
@@ -97,8 +107,10 @@ StencilExpr where(const StencilExpr& c,
                   const StencilExpr& a,
                   const StencilExpr& b);
 
-// A field (shape [batch…, patch…]) or a scalar (shape []) read at offset 0.
+// A field (shape [batch…, patch…]) or a scalar (shape []) read at offset 0;
+// with a grid, a field of that grid (StencilExpr::grid).
 StencilExpr field(Value v);
+StencilExpr field(const Grid& grid, Value v);
 
 // The stencil node of `expr` on `grid`: output [batch…, patch…] (the batch
 // of its batched fields; none if no field has one). Throws OptionsError for

@@ -138,8 +138,10 @@ class Grid(_adgraph.Grid):
 
     def field(self, value: _adgraph.Value) -> StencilExpr:
         """``value`` (a Value of shape ``(*batch, *local_shape())``, or a
-        scalar of shape ``()``) as a stencil expression read at offset 0."""
-        return _adgraph.stencil_field(value)
+        scalar of shape ``()``) as a stencil expression read at offset 0, a
+        field of this grid: combining it with another grid's fields, or
+        giving it to another grid's ``stencil``, raises an OptionsError."""
+        return _adgraph.stencil_field(value, self)
 
     def __repr__(self) -> str:
         return (f"Grid(shape={tuple(self.shape)}, procs={tuple(self.procs)}, "

@@ -167,12 +167,16 @@ void bind_stencil_functions(py::module_& m) {
       "a where condition != 0, else b, inside a stencil expression.");
   m.def(
       "stencil_field",
-      [](const PyValue& v) {
+      [](const PyValue& v, const grid::Grid* g) {
         const PyValue& x = live(v, "stencil_field");
-        return PyStencilExpr{x.owner, grid::field(x.value)};
+        return PyStencilExpr{
+            x.owner, g ? grid::field(*g, x.value) : grid::field(x.value)};
       },
       py::arg("value"),
-      "A field [batch..., patch...] or scalar [] read at offset 0.");
+      py::arg("grid") = nullptr,
+      "A field [batch..., patch...] or scalar [] read at offset 0; with a "
+      "grid, a field of that grid (an expression mixing two grids, or "
+      "given to another grid's stencil, is refused).");
 }
 
 // Grid.gather. A rank whose patch cannot be read still takes part (as no

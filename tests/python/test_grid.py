@@ -353,6 +353,28 @@ def test_a_stencil_whose_derivative_is_zero_has_zero_gradients():
     assert float(gs) == 0.0
 
 
+def test_fields_of_two_grids_do_not_mix():
+    """Two grids whose patches have the same shape on every rank ([4, 4] at
+    2 ranks): a field of one is never read as the other's (that gave B's
+    values laid out on A, silently). An equal grid is the same grid."""
+    a = agg.Grid((4 * SIZE, 4), (SIZE, 1))
+    b = agg.Grid((4, 4 * SIZE), (1, SIZE))
+    g = ag.Graph()
+    u = g.placeholder("u", a.local_shape())
+    c = g.placeholder("c", b.local_shape())
+    if SIZE > 1:
+        with pytest.raises(ag.OptionsError, match="fields of two grids"):
+            a.field(u) + b.field(c)
+        with pytest.raises(ag.OptionsError, match="belong to another grid"):
+            a.stencil(b.field(c) * 2.0)
+    same = agg.Grid((4 * SIZE, 4), (SIZE, 1))
+    y = a.stencil(a.field(u) + same.field(u).shift((0, 1)) + agg.field(u))
+    full = global_field((4 * SIZE, 4), 11)
+    out = a.gather(ag.Session(g).run([y], {u: a.scatter(full if RANK == 0 else None)})[0])
+    if RANK == 0:
+        np.testing.assert_array_equal(out, full + np.pad(full, ((0, 0), (0, 1)))[:, 1:] + full)
+
+
 def test_a_part_used_twice_is_written_once_with_a_label():
     """STENCILS.md's text form: the same object in two places is one part,
     labelled, and the node computes what NumPy does with it."""
