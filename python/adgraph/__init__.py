@@ -95,7 +95,14 @@ Communicator.to_mpi4py = _to_mpi4py  # type: ignore[assignment]
 
 
 def gradient(y: Value, x: Value, grad_y: Value | None = None) -> Value:
-    """dy/dx with x's shape (``gradients(y, [x], grad_y)[0]``)."""
+    """dy/dx with x's shape (``gradients(y, [x], grad_y)[0]``); for several
+    x, ``gradients(y, [x1, x2, ...])``."""
+    if not isinstance(x, Value):
+        text = repr(x)
+        text = text if len(text) <= 60 else text[:57] + "..."
+        hint = "; for several, gradients(y, xs)" if isinstance(x, (list, tuple)) else ""
+        raise ArgumentError(f"gradient(): argument 'x': expected a Value{hint}, "
+                            f"got {type(x).__name__} {text}")
     return gradients(y, [x], grad_y)[0]
 
 

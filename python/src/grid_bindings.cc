@@ -215,15 +215,27 @@ void bind_grid_layout(py::class_<grid::Grid>& cls) {
           py::arg("procs"),
           py::arg("periodic"),
           py::arg("comm"))
-      .def_property_readonly("ndim", &grid::Grid::ndim)
-      .def_property_readonly("shape",
-                             [](const grid::Grid& g) { return g.shape(); })
       .def_property_readonly(
-          "procs", [](const grid::Grid& g) { return g.layout().procs; })
+          "ndim", &grid::Grid::ndim, "The number of spatial axes (1 to 3).")
       .def_property_readonly(
-          "periodic", [](const grid::Grid& g) { return g.layout().periodic; })
-      .def_property_readonly("rank", &grid::Grid::rank)
-      .def_property_readonly("comm", &grid::Grid::comm)
+          "shape",
+          [](const grid::Grid& g) { return g.shape(); },
+          "The global extents (points per axis).")
+      .def_property_readonly(
+          "procs",
+          [](const grid::Grid& g) { return g.layout().procs; },
+          "Processes per axis; their product is the communicator's size.")
+      .def_property_readonly(
+          "periodic",
+          [](const grid::Grid& g) { return g.layout().periodic; },
+          "Per axis, whether it wraps.")
+      .def_property_readonly(
+          "rank",
+          &grid::Grid::rank,
+          "This process's rank on the grid's communicator (its patch's "
+          "number; process coordinates numpy.unravel_index(rank, procs)).")
+      .def_property_readonly(
+          "comm", &grid::Grid::comm, "The grid's communicator.")
       .def(
           "local_shape", &grid::Grid::local_shape, "This rank's patch extents.")
       .def("offset",

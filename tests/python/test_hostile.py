@@ -247,6 +247,9 @@ def test_fetches_and_feeds_of_the_wrong_kind_are_named():
     (lambda g, x: ag.gradients(ag.sum(x), x),
      r"^gradients\(\): argument 'xs': expected a sequence of Values \(List\[Value\]\), "
      r"got Value <adgraph\.Value \"x\""),
+    (lambda g, x: ag.gradient(ag.sum(x), [x]),
+     r"^gradient\(\): argument 'x': expected a Value; for several, gradients\(y, xs\), "
+     r"got list \[<adgraph\.Value \"x\""),
     (lambda g, x: ag.sum(x, name=3), r"^sum\(\): argument 'name': expected a string, got int 3$"),
     (lambda g, x: g.get(3), r"^Graph\.get\(\): argument 'name': expected a string, got int 3"),
     (lambda g, x: ag.Session(g).run(x, {x: [1.0, 2.0]}, extra=1),
