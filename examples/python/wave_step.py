@@ -9,12 +9,12 @@ L = ½ Σ (u_T − d)² over every point of every rank. Rank 0 runs the same
 steps with NumPy and checks the loss to 1e-12 (docs/STENCILS.md).
 """
 
+# doc:begin step
 import numpy as np
 
 import adgraph as ag
 from adgraph import grid as agg
 
-# doc:begin step
 n, steps = 48, 40
 grid = agg.Grid((n, n))  # balanced_procs: 2 x 2 patches at 4 ranks, 1 x 1 at 1
 X, Y = np.meshgrid(np.linspace(-1.0, 1.0, n), np.linspace(-1.0, 1.0, n), indexing="ij")
