@@ -66,8 +66,9 @@ std::optional<CheckpointSchedule> refuse(const std::string& got,
 }  // namespace
 
 std::string CheckpointSchedule::refusal(std::string_view got) {
-  return std::string("a checkpoint schedule is ") + kGrammar + "; got " +
-         std::string(got);
+  std::string text = "a checkpoint schedule is ";
+  text.append(kGrammar).append("; got ").append(got);
+  return text;
 }
 
 std::optional<CheckpointSchedule> CheckpointSchedule::parse(

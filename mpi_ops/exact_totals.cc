@@ -57,7 +57,7 @@ void register_total_op() {
 
 // y = Σ_r Σ_i a_r[i]·b_r[i], the sum exact and rounded once, on root (0
 // elsewhere); s = bcast(ȳ, root), ā_r = s·b_r, b̄_r = s·a_r
-void register_dot_op() {
+void register_exact_dot_op() {
   OpDef dot = collective("mpi_dot",
                          "y = the sum of a * b over every element of every "
                          "rank, exact and rounded once, on root; 0 elsewhere",
@@ -179,7 +179,7 @@ Value mpi_total_rows(Value x, int root) {
 
 void register_exact_total_ops() {
   register_total_op();
-  register_dot_op();
+  register_exact_dot_op();
   register_total_rows_op();
 }
 
