@@ -15,7 +15,7 @@ namespace {
 using testing::expect_gradients_ok;
 
 // x = [[1, 2, 3], [4, 5, 6]]
-Tensor sample() { return Tensor({2, 3}, {1, 2, 3, 4, 5, 6}); }
+Tensor shape_sample() { return Tensor({2, 3}, {1, 2, 3, 4, 5, 6}); }
 
 // Σ w_i · y_i² with distinct weights, so every entry's position matters.
 Value weighted(Value y) {
@@ -31,18 +31,18 @@ TEST(Reshape, KeepsRowMajorOrderAndInfersMinusOne) {
   Value y = reshape(x, {3, -1});
   EXPECT_EQ(y.shape(), (Shape{3, 2}));
   Session s(g);
-  EXPECT_EQ(s.run(y, {{x, sample()}}).to_vector(),
+  EXPECT_EQ(s.run(y, {{x, shape_sample()}}).to_vector(),
             (std::vector<double>{1, 2, 3, 4, 5, 6}));
   EXPECT_THROW(reshape(x, {4, -1}), ShapeError);
   EXPECT_THROW(reshape(x, {-1, -1}), ShapeError);
-  expect_gradients_ok(weighted(y), {x}, {{x, sample()}});
+  expect_gradients_ok(weighted(y), {x}, {{x, shape_sample()}});
 }
 
 TEST(Slice, RowsAndColumns) {
   Graph g;
   Value x = g.placeholder("x", {2, 3});
   Session s(g);
-  FeedMap f{{x, sample()}};
+  FeedMap f{{x, shape_sample()}};
   EXPECT_EQ(s.run(slice(x, 0, 1, 2), f).to_vector(),
             (std::vector<double>{4, 5, 6}));
   EXPECT_EQ(s.run(slice(x, 1, 1, 3), f).to_vector(),
@@ -61,7 +61,7 @@ TEST(Slice, RowsAndColumns) {
 TEST(Slice, TheAdjointAddsIntoTheCotangentSummedSoFar) {
   Graph g;
   Value x = g.placeholder("x", {2, 3});
-  FeedMap f{{x, sample()}};
+  FeedMap f{{x, shape_sample()}};
   Value ws = g.constant(Tensor({2, 2}, {0.5, -1.0, 2.0, 4.0}));
   // The square is created after the slice, so the reverse sweep reaches it
   // first: its 2x is the cotangent summed so far at the slice.
@@ -92,7 +92,7 @@ TEST(Pad, ZerosOrValueAroundAnAxis) {
   Graph g;
   Value x = g.placeholder("x", {2, 3});
   Session s(g);
-  FeedMap f{{x, sample()}};
+  FeedMap f{{x, shape_sample()}};
   EXPECT_EQ(s.run(pad(x, 1, 1, 0), f).to_vector(),
             (std::vector<double>{0, 1, 2, 3, 0, 4, 5, 6}));
   EXPECT_EQ(s.run(pad(x, 0, 0, 1, -1.0), f).to_vector(),
@@ -105,7 +105,7 @@ TEST(Concat, AlongEitherAxis) {
   Value x = g.placeholder("x", {2, 3});
   Value c = g.placeholder("c", {2, 1});
   Session s(g);
-  FeedMap f{{x, sample()}, {c, Tensor({2, 1}, {7, 8})}};
+  FeedMap f{{x, shape_sample()}, {c, Tensor({2, 1}, {7, 8})}};
   EXPECT_EQ(s.run(concat({c, x}, 1), f).to_vector(),
             (std::vector<double>{7, 1, 2, 3, 8, 4, 5, 6}));
   EXPECT_EQ(s.run(concat({x, x}, 0), f).shape(), (Shape{4, 3}));

@@ -14,7 +14,7 @@
 namespace adgraph::optim::detail {
 namespace {
 
-const Reducer kOneProcess(nullptr, Layout::kReplicated);
+const Reducer kOneRank(nullptr, Layout::kReplicated);
 constexpr double kInf = Box::kInf;
 
 // How lbfgsb starts `where` (free, unbounded or fixed by the box).
@@ -84,7 +84,7 @@ TEST(CauchyPoint, WorkedByHandWithTheIdentityModel) {
   std::vector<Where> where = start_where(lower, upper);
   CompactBfgs bfgs;
   const CauchyPoint cp =
-      cauchy_point(x, g, Box{lower, upper, order}, where, bfgs, kOneProcess);
+      cauchy_point(x, g, Box{lower, upper, order}, where, bfgs, kOneRank);
   ASSERT_TRUE(cp.ok);
   EXPECT_DOUBLE_EQ(cp.x[0], 0.5);
   EXPECT_DOUBLE_EQ(cp.x[1], 2.0);
@@ -100,7 +100,7 @@ TEST(CauchyPoint, NoVariableMovesAtACornerTheGradientPushesInto) {
   std::vector<Where> where = start_where(lower, upper);
   CompactBfgs bfgs;
   const CauchyPoint cp =
-      cauchy_point(x, g, Box{lower, upper, order}, where, bfgs, kOneProcess);
+      cauchy_point(x, g, Box{lower, upper, order}, where, bfgs, kOneRank);
   EXPECT_EQ(cp.x, x);
 }
 
@@ -120,7 +120,7 @@ TEST(CauchyPoint, EqualsTheModelWalkedSegmentBySegment) {
       Eigen::VectorXd s(n);
       for (int i = 0; i < n; ++i) s[i] = u(rng);
       const Eigen::VectorXd y = a * s;
-      ASSERT_TRUE(bfgs.push(s, y, s.dot(y), s.dot(s), 5, kOneProcess));
+      ASSERT_TRUE(bfgs.push(s, y, s.dot(y), s.dot(s), 5, kOneRank));
     }
     Eigen::VectorXd x(n), g(n), lower(n), upper(n);
     for (int i = 0; i < n; ++i) {
@@ -132,7 +132,7 @@ TEST(CauchyPoint, EqualsTheModelWalkedSegmentBySegment) {
     const std::vector<int64_t> order;
     std::vector<Where> where = start_where(lower, upper);
     const CauchyPoint cp =
-        cauchy_point(x, g, Box{lower, upper, order}, where, bfgs, kOneProcess);
+        cauchy_point(x, g, Box{lower, upper, order}, where, bfgs, kOneRank);
     ASSERT_TRUE(cp.ok);
     const Eigen::MatrixXd b = dense(bfgs, n);
     const Eigen::VectorXd expected = walk_the_path(x, g, lower, upper, b);
@@ -152,7 +152,7 @@ TEST(CauchyPoint, EqualsTheModelWalkedSegmentBySegment) {
     // c = Wᵀ(x_cp − x), for the subspace step.
     if (bfgs.k() > 0) {
       const Eigen::VectorXd c =
-          bfgs.w_transpose(Eigen::VectorXd(cp.x - x), kOneProcess);
+          bfgs.w_transpose(Eigen::VectorXd(cp.x - x), kOneRank);
       EXPECT_LT((cp.c - c).cwiseAbs().maxCoeff(), 1e-11) << "trial " << trial;
     }
   }

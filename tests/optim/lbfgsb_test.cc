@@ -297,7 +297,7 @@ TEST(LbfgsbMpi, StartOutsideTheBoxIsProjected) {
   EXPECT_NEAR(s.final_f, kCoupledF, kValueTolerance * kCoupledF);
 }
 
-std::string temporary_prefix(const std::string& name) {
+std::string bounded_prefix(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() /
              ("adgraph_lbfgsb_np" + std::to_string(world_size()));
   std::filesystem::create_directories(dir);
@@ -318,7 +318,7 @@ TEST(LbfgsbMpi, ResumedBoundedRunEndsBitIdentical) {
                                       Layout::kSharded);
   ASSERT_GT(uninterrupted.iterations, 12);
 
-  const std::string prefix = temporary_prefix("driver1");
+  const std::string prefix = bounded_prefix("driver1");
   LbfgsOptions first = options;
   first.max_iterations = 11;
   first.checkpoint_every = 5;

@@ -69,7 +69,8 @@ TEST(DenseNetwork, ValuesAndGradientAgainstEigen) {
   for (int i = 0; i < 4; ++i) xm(i, 0) = x[2 * i], xm(i, 1) = x[2 * i + 1];
   const Eigen::MatrixXd want = reference(p, xm);
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(got[i], want(i, 0), 1e-15) << i;
-  testing::expect_gradients_ok(sum(square(y)), {params}, {{params, p}});
+  adgraph::testing::expect_gradients_ok(
+      sum(square(y)), {params}, {{params, p}});
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ using solvers::Patch;
 
 // n × n on P × 1, 1 × P and 2 × 2: with n = 48 or 24, every patch has an
 // even number of rows and columns.
-std::vector<HeatConfig> grids(int n = 48) {
+std::vector<HeatConfig> multigrid_grids(int n = 48) {
   return patch_grids(world_size(), [n](HeatConfig& c) { c.nx = c.ny = n; });
 }
 
@@ -39,7 +39,7 @@ double g(double x, double y) { return 3 * x * y; }
 
 TEST(PatchMultigrid, ProlongationsInterpolateBilinearFunctionsExactly) {
   const int rank = world_rank();
-  for (const HeatConfig& c : grids()) {
+  for (const HeatConfig& c : multigrid_grids()) {
     const auto levels = solvers::patch_prolongations(c, rank);
     // 48 → 24 → 12 (6 would be below 8 points), while patches stay even.
     const int64_t rows = c.nx / c.px, cols = c.ny / c.py;
@@ -79,11 +79,11 @@ TEST(PatchMultigrid, ProlongationsInterpolateBilinearFunctionsExactly) {
   }
 }
 
-double kappa_at(int64_t i, int64_t j) {
+double multigrid_kappa_at(int64_t i, int64_t j) {
   return 1.0 + 0.5 * std::sin(0.2 * i) * std::cos(0.3 * j);
 }
 
-Tensor field(const HeatConfig& c, double (*f)(int64_t, int64_t)) {
+Tensor multigrid_field(const HeatConfig& c, double (*f)(int64_t, int64_t)) {
   const Patch p = solvers::patch_of(c, world_rank());
   Tensor t{Shape{p.n, p.m}};
   for (int64_t a = 0; a < p.n; ++a)
@@ -98,7 +98,7 @@ double rhs_at(int64_t i, int64_t j) { return std::cos(0.1 * i * j) + 0.5; }
 // beyond the explicit limit) solved by CG with Jacobi and with multigrid.
 TEST(PatchMultigrid, SolvesTheImplicitHeatMatrixInFewIterations) {
   const int rank = world_rank();
-  for (const HeatConfig& c : grids()) {
+  for (const HeatConfig& c : multigrid_grids()) {
     const Patch p = solvers::patch_of(c, rank);
     auto solve = [&](const char* pc, int64_t* iterations) {
       sparse::SparseMatrix a(solvers::five_point_pattern(c, rank),
@@ -107,11 +107,12 @@ TEST(PatchMultigrid, SolvesTheImplicitHeatMatrixInFewIterations) {
       sparse::SolverOptions o{
           .ksp = "cg", .pc = pc, .rtol = 1e-12, .symmetric = true};
       Graph g;
-      Value inv_kappa = 1.0 / g.constant(field(c, kappa_at));
+      Value inv_kappa =
+          1.0 / g.constant(multigrid_field(c, multigrid_kappa_at));
       Value x = sparse::solve(
           a,
           solvers::scaled_heat_matrix_values(c, rank, inv_kappa, -0.02),
-          g.constant(field(c, rhs_at)),
+          g.constant(multigrid_field(c, rhs_at)),
           o);
       Session s(g);
       Tensor out = s.run(x);
@@ -135,10 +136,10 @@ TEST(PatchMultigrid, SolvesTheImplicitHeatMatrixInFewIterations) {
 // PETSc's CSR product. Both give one solution.
 TEST(PatchMultigrid, TheScaledHeatMatrixMultipliesMatrixFree) {
   const int rank = world_rank();
-  for (const HeatConfig& c : grids()) {
+  for (const HeatConfig& c : multigrid_grids()) {
     Graph g;
-    Value kappa = g.constant(field(c, kappa_at));
-    Value b = g.constant(field(c, rhs_at));
+    Value kappa = g.constant(multigrid_field(c, multigrid_kappa_at));
+    Value b = g.constant(multigrid_field(c, rhs_at));
     sparse::SparseMatrix scaled(solvers::five_point_pattern(c, rank),
                                 nullptr,
                                 solvers::patch_prolongations(c, rank));
@@ -167,18 +168,19 @@ TEST(PatchMultigrid, TheScaledHeatMatrixMultipliesMatrixFree) {
 // at 120², 2 × 2, every one of three runs here differed before).
 TEST(PatchMultigrid, RepeatedSetUpsAndSolvesAreBitwiseEqual) {
   const int rank = world_rank();
-  for (const HeatConfig& c : grids(120)) {
+  for (const HeatConfig& c : multigrid_grids(120)) {
     std::vector<Tensor> runs;
     for (int run = 0; run < 4; ++run) {
       sparse::SparseMatrix a(solvers::five_point_pattern(c, rank),
                              nullptr,
                              solvers::patch_prolongations(c, rank));
       Graph g;
-      Value inv_kappa = 1.0 / g.constant(field(c, kappa_at));
+      Value inv_kappa =
+          1.0 / g.constant(multigrid_field(c, multigrid_kappa_at));
       Value x = sparse::solve(
           a,
           solvers::scaled_heat_matrix_values(c, rank, inv_kappa, -0.02),
-          g.constant(field(c, rhs_at)),
+          g.constant(multigrid_field(c, rhs_at)),
           {.ksp = "cg", .pc = "mg", .rtol = 1e-6, .symmetric = true});
       Session s(g);
       runs.push_back(s.run(x));
@@ -192,7 +194,7 @@ TEST(PatchMultigrid, RepeatedSetUpsAndSolvesAreBitwiseEqual) {
 // One level (24 → 12) keeps the finite differences' solves few.
 TEST(PatchMultigrid, GradientsPassThroughAMultigridSolve) {
   const int rank = world_rank();
-  for (const HeatConfig& c : grids(24)) {
+  for (const HeatConfig& c : multigrid_grids(24)) {
     sparse::SparseMatrix a(solvers::five_point_pattern(c, rank),
                            nullptr,
                            solvers::patch_prolongations(c, rank));
@@ -204,13 +206,16 @@ TEST(PatchMultigrid, GradientsPassThroughAMultigridSolve) {
     Value x = sparse::solve(
         a,
         solvers::scaled_heat_matrix_values(c, rank, 1.0 / kappa, -0.02),
-        g.constant(field(c, rhs_at)),
+        g.constant(multigrid_field(c, rhs_at)),
         o);
     Value loss = sum(square(x - 0.3));
     GradientCheckOptions check;
     check.tolerance = 1e-6;
     auto result =
-        check_gradients(loss, {kappa}, {{kappa, field(c, kappa_at)}}, check);
+        check_gradients(loss,
+                        {kappa},
+                        {{kappa, multigrid_field(c, multigrid_kappa_at)}},
+                        check);
     EXPECT_TRUE(result.ok) << c.px << "x" << c.py << ": " << result.message;
   }
 }
@@ -220,12 +225,12 @@ TEST(PatchMultigrid, GradientsPassThroughAMultigridSolve) {
 // halved is refused by its configuration.
 TEST(PatchMultigrid, RefusesWhatItCannotCoarsen) {
   const int rank = world_rank();
-  const HeatConfig c = grids().front();
+  const HeatConfig c = multigrid_grids().front();
   sparse::SparseMatrix a(solvers::five_point_pattern(c, rank));
   Graph g;
   Value values = solvers::scaled_heat_matrix_values(
-      c, rank, g.constant(field(c, kappa_at)), -0.02);
-  Value b = g.constant(field(c, rhs_at));
+      c, rank, g.constant(multigrid_field(c, multigrid_kappa_at)), -0.02);
+  Value b = g.constant(multigrid_field(c, rhs_at));
   try {
     sparse::solve(a, values, b, {.ksp = "cg", .pc = "mg", .symmetric = true});
     ADD_FAILURE() << "no error";
