@@ -65,6 +65,10 @@ set(ADGRAPH_TEST_BATCH 6 CACHE STRING
 # Sets `out` to the GoogleTest names tests/<path>.cc defines: Suite.Name,
 # and */Suite.Name/* for a TEST_P (its instantiations' names).
 function(adgraph_test_names path out)
+  # A test added to the source re-runs the configure step, so that its
+  # filter names it.
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+                                         ${PROJECT_SOURCE_DIR}/tests/${path}.cc)
   file(READ ${PROJECT_SOURCE_DIR}/tests/${path}.cc text)
   set(space "[ \t\n]*")
   set(word "[A-Za-z0-9_]+")

@@ -47,7 +47,8 @@ foreach(name IN LISTS EXPECTED)
 endforeach()
 if(unnamed OR missing)
   message(FATAL_ERROR "the test filters and the executable disagree:\n"
-                      "  run by no filter (a TEST line the configure step did not read): ${unnamed}\n"
+                      "  run by no filter (a TEST line the configure step did not read; "
+                      "reconfigure, or start the line with TEST): ${unnamed}\n"
                       "  named but not compiled in: ${missing}")
 endif()
 list(LENGTH listed count)
