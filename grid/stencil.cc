@@ -223,6 +223,13 @@ Value stencil(const Grid& grid,
 
 namespace {
 
+// The names of the nodes that made n's inputs, for its messages.
+std::vector<std::string> input_names(const Node& n) {
+  std::vector<std::string> names;
+  for (const Value& in : n.inputs) names.push_back(in.name());
+  return names;
+}
+
 struct NodeView {
   GridLayout layout;
   detail::StencilPlan plan;
@@ -246,6 +253,7 @@ NodeView view_of(const Node& n) {
   v.plan =
       detail::plan_stencil(n.attrs,
                            shapes,
+                           input_names(n),
                            1,
                            rank,
                            [&](const std::string& f, const std::string& d) {
@@ -319,6 +327,26 @@ bool is_loop_carry(const Value& v) {
   return n.op_name() == "placeholder" && n.name.rfind("carry[", 0) == 0;
 }
 
+// The adjoint's stencil node: a refusal (a halo too wide for the patches)
+// names the node the user made, whose gradient it is.
+std::vector<Value> adjoint_node(const NodeView& v,
+                                const Node& n,
+                                const std::vector<OutputSpec>& specs,
+                                const std::vector<Value>& inputs,
+                                const std::vector<bool>& prefetch = {}) {
+  try {
+    return stencil_node(v.layout, n.comm, specs, inputs, {}, prefetch);
+  } catch (const ShapeError& e) {
+    throw ShapeError(
+        "its gradient's node refuses " + e.field() + ": " + e.detail() +
+            " (the gradient reads a field the expression is not linear in "
+            "at up to twice the expression's offsets: docs/STENCILS.md, "
+            "\"Limits\")",
+        n.name,
+        "stencil");
+  }
+}
+
 // x̄_i for every field input i in one node (one pass): the gather terms of
 // every output m with a cotangent, then ȳ_m itself where output m starts
 // from input i. A cotangent summed so far for x_i (by later users) starts
@@ -342,8 +370,7 @@ Values stencil_gradient(const GradientContext& c) {
     if (v.scalar[i]) {
       ExprPtr t = scalar_terms(v, i, ybar);
       if (t && !is_zero(t))
-        out[i] = sum(
-            stencil_node(v.layout, n.comm, {{t, v.any_batched}}, inputs)[0]);
+        out[i] = sum(adjoint_node(v, n, {{t, v.any_batched}}, inputs)[0]);
       continue;
     }
     ExprPtr g;
@@ -368,8 +395,7 @@ Values stencil_gradient(const GradientContext& c) {
   std::vector<bool> prefetch(inputs.size(), false);
   for (int i = 0; i < ni; ++i)
     prefetch[i] = !v.scalar[i] && is_loop_carry(n.inputs[i]);
-  const std::vector<Value> r =
-      stencil_node(v.layout, n.comm, specs, inputs, {}, prefetch);
+  const std::vector<Value> r = adjoint_node(v, n, specs, inputs, prefetch);
   for (std::size_t k = 0; k < owner.size(); ++k) out[owner[k]] = r[k];
   return out;
 }
@@ -508,6 +534,7 @@ void register_stencil_ops() {
     const detail::StencilPlan p = detail::plan_stencil(
         c.node().attrs,
         shapes,
+        input_names(c.node()),
         g.num_ranks(),
         rank,
         [&](const std::string& field, const std::string& detail) {
@@ -525,6 +552,7 @@ void register_stencil_ops() {
     detail::StencilPlan p = detail::plan_stencil(
         n.attrs,
         shapes,
+        input_names(n),
         n.comm != nullptr ? n.comm->size() : 1,
         rank,
         [&](const std::string& field, const std::string& detail) {

@@ -423,7 +423,11 @@ namespace {
 
 class Parser {
  public:
-  explicit Parser(const std::string& text) : s_(text) {}
+  // Reads text[begin, end); messages give positions in the whole text.
+  Parser(const std::string& text, std::size_t begin, std::size_t end)
+      : s_(text.substr(begin, end == std::string::npos ? end : end - begin)),
+        whole_(text),
+        base_(begin) {}
 
   ExprPtr whole() {
     ExprPtr e = expr();
@@ -435,7 +439,7 @@ class Parser {
  private:
   [[noreturn]] void fail(const std::string& what) const {
     throw OptionsError("stencil expression: " + what + " at character " +
-                       std::to_string(pos_) + " of \"" + s_ + "\"");
+                       std::to_string(base_ + pos_) + " of \"" + whole_ + "\"");
   }
   void skip() {
     while (pos_ < s_.size() &&
@@ -478,6 +482,11 @@ class Parser {
     char* end = nullptr;
     const double v = std::strtod(s_.c_str() + pos_, &end);
     if (end == s_.c_str() + pos_) fail("expected a number");
+    if (!std::isfinite(v)) {
+      fail("the number " +
+           s_.substr(pos_, static_cast<std::size_t>(end - s_.c_str()) - pos_) +
+           " is not a finite double");
+    }
     pos_ = static_cast<std::size_t>(end - s_.c_str());
     return constant(v);
   }
@@ -547,7 +556,9 @@ class Parser {
     return labels_[k];
   }
 
-  const std::string& s_;
+  const std::string s_;       // the part read
+  const std::string& whole_;  // the text it is part of
+  std::size_t base_;          // where s_ starts in whole_
   std::size_t pos_ = 0;
   std::vector<ExprPtr> labels_;
 };
@@ -608,7 +619,9 @@ void visit(const ExprPtr& e, const std::function<void(const Expr&)>& f) {
 
 }  // namespace
 
-ExprPtr parse(const std::string& text) { return Parser(text).whole(); }
+ExprPtr parse(const std::string& text, std::size_t begin, std::size_t end) {
+  return Parser(text, begin, end).whole();
+}
 
 ExprPtr shifted(const ExprPtr& e,
                 const Offset& by,

@@ -73,10 +73,13 @@ ExprPtr inside(Offset offset);
 // unknown name or a wrong number of arguments.
 ExprPtr apply(const std::string& op, std::vector<ExprPtr> args);
 
-// The text form, and back. parse throws OptionsError naming the position
-// of the first thing it cannot read.
+// The text form, and back. parse reads text[begin, end) and throws
+// OptionsError naming the position in `text` of the first thing it cannot
+// read, and quoting `text`.
 std::string print(const ExprPtr& e);
-ExprPtr parse(const std::string& text);
+ExprPtr parse(const std::string& text,
+              std::size_t begin = 0,
+              std::size_t end = std::string::npos);
 
 // The expression with every read and inside moved by `by` (added to their
 // offsets, missing entries taken as 0); reads of the inputs k with

@@ -60,14 +60,19 @@ struct StencilPlan {
   }
 };
 
-// The texts of "expr", split at ';'.
-std::vector<std::string> split_outputs(const std::string& text);
+// The expressions of "expr", one per output, separated by ';' (messages
+// give positions in the whole text).
+std::vector<ExprPtr> parse_outputs(const std::string& text);
 
 // Reads and checks a node's attributes against its input shapes, failing
-// through `fail(field, detail)`; `rank` is this process's on the grid.
+// through `fail(field, detail)`; `rank` is this process's on the grid. A
+// message about an input names it by its number in the expression and
+// by `input_names` (the names of the nodes that made the inputs; may be
+// empty).
 StencilPlan plan_stencil(
     const nlohmann::json& attrs,
     const std::vector<Shape>& input_shapes,
+    const std::vector<std::string>& input_names,
     int comm_size,
     int rank,
     const std::function<void(const std::string&, const std::string&)>& fail);

@@ -18,12 +18,21 @@ namespace {
 
 using Fail = std::function<void(const std::string&, const std::string&)>;
 
-std::string input_field(int i) { return "input \"x\" #" + std::to_string(i); }
+// The field a message about input i names: its number in the expression
+// and the name of the node that made it (a Value the user made, or one
+// the gradient made of theirs).
+std::string input_field(int i, const std::vector<std::string>& names) {
+  std::string f = "input in" + std::to_string(i);
+  if (i < static_cast<int>(names.size()) && !names[i].empty())
+    f += " (\"" + names[i] + "\")";
+  return f;
+}
 
 // Every read's input exists, its offset fits the grid, scalars are read
 // without an offset; returns the widths of each input's halo.
 void check_reads(const StencilPlan& p,
                  const std::vector<Shape>& shapes,
+                 const std::vector<std::string>& names,
                  const Fail& fail) {
   const int nd = p.layout.ndim();
   if (longest_offset(p.expr) > nd) {
@@ -40,19 +49,18 @@ void check_reads(const StencilPlan& p,
     const bool zero = std::all_of(
         r.offset.begin(), r.offset.end(), [](int64_t o) { return o == 0; });
     if (shapes[r.input].empty() && !zero)
-      fail(input_field(r.input), "a scalar read at an offset");
+      fail(input_field(r.input, names), "a scalar read at an offset");
   }
 }
 
 }  // namespace
 
-std::vector<std::string> split_outputs(const std::string& text) {
-  std::vector<std::string> out;
+std::vector<ExprPtr> parse_outputs(const std::string& text) {
+  std::vector<ExprPtr> out;
   std::size_t start = 0;
   while (true) {
     const std::size_t end = text.find(';', start);
-    out.push_back(
-        text.substr(start, end == std::string::npos ? end : end - start));
+    out.push_back(parse(text, start, end));
     if (end == std::string::npos) return out;
     start = end + 1;
   }
@@ -118,6 +126,7 @@ void check_prefetch(const nlohmann::json& attrs,
 
 StencilPlan plan_stencil(const nlohmann::json& attrs,
                          const std::vector<Shape>& shapes,
+                         const std::vector<std::string>& names,
                          int comm_size,
                          int rank,
                          const Fail& fail) {
@@ -128,15 +137,13 @@ StencilPlan plan_stencil(const nlohmann::json& attrs,
   p.layout = GridLayout::from_attrs(a);
   (void)comm_size;
   try {
-    for (const std::string& text :
-         split_outputs(attrs.at("expr").get<std::string>()))
-      p.outputs.push_back(parse(text));
+    p.outputs = parse_outputs(attrs.at("expr").get<std::string>());
   } catch (const Error& e) {
     fail("attribute \"expr\"", e.detail());
   }
   plan_outputs(p, attrs, static_cast<int>(shapes.size()), fail);
   p.expr = tuple_of(p.outputs, p.init);
-  check_reads(p, shapes, fail);
+  check_reads(p, shapes, names, fail);
   check_prefetch(attrs, shapes, fail);
   const int nd = p.layout.ndim();
   const Shape patch = p.layout.local_shape(rank);
@@ -150,7 +157,7 @@ StencilPlan plan_stencil(const nlohmann::json& attrs,
       const Shape& s = shapes[i];
       if (static_cast<int>(s.size()) < nd ||
           Shape(s.end() - nd, s.end()) != patch) {
-        fail(input_field(static_cast<int>(i)),
+        fail(input_field(static_cast<int>(i), names),
              "shape " + shape_string(s) +
                  " does not end in this rank's patch " + shape_string(patch) +
                  " of the grid " + shape_string(p.layout.shape));
@@ -158,7 +165,7 @@ StencilPlan plan_stencil(const nlohmann::json& attrs,
       const Shape batch(s.begin(), s.end() - nd);
       in.batched = !batch.empty();
       if (in.batched && have_batch && batch != p.batch) {
-        fail(input_field(static_cast<int>(i)),
+        fail(input_field(static_cast<int>(i), names),
              "batch axes " + shape_string(batch) +
                  " differ from another input's " + shape_string(p.batch));
       }
@@ -183,7 +190,7 @@ StencilPlan plan_stencil(const nlohmann::json& attrs,
   for (std::size_t i = 0; i < p.inputs.size(); ++i) {
     if (!p.inputs[i].exchanged()) continue;
     const std::string why = halo_problem(p.layout, p.inputs[i].halo);
-    if (!why.empty()) fail(input_field(static_cast<int>(i)), why);
+    if (!why.empty()) fail(input_field(static_cast<int>(i), names), why);
   }
   plan_prefetch(p, attrs);
   return p;

@@ -272,7 +272,8 @@ void bind_grid_layout(py::class_<grid::Grid>& cls) {
           py::arg("global_array"),
           py::arg("root") = 0,
           "Collective: `global_array` (shape (*batch, *shape) on `root`; "
-          "ignored elsewhere) cut into patches; returns this rank's patch.")
+          "ignored elsewhere) cut into patches; returns this rank's patch, "
+          "(*batch, *local_shape()), in float64 (ints, float32 converted).")
       .def("gather",
            &gather_patches,
            py::arg("local_array"),
@@ -357,8 +358,10 @@ void bind_grid_nodes(py::class_<grid::Grid>& cls) {
          py::arg("corners") = true,
          py::arg("boundary") = "zero",
          "A node padding `x` (shape (*batch, *local_shape())) with `width` "
-         "ghost layers per spatial axis (one int per axis) from the "
-         "neighbouring patches. `corners` fills edge and corner ghosts too; "
+         "ghost layers per spatial axis (one int for every axis, or one per "
+         "axis) from the neighbouring patches; its output has shape "
+         "(*batch, *(n + 2 * w for each patch extent n and width w)). "
+         "`corners` fills edge and corner ghosts too; "
          "`boundary` is what lies past a non-periodic edge: \"zero\", "
          "\"mirror\" (numpy.pad's reflect) or \"copy\" (numpy.pad's edge). "
          "Its adjoint sends the ghosts' cotangents back and adds them.")

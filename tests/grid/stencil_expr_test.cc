@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "grid/stencil_impl.h"
 
 namespace adgraph::grid {
 namespace {
@@ -54,6 +55,32 @@ TEST(StencilExpr, ParseErrorsNameThePosition) {
   EXPECT_EQ(
       message("in0 in1"),
       "stencil expression: unexpected text at character 4 of \"in0 in1\"");
+  // A constant a double cannot hold would be written into the kernel as
+  // inf; it is refused where it stands.
+  EXPECT_EQ(message("add(in0, 1e400)"),
+            "stencil expression: the number 1e400 is not a finite double at "
+            "character 9 of \"add(in0, 1e400)\"");
+}
+
+// One expression per output, separated by ';': a message gives the
+// position in the whole text and quotes it (the second expression of
+// "in0;" is empty, at character 4).
+TEST(StencilExpr, OutputsParseErrorsNameThePositionInTheWholeText) {
+  auto outputs_message = [](const std::string& text) {
+    try {
+      detail::parse_outputs(text);
+    } catch (const OptionsError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(outputs_message("in0;"),
+            "stencil expression: expected an expression at character 4 of "
+            "\"in0;\"");
+  EXPECT_EQ(outputs_message("in0;mul(in0,in1;in1"),
+            "stencil expression: expected ')' at character 15 of "
+            "\"in0;mul(in0,in1;in1\"");
+  EXPECT_EQ(detail::parse_outputs("in0; mul(in0,2)").size(), 2u);
 }
 
 TEST(StencilExpr, SimplificationIsExact) {

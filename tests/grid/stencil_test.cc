@@ -508,12 +508,12 @@ TEST(Stencil, BadInputsAreRefusedNamingTheField) {
   };
   expect_message(
       [&] { stencil(grid, field(wrong) + 1.0); },
-      "input \"x\" #0: shape [3, 3] does not end in this rank's patch");
+      "input in0 (\"w\"): shape [3, 3] does not end in this rank's patch");
   expect_message(
       [&] {
         stencil(grid, "mul(in1[0,1], in0)", {u, s});
       },
-      "input \"x\" #1: a scalar read at an offset");
+      "input in1 (\"s\"): a scalar read at an offset");
   expect_message([&] { stencil(grid, "add(in0, foo(in0))", {u}); },
                  "unknown operation \"foo\"");
   expect_message([&] { stencil(grid, "in1", {u}); },
@@ -526,6 +526,23 @@ TEST(Stencil, BadInputsAreRefusedNamingTheField) {
           stencil(grid, field(u).shift({9, 0}) + field(u));
         },
         "a halo of width 9 on axis 0 needs patches of at least 9 points");
+  }
+  // The gradient of u(i−1)·u(i+1) reads u at offsets ±2 (the derivative
+  // at a neighbour reads that neighbour's neighbour): on a periodic axis whose
+  // smallest patch has 1 point, the forward runs and the gradient is
+  // refused naming the node the user made and their input.
+  {
+    const int p = world->size();
+    Grid narrow({2 * p - 1, 4}, {p, 1}, {true, false}, world);
+    Graph g2;
+    Value v = g2.placeholder("v", narrow.local_shape());
+    Value y = stencil(
+        narrow, field(v).shift({-1, 0}) * field(v).shift({1, 0}), "product");
+    expect_message(
+        [&] { gradients(sum(y), {v}); },
+        "node \"product\" (stencil): its gradient's node refuses input in0 "
+        "(\"v\"): a halo of width 2 on axis 0 needs patches of at least 2 "
+        "points there; the smallest has 1");
   }
   // A loop body reading a field of the outer graph without passing it in.
   expect_message(

@@ -231,7 +231,8 @@ def test_bad_stencils_name_what_is_wrong():
     g = ag.Graph()
     u = g.placeholder("u", grid.local_shape())
     w = g.placeholder("w", (3, 3))
-    with pytest.raises(ag.ShapeError, match="does not end in this rank's patch"):
+    with pytest.raises(ag.ShapeError, match=r'input in0 \("w"\): shape \[3, 3\] does not '
+                       r"end in this rank's patch"):
         grid.stencil(grid.field(w) + 1.0)
     with pytest.raises(ag.OptionsError, match="expected a StencilExpr"):
         grid.stencil("in0")
@@ -298,6 +299,19 @@ def test_halo_takes_one_int_for_every_axis():
     np.testing.assert_array_equal(got[0], got[1])
     with pytest.raises(ag.OptionsError, match="width: expected an int or a list"):
         grid.halo(x, "1")
+    # What help(Grid.halo) says of the output: each extent n becomes n + 2w.
+    n0, n1 = grid.local_shape()
+    assert tuple(grid.halo(x, [1, 2]).shape) == (n0 + 2, n1 + 4)
+
+
+def test_scatter_gives_float64_patches_of_int_and_float32_arrays():
+    grid = agg.Grid((7, 5), process_grids((7, 5))[-1])
+    full = np.arange(35).reshape(7, 5)
+    for array in [full, full.astype(np.float32)]:
+        mine = grid.scatter(array if RANK == 0 else None)
+        assert mine.dtype == np.float64
+        assert mine.shape == tuple(grid.local_shape())
+        np.testing.assert_array_equal(mine, my_patch(grid, full.astype(np.float64)))
 
 
 def test_scatter_of_a_bad_array_raises_on_every_rank():
