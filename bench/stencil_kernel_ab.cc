@@ -1,10 +1,11 @@
 // One generated stencil kernel against another and against a hand-written
-// pass, in one process: the 2-D heat adjoint's kernel (the one the stencil
-// op generates for heat2d's gradient, stencil_bench: its term c·κ·ȳ shared
-// through the ring, ū written over ȳ) with its middle written with vectors
-// and shuffles, the same with the scalar loop (StencilSource::vectors
-// false), the kernel without shared terms writing ū apart (the stencil
-// op's kernel before session 45), and the built-in heat adjoint's row pass
+// pass, in one process: the 2-D heat adjoint's kernel with its term c·κ·ȳ
+// shared through the ring, ū written over ȳ (the stencil op's kernel for
+// heat2d's gradient from session 45 to 48), with its middle written with
+// vectors and shuffles, the same with the scalar loop
+// (StencilSource::vectors false), the kernel without shared terms writing
+// ū apart (the op's kernel in 2-D since session 49, and before session
+// 45: detail::shares_terms), and the built-in heat adjoint's row pass
 // (solvers/heat_adjoint_row_impl.h: rolling rows of Z = κ·ȳ, vectors and
 // shuffles, ū over ȳ as heat_step's adjoint writes it). Kernels only: no
 // graph, no halo exchange, no allocation in the timed loop. Each round

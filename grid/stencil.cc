@@ -429,6 +429,7 @@ std::vector<std::pair<int, int>> stencil_in_place(const Node& n) {
   src.ndim = v.ndim;
   src.num_inputs = static_cast<int>(n.inputs.size());
   src.scalar = v.scalar;
+  src.shared = detail::shares_terms(v.ndim);
   // Overlapped, a later call's rows of terms would read points an earlier
   // call wrote: inputs a term reads are left out.
   const std::vector<bool> only =

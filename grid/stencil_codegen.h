@@ -89,7 +89,9 @@ namespace adgraph::grid {
 // apart. The built-in heat adjoint's design (rows of Z = κ·ȳ, ū written
 // over ȳ). In stencil_bench (session 45, interleaved processes, medians
 // of 5) the gradients were 2 % (heat2d), 3 % (wave2d) and 8 %
-// (diffusion3d) faster than without sharing.
+// (diffusion3d) faster than without sharing; in session 49 the 2-D ones
+// were slower with it, and the stencil op shares in 3-D only
+// (detail::shares_terms, grid/stencil_impl.h).
 struct KernelArgs {
   const double* const* in;
   const int64_t* st;

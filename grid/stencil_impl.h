@@ -60,6 +60,18 @@ struct StencilPlan {
   }
 };
 
+// Whether the op's kernels share terms read at several offsets
+// (grid/stencil_codegen.h, "Shared terms"): in 3-D, not in 2-D. In 2-D
+// the kernel without them, ū written apart from ȳ, was the faster on the
+// EPYC of 2026-11-29 (session 49): the heat adjoint's kernel alone 0.82×
+// the built-in row pass against 1.15–1.16× with them (stencil_kernel_ab
+// --rounds 21, two runs); stencil_bench heat2d gradient 1.02–1.07× the
+// built-in against 1.09–1.28×, wave2d 0.67–0.68× the hand-written against
+// 0.72–0.75× (interleaved processes). diffusion3d did not separate
+// (0.47–0.56 against 0.43–0.54), and session 45 had measured sharing 8 %
+// faster there.
+inline bool shares_terms(int ndim) { return ndim >= 3; }
+
 // The expressions of "expr", one per output, separated by ';' (messages
 // give positions in the whole text).
 std::vector<ExprPtr> parse_outputs(const std::string& text);

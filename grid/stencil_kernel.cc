@@ -382,6 +382,7 @@ class Runner {
       s.prefetch.push_back(in.prefetch);
     }
     s.periodic = p_.layout.periodic;
+    s.shared = shares_terms(s.ndim);
     kernel_ = compile_stencil(s);
     source_ = std::move(s);
     constants_ = kernel_constants(p_.outputs);
