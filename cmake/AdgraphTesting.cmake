@@ -89,6 +89,14 @@ function(adgraph_test_names path out)
   set(${out} "${names}" PARENT_SCOPE)
 endfunction()
 
+# What a test executable links (`main`: GoogleTest's or the MPI one) and
+# the precompiled header it reuses.
+function(adgraph_link_test target main)
+  target_link_libraries(${target} PRIVATE adgraph::adgraph adgraph_warnings
+                                          adgraph_test_util ${main})
+  adgraph_use_pch(${target} adgraph_test_pch)
+endfunction()
+
 # Sets `out` to the target that holds tests/<path>.cc (adding the source to
 # its folder's executable, created on first use) and `filter_out` to the
 # arguments that select the source's tests there. KIND is serial or mpi.
@@ -100,6 +108,7 @@ function(adgraph_test_executable path kind standalone out filter_out)
   if(standalone)
     adgraph_target_name(${path} target)
     add_executable(${target} ${path}.cc)
+    adgraph_link_test(${target} ${main})
     set(filter)
   else()
     string(REGEX MATCH "^[^/]+" folder "${path}")
@@ -109,6 +118,7 @@ function(adgraph_test_executable path kind standalone out filter_out)
     endif()
     if(NOT TARGET ${target})
       add_executable(${target})
+      adgraph_link_test(${target} ${main})
       set_target_properties(${target} PROPERTIES UNITY_BUILD ${ADGRAPH_UNITY}
                                                  UNITY_BUILD_BATCH_SIZE ${ADGRAPH_TEST_BATCH})
       set_property(GLOBAL APPEND PROPERTY ADGRAPH_TEST_EXECUTABLES ${target})
@@ -125,11 +135,6 @@ function(adgraph_test_executable path kind standalone out filter_out)
     set_property(GLOBAL APPEND PROPERTY ADGRAPH_TESTS_OF_${target} ${names})
     string(JOIN ":" joined ${names})
     set(filter "--gtest_filter=${joined}")
-  endif()
-  if(standalone OR NOT held)
-    target_link_libraries(${target} PRIVATE adgraph::adgraph adgraph_warnings
-                                            adgraph_test_util ${main})
-    adgraph_use_pch(${target} adgraph_test_pch)
   endif()
   set(${out} ${target} PARENT_SCOPE)
   set(${filter_out} "${filter}" PARENT_SCOPE)
